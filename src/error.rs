@@ -1,0 +1,133 @@
+//! The library's one error type: a kind, a message and where in the user's input it happened.
+//!
+//! `Display` renders one line, `file:line: message` (or `file: message` without a line), which
+//! is the CLI's error contract.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// What went wrong, coarsely; stable enough to match on in tests and tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The pipeline's SQL does not parse.
+    Syntax,
+    /// The SQL parses but is not a valid pipeline (unknown column, bad clause combination, ...).
+    Validation,
+    /// An input row does not fit its schema or the flow's rules (NULL key or sequence, ...).
+    InvalidRow,
+    /// A file could not be read or written.
+    Io,
+    /// A CSV or JSON file is malformed beyond a single value (bad quoting, not JSON, ...).
+    Format,
+    /// A broken internal invariant; a bug in scdflow.
+    Internal,
+}
+
+impl ErrorKind {
+    /// A stable code for the kind.
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::Syntax => "syntax",
+            ErrorKind::Validation => "validation",
+            ErrorKind::InvalidRow => "invalid_row",
+            ErrorKind::Io => "io",
+            ErrorKind::Format => "format",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
+/// Where in the user's input an error was found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Location {
+    /// The file (pipeline or data).
+    pub file: Option<PathBuf>,
+    /// 1-based line (of the SQL file, or of the data file for rows).
+    pub line: Option<u64>,
+}
+
+/// An scdflow error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    location: Location,
+    message: String,
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error without a location.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            location: Location::default(),
+            message: message.into(),
+        }
+    }
+
+    /// Sets the file, unless one is already set (the innermost location wins).
+    pub fn in_file(mut self, file: &Path) -> Self {
+        if self.location.file.is_none() {
+            self.location.file = Some(file.to_path_buf());
+        }
+        self
+    }
+
+    /// Sets the line, unless one is already set.
+    pub fn at_line(mut self, line: u64) -> Self {
+        if self.location.line.is_none() {
+            self.location.line = Some(line);
+        }
+        self
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The location.
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// The message without the location.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, err: &std::io::Error) -> Self {
+        Error::new(ErrorKind::Io, format!("cannot read or write: {err}")).in_file(path)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.location.file, self.location.line) {
+            (Some(file), Some(line)) => write!(f, "{}:{}: {}", file.display(), line, self.message),
+            (Some(file), None) => write!(f, "{}: {}", file.display(), self.message),
+            (None, Some(line)) => write!(f, "line {}: {}", line, self.message),
+            (None, None) => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_file_and_line() {
+        let e = Error::new(ErrorKind::Validation, "KEYS: unknown column `usrId` (did you mean `userId`?)")
+            .at_line(3)
+            .in_file(Path::new("p.sql"));
+        assert_eq!(e.to_string(), "p.sql:3: KEYS: unknown column `usrId` (did you mean `userId`?)");
+        assert_eq!(e.kind().code(), "validation");
+    }
+}

@@ -1,0 +1,146 @@
+//! The validated pipeline: what the SQL front end produces and the runtime executes.
+//!
+//! Everything here is resolved: column references are indices, types are known, paths are
+//! absolute. Building a `Pipeline` is where every user error is found; executing one never
+//! fails on the pipeline's shape, only on data.
+
+use crate::expr::Expr;
+use crate::value::{DataType, Schema};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Default tombstone retention (two days), SPEC 2.8.
+pub const DEFAULT_TOMBSTONE_GC_SECONDS: u64 = 172_800;
+
+/// A whole pipeline file.
+#[derive(Clone, Debug)]
+pub struct Pipeline {
+    /// The pipeline file.
+    pub file: PathBuf,
+    /// Append-only streaming tables (read from files or from other such tables), in dependency
+    /// order: a table only reads tables before it.
+    pub tables: Vec<SourceTable>,
+    /// Tables maintained by AUTO CDC flows.
+    pub targets: Vec<Target>,
+    /// AUTO CDC flows, in declaration order.
+    pub flows: Vec<CdcFlow>,
+}
+
+/// Input file format of `read_files`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Format {
+    /// RFC 4180 CSV; an empty unquoted field is NULL.
+    Csv,
+    /// JSON lines: one object per line; `null` is NULL.
+    Json,
+}
+
+/// Where a streaming table's rows come from.
+#[derive(Clone, Debug)]
+pub enum SourceInput {
+    /// `read_files(path, ...)`: a file, or a directory whose files are read in name order.
+    Files {
+        /// Absolute path (resolved relative to the pipeline file).
+        path: PathBuf,
+        /// File format.
+        format: Format,
+        /// CSV only: whether the first line is a header (default true).
+        header: bool,
+        /// The schema of the files (declared with `schema => ...` or inferred, D17).
+        file_schema: Schema,
+        /// Whether `file_schema` was declared (true) or inferred (false).
+        declared: bool,
+    },
+    /// `FROM STREAM(other)`: index into [`Pipeline::tables`].
+    Table(usize),
+}
+
+/// An append-only streaming table.
+#[derive(Clone, Debug)]
+pub struct SourceTable {
+    /// Table name.
+    pub name: String,
+    /// Schema of the rows this table holds (after projection).
+    pub schema: Schema,
+    /// Where the rows come from.
+    pub input: SourceInput,
+    /// `SELECT` list compiled against the input's schema; `None` for `SELECT *`.
+    pub projection: Option<Vec<Expr>>,
+    /// `WHERE` predicate compiled against the input's schema.
+    pub filter: Option<Expr>,
+    /// Line of the defining statement in the pipeline file.
+    pub line: u64,
+}
+
+/// SCD type of a target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ScdType {
+    /// One row per live key.
+    Type1,
+    /// One row per version of each key, with `__START_AT` / `__END_AT`.
+    Type2,
+}
+
+/// A table maintained by one or more AUTO CDC flows (D16: same keys, sequence type, SCD type and
+/// columns for all of them).
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// Table name.
+    pub name: String,
+    /// Output schema: the image columns, then `__START_AT`, `__END_AT` for SCD2.
+    pub schema: Schema,
+    /// Number of image columns (the schema's prefix that flows write).
+    pub image_len: usize,
+    /// Indices of the key columns within the image.
+    pub keys: Vec<usize>,
+    /// SCD type.
+    pub scd: ScdType,
+    /// Type of the sequence (and so of `__START_AT` / `__END_AT`).
+    pub sequence_type: DataType,
+    /// SCD2: per image column, whether a change opens a new version.
+    pub tracked: Vec<bool>,
+    /// Whether any flow into this target writes partial images (D6 field-level semantics).
+    pub partial: bool,
+    /// `pipelines.cdc.tombstoneGCThresholdInSeconds` (0 = never collect).
+    pub tombstone_gc_seconds: u64,
+    /// Line of the defining statement.
+    pub line: u64,
+}
+
+/// How an upsert says which image columns it sets (SPEC 3.5, D6, D7).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PartialUpdates {
+    /// Every upsert sets the whole image.
+    Off,
+    /// `IGNORE NULL UPDATES [ON ...]`: per image column, whether a NULL leaves the stored value.
+    IgnoreNull(Vec<bool>),
+    /// `COLUMNS TO UPDATE col`: the source column (index) listing the columns each event sets.
+    ColumnsToUpdate(usize),
+}
+
+/// One `AUTO CDC` flow.
+#[derive(Clone, Debug)]
+pub struct CdcFlow {
+    /// Flow name.
+    pub name: String,
+    /// Index into [`Pipeline::targets`].
+    pub target: usize,
+    /// Index into [`Pipeline::tables`].
+    pub source: usize,
+    /// Key columns as indices into the source schema, in `KEYS` order.
+    pub keys: Vec<usize>,
+    /// `SEQUENCE BY`, compiled against the source schema.
+    pub sequence: Expr,
+    /// `APPLY AS DELETE WHEN`.
+    pub delete_when: Option<Expr>,
+    /// `APPLY AS TRUNCATE WHEN`.
+    pub truncate_when: Option<Expr>,
+    /// Selected source columns (indices, in source order): the image.
+    pub columns: Vec<usize>,
+    /// Partial update mode.
+    pub partial: PartialUpdates,
+    /// `AUTO CDC ONCE`.
+    pub once: bool,
+    /// Line of the defining statement.
+    pub line: u64,
+}

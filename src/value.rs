@@ -1,0 +1,245 @@
+//! Values and SQL types.
+//!
+//! Invariant: `Value`'s derived `Ord` is SQL ascending order for values of one type: NULL sorts
+//! lowest, STRUCTs and ARRAYs compare field by field, DOUBLE uses the IEEE total order (so NaN has
+//! a place and the order is total). Values of different types never meet in one column, so their
+//! relative order (by variant) only has to be deterministic, which it is.
+//!
+//! INT and BIGINT share one representation (`Int(i64)`); the schema says which, and input parsing
+//! rejects an INT that does not fit 32 bits.
+
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::fmt;
+
+/// A SQL type of a column or expression.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum DataType {
+    /// 32-bit signed integer.
+    Int,
+    /// 64-bit signed integer.
+    BigInt,
+    /// 64-bit IEEE float.
+    Double,
+    /// TRUE / FALSE.
+    Boolean,
+    /// UTF-8 text.
+    String,
+    /// Calendar date (days since 1970-01-01).
+    Date,
+    /// Instant in microseconds since 1970-01-01T00:00:00Z, normalised to UTC.
+    Timestamp,
+    /// Named fields, compared field by field.
+    Struct(Vec<(String, DataType)>),
+    /// Ordered list of one element type (used for `COLUMNS TO UPDATE` lists).
+    Array(Box<DataType>),
+    /// The type of a bare NULL literal; fits every column.
+    Null,
+}
+
+impl DataType {
+    /// True for the types whose values can be ordered (all of ours).
+    pub fn is_orderable(&self) -> bool {
+        true
+    }
+
+    /// True for INT, BIGINT and DOUBLE.
+    pub fn is_numeric(&self) -> bool {
+        matches!(self, DataType::Int | DataType::BigInt | DataType::Double)
+    }
+}
+
+impl fmt::Display for DataType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DataType::Int => f.write_str("INT"),
+            DataType::BigInt => f.write_str("BIGINT"),
+            DataType::Double => f.write_str("DOUBLE"),
+            DataType::Boolean => f.write_str("BOOLEAN"),
+            DataType::String => f.write_str("STRING"),
+            DataType::Date => f.write_str("DATE"),
+            DataType::Timestamp => f.write_str("TIMESTAMP"),
+            DataType::Null => f.write_str("NULL"),
+            DataType::Array(t) => write!(f, "ARRAY<{t}>"),
+            DataType::Struct(fields) => {
+                f.write_str("STRUCT<")?;
+                for (i, (n, t)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{n}: {t}")?;
+                }
+                f.write_str(">")
+            }
+        }
+    }
+}
+
+/// A DOUBLE with a total order (IEEE `total_cmp`), so rows can be sorted, hashed and deduplicated.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct F64(pub f64);
+
+impl PartialEq for F64 {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for F64 {}
+impl PartialOrd for F64 {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for F64 {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+impl std::hash::Hash for F64 {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state)
+    }
+}
+
+/// One SQL value.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Value {
+    /// SQL NULL; sorts lowest.
+    Null,
+    /// BOOLEAN.
+    Bool(bool),
+    /// INT or BIGINT.
+    Int(i64),
+    /// DOUBLE.
+    Double(F64),
+    /// STRING.
+    Str(String),
+    /// DATE as days since the epoch.
+    Date(i32),
+    /// TIMESTAMP as microseconds since the epoch (UTC).
+    Timestamp(i64),
+    /// STRUCT field values in declaration order.
+    Struct(Vec<Value>),
+    /// ARRAY elements.
+    Array(Vec<Value>),
+}
+
+impl Value {
+    /// True for SQL NULL.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+}
+
+/// A row: values in schema order.
+pub type Row = Vec<Value>;
+
+/// A named, typed column.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Column {
+    /// Column name as declared (case preserved; lookups are case-insensitive).
+    pub name: String,
+    /// Column type.
+    pub ty: DataType,
+}
+
+/// An ordered list of columns.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Schema {
+    /// The columns, in order.
+    pub columns: Vec<Column>,
+}
+
+impl Schema {
+    /// Builds a schema from `(name, type)` pairs.
+    pub fn new(columns: impl IntoIterator<Item = (String, DataType)>) -> Self {
+        Schema {
+            columns: columns
+                .into_iter()
+                .map(|(name, ty)| Column { name, ty })
+                .collect(),
+        }
+    }
+
+    /// Index of a column, matching names case-insensitively (as Databricks SQL does).
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Number of columns.
+    pub fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// True when the schema has no columns.
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+
+    /// Column names in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.columns.iter().map(|c| c.name.as_str())
+    }
+}
+
+impl fmt::Display for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, c) in self.columns.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{} {}", c.name, c.ty)?;
+        }
+        Ok(())
+    }
+}
+
+/// The name in `candidates` closest to `name` (edit distance at most a third of its length, at
+/// least 2), for "did you mean" hints.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = name.to_ascii_lowercase();
+    let limit = (name.len() / 3).max(2);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&lower, &c.to_ascii_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_sorts_lowest_and_structs_field_by_field() {
+        assert!(Value::Null < Value::Int(i64::MIN));
+        let a = Value::Struct(vec![Value::Int(10), Value::Int(2)]);
+        let b = Value::Struct(vec![Value::Int(10), Value::Int(1)]);
+        let c = Value::Struct(vec![Value::Int(9), Value::Int(9)]);
+        assert!(c < b && b < a);
+        assert!(Value::Struct(vec![Value::Null, Value::Int(1)]) < Value::Struct(vec![Value::Int(0)]));
+    }
+
+    #[test]
+    fn closest_finds_typos() {
+        assert_eq!(closest("sequenceNm", ["userId", "sequenceNum"]), Some("sequenceNum"));
+        assert_eq!(closest("zzz", ["userId"]), None);
+    }
+}
