@@ -1,0 +1,19 @@
+//! Command-line front end: the only place that knows clap and anyhow.
+
+mod args;
+mod check;
+mod progress;
+mod run;
+
+pub use args::parse;
+
+use args::{Args, Command};
+use std::process::ExitCode;
+
+/// Runs one subcommand.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Command::Run(a) => run::run(a),
+        Command::Check(a) => check::check(a),
+    }
+}

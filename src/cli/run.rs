@@ -1,0 +1,27 @@
+//! `scdflow run PIPELINE.sql`: execute and write outputs.
+
+use super::args::RunArgs;
+use super::progress::Progress;
+use std::process::ExitCode;
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let pipeline = scdflow::sql::load(&args.pipeline)?;
+    for warning in &pipeline.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let progress = Progress::start();
+    let evaluation = scdflow::driver::evaluate(
+        &pipeline,
+        usize::from(args.workers),
+        args.on_invalid.into(),
+        progress.as_ref().map(Progress::reporter),
+    )?;
+    if let Some(p) = &progress {
+        p.finish(evaluation.events);
+    }
+    for q in &evaluation.quarantined {
+        eprintln!("warning: quarantined {}", q.error.clone().into_error(&q.file));
+    }
+    scdflow::output::write_all(&pipeline, &evaluation, &args.out, args.format.into())?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,39 @@
+//! Incremental per-key state of SCD targets, free of any dataflow.
+//!
+//! Each state consumes the events of one commit (for the keys one worker owns, in any order)
+//! and appends the differential updates of its target rows: `(row, +1)` for rows that appear,
+//! `(row, -1)` for rows that disappear. Summed over commits these updates equal the reference
+//! model's table for the events seen so far (`crate::model`), whatever the arrival order and
+//! commit split. The timely operators in `crate::operators` only route events to these states
+//! and retire commits in frontier order.
+
+mod scd1;
+mod scd2;
+mod stats;
+
+pub use scd1::Scd1State;
+pub use scd2::Scd2State;
+pub use stats::CommitStats;
+
+use crate::event::Event;
+use crate::value::Row;
+
+/// The state of one SCD target on one worker.
+pub trait CdcState: 'static {
+    /// Applies one commit's events and appends the resulting row updates to `out`.
+    fn apply(&mut self, events: Vec<Event>, out: &mut Vec<(Row, isize)>, stats: &mut CommitStats);
+}
+
+/// Groups events by key (sorted by key, then by event order) and removes exact duplicates (D1).
+fn group_by_key(mut events: Vec<Event>) -> Vec<(Row, Vec<Event>)> {
+    events.sort_by(|a, b| a.key.cmp(&b.key).then_with(|| a.cmp(b)));
+    events.dedup();
+    let mut groups: Vec<(Row, Vec<Event>)> = Vec::new();
+    for event in events {
+        match groups.last_mut() {
+            Some((key, group)) if *key == event.key => group.push(event),
+            _ => groups.push((event.key.clone(), vec![event])),
+        }
+    }
+    groups
+}

@@ -1,0 +1,282 @@
+//! SCD type 1 state: O(columns) per key, never an event log (D6).
+//!
+//! Whole-image targets keep each key's winning event (greatest by sequence, then by the D2 tie
+//! rank). Partial-update targets keep, per column, the latest `(seq, value)` that authored it,
+//! plus the key's latest upsert and delete sequences: a column's value is its latest author
+//! newer than the key's last reset (delete or truncate), which is exactly the field-level fold
+//! of D6, independent of arrival order.
+//!
+//! A truncate at `t*` is a table-wide tombstone (D5): rows whose state is not newer than `t*`
+//! disappear, later events not newer than `t*` are stale, and keys whose whole state is covered
+//! by `t*` are dropped from memory. Truncates reach every worker (the operator broadcasts them).
+
+use super::{group_by_key, CdcState, CommitStats};
+use crate::event::{Event, EventKind};
+use crate::value::{Row, Value};
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+/// SCD1 state of the keys one worker owns.
+#[derive(Debug)]
+pub struct Scd1State {
+    image_len: usize,
+    partial: bool,
+    truncated_at: Option<Value>,
+    keys: HashMap<Row, KeyState>,
+}
+
+#[derive(Debug)]
+enum KeyState {
+    /// Whole images: the winning upsert or delete.
+    Winner(Event),
+    /// Partial images: per-column latest authors.
+    Fields(Fields),
+}
+
+#[derive(Debug)]
+struct Fields {
+    upsert: Option<Value>,
+    delete: Option<Value>,
+    columns: Vec<Option<(Value, Value)>>,
+}
+
+impl Scd1State {
+    /// An empty state for images of `image_len` columns; `partial` selects field-level folding.
+    pub fn new(image_len: usize, partial: bool) -> Self {
+        Scd1State {
+            image_len,
+            partial,
+            truncated_at: None,
+            keys: HashMap::new(),
+        }
+    }
+
+    /// Number of keys held (live rows and tombstones).
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    fn truncate(&mut self, seq: Value, out: &mut Vec<(Row, isize)>) {
+        if self.truncated_at.as_ref().is_some_and(|t| *t >= seq) {
+            return;
+        }
+        let old = self.truncated_at.replace(seq);
+        let new = self.truncated_at.clone();
+        self.keys.retain(|_, state| {
+            // Under partial updates a surviving row can still lose the columns authored before
+            // the truncate, so compare whole rows, not just presence.
+            let (before, after) = (state.visible(old.as_ref()), state.visible(new.as_ref()));
+            if before != after {
+                out.extend(before.map(|r| (r, -1)));
+                out.extend(after.map(|r| (r, 1)));
+            }
+            !state.covered_by(new.as_ref())
+        });
+    }
+
+    fn apply_key(&mut self, key: Row, events: Vec<Event>, out: &mut Vec<(Row, isize)>, stats: &mut CommitStats) {
+        let t = self.truncated_at.clone();
+        let (live, stale): (Vec<Event>, Vec<Event>) = events
+            .into_iter()
+            .partition(|e| t.as_ref().is_none_or(|t| e.seq > *t));
+        stats.stale_events += stale.len() as u64;
+        if live.is_empty() {
+            return;
+        }
+        let before = self.keys.get(&key).and_then(|s| s.visible(t.as_ref()));
+        let (partial, image_len) = (self.partial, self.image_len);
+        let mut live = live.into_iter();
+        let state = match self.keys.entry(key) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                let first = live.next().expect("`live` is not empty");
+                v.insert(KeyState::new(first, partial, image_len, stats))
+            }
+        };
+        for event in live {
+            state.absorb(event, stats);
+        }
+        let after = state.visible(t.as_ref());
+        if before != after {
+            out.extend(before.map(|r| (r, -1)));
+            out.extend(after.map(|r| (r, 1)));
+        }
+    }
+}
+
+impl CdcState for Scd1State {
+    fn apply(&mut self, events: Vec<Event>, out: &mut Vec<(Row, isize)>, stats: &mut CommitStats) {
+        let (truncates, keyed): (Vec<Event>, Vec<Event>) =
+            events.into_iter().partition(|e| e.kind == EventKind::Truncate);
+        if let Some(t) = truncates.into_iter().map(|e| e.seq).max() {
+            self.truncate(t, out);
+        }
+        for (key, events) in group_by_key(keyed) {
+            self.apply_key(key, events, out, stats);
+        }
+    }
+}
+
+impl KeyState {
+    fn new(first: Event, partial: bool, image_len: usize, stats: &mut CommitStats) -> Self {
+        if !partial {
+            return KeyState::Winner(first);
+        }
+        let mut fields = Fields {
+            upsert: None,
+            delete: None,
+            columns: vec![None; image_len],
+        };
+        fields.absorb(first, stats);
+        KeyState::Fields(fields)
+    }
+
+    /// The row this key shows given the table's truncate sequence, if any.
+    fn visible(&self, truncated_at: Option<&Value>) -> Option<Row> {
+        match self {
+            KeyState::Winner(w) => {
+                let newer = truncated_at.is_none_or(|t| w.seq > *t);
+                (w.kind == EventKind::Upsert && newer).then(|| w.image.clone())
+            }
+            KeyState::Fields(f) => {
+                let reset = f.delete.as_ref().max(truncated_at);
+                let upsert = f.upsert.as_ref()?;
+                if reset.is_some_and(|r| upsert <= r) {
+                    return None;
+                }
+                let value = |c: &Option<(Value, Value)>| match c {
+                    Some((seq, v)) if reset.is_none_or(|r| seq > r) => v.clone(),
+                    _ => Value::Null,
+                };
+                Some(f.columns.iter().map(value).collect())
+            }
+        }
+    }
+
+    /// Whether a truncate at `t` makes this key's whole state irrelevant.
+    fn covered_by(&self, t: Option<&Value>) -> bool {
+        let Some(t) = t else { return false };
+        match self {
+            KeyState::Winner(w) => w.seq <= *t,
+            KeyState::Fields(f) => {
+                f.upsert.as_ref().is_none_or(|s| s <= t) && f.delete.as_ref().is_none_or(|s| s <= t)
+            }
+        }
+    }
+
+    fn absorb(&mut self, event: Event, stats: &mut CommitStats) {
+        match self {
+            KeyState::Winner(w) => {
+                if event.seq == w.seq && event.tie_rank() != w.tie_rank() {
+                    stats.sequence_ties += 1;
+                }
+                if (&event.seq, event.tie_rank()) > (&w.seq, w.tie_rank()) {
+                    *w = event;
+                } else if event.seq < w.seq {
+                    stats.stale_events += 1;
+                }
+            }
+            KeyState::Fields(f) => f.absorb(event, stats),
+        }
+    }
+}
+
+impl Fields {
+    fn absorb(&mut self, event: Event, stats: &mut CommitStats) {
+        if event.kind == EventKind::Delete {
+            if self.delete.as_ref().is_some_and(|d| *d >= event.seq) {
+                stats.stale_events += 1;
+            } else {
+                self.delete = Some(event.seq);
+            }
+            return;
+        }
+        if self.upsert.as_ref() == Some(&event.seq) {
+            stats.sequence_ties += 1;
+        }
+        let mut changed = false;
+        for (i, column) in self.columns.iter_mut().enumerate() {
+            if !event.authors(i) {
+                continue;
+            }
+            let candidate = (&event.seq, &event.image[i]);
+            if column.as_ref().is_none_or(|(s, v)| candidate > (s, v)) {
+                *column = Some((event.seq.clone(), event.image[i].clone()));
+                changed = true;
+            }
+        }
+        if self.upsert.as_ref().is_none_or(|u| event.seq > *u) {
+            self.upsert = Some(event.seq);
+            changed = true;
+        }
+        if !changed {
+            stats.stale_events += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upsert(key: i64, name: &str, seq: i64) -> Event {
+        Event {
+            seq: Value::Int(seq),
+            kind: EventKind::Upsert,
+            key: vec![Value::Int(key)],
+            image: vec![Value::Int(key), Value::Str(name.into())],
+            authored: None,
+        }
+    }
+
+    fn delete(key: i64, seq: i64) -> Event {
+        Event {
+            seq: Value::Int(seq),
+            kind: EventKind::Delete,
+            key: vec![Value::Int(key)],
+            image: Vec::new(),
+            authored: None,
+        }
+    }
+
+    fn truncate(seq: i64) -> Event {
+        Event {
+            seq: Value::Int(seq),
+            kind: EventKind::Truncate,
+            key: Vec::new(),
+            image: Vec::new(),
+            authored: None,
+        }
+    }
+
+    fn run(state: &mut Scd1State, events: Vec<Event>) -> Vec<(Row, isize)> {
+        let mut out = Vec::new();
+        state.apply(events, &mut out, &mut CommitStats::default());
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn late_older_upsert_changes_nothing_and_tombstone_blocks() {
+        let mut s = Scd1State::new(2, false);
+        assert_eq!(run(&mut s, vec![upsert(1, "a", 2), delete(9, 5)]).len(), 1);
+        assert!(run(&mut s, vec![upsert(1, "old", 1), upsert(9, "z", 4)]).is_empty());
+        let out = run(&mut s, vec![upsert(1, "b", 3)]);
+        assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn truncate_removes_older_rows_and_forgets_covered_keys() {
+        let mut s = Scd1State::new(2, false);
+        run(&mut s, vec![upsert(1, "a", 1), upsert(2, "b", 5)]);
+        let out = run(&mut s, vec![truncate(3)]);
+        assert_eq!(out, vec![(vec![Value::Int(1), Value::Str("a".into())], -1)]);
+        assert_eq!(s.len(), 1);
+        assert!(run(&mut s, vec![upsert(3, "c", 2)]).is_empty());
+    }
+}

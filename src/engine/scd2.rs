@@ -1,0 +1,338 @@
+//! SCD type 2 state: each key's events by sequence, plus the versions ("runs") they produce.
+//!
+//! A run starts at an upsert whose tracked columns differ from the open run's (or when no run
+//! is open), absorbs following upserts with equal tracked columns in place, and ends at the next
+//! run start or delete (SPEC 3.3). The visible row of a run is its latest folded image.
+//!
+//! A commit that inserts events at sequences `lo..=hi` of a key re-derives runs from the run
+//! open just before `lo` and stops at the first point after `hi` where the new derivation meets
+//! the old one: a delete, or an upsert that starts a run in both derivations with the same
+//! folded image. For whole-image targets a run that continues unchanged past `hi` is skipped in
+//! one step (its image and end are already known), so a late event costs O(log h) plus the
+//! runs it really changes. With partial updates (D6) each later event's folded image may
+//! change, so the walk continues until the folds agree again.
+//!
+//! Deletes stay in the history, so late events older than a delete never resurrect a version
+//! past it (tombstones; their retention is not collected yet).
+
+use super::{group_by_key, CdcState, CommitStats};
+use crate::event::{Event, EventKind};
+use crate::value::{Row, Value};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound::{self, Excluded, Included, Unbounded};
+
+/// SCD2 state of the keys one worker owns.
+#[derive(Debug)]
+pub struct Scd2State {
+    shape: Shape,
+    keys: HashMap<Row, History>,
+}
+
+#[derive(Debug)]
+struct Shape {
+    image_len: usize,
+    tracked: Vec<bool>,
+    partial: bool,
+}
+
+#[derive(Debug, Default)]
+struct History {
+    events: BTreeMap<Value, Stored>,
+    runs: BTreeMap<Value, Run>,
+}
+
+#[derive(Debug)]
+struct Stored {
+    kind: EventKind,
+    image: Row,
+    authored: Option<Vec<bool>>,
+    /// Partial targets only: the image folded up to and including this upsert.
+    folded: Option<Row>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Run {
+    end: Option<Value>,
+    image: Row,
+}
+
+impl Scd2State {
+    /// An empty state. `tracked[i]` says whether image column `i` opens a new version when it
+    /// changes; `partial` selects field-level folding of upserts (D6).
+    pub fn new(image_len: usize, tracked: Vec<bool>, partial: bool) -> Self {
+        Scd2State {
+            shape: Shape {
+                image_len,
+                tracked,
+                partial,
+            },
+            keys: HashMap::new(),
+        }
+    }
+
+    /// Number of keys held.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+impl CdcState for Scd2State {
+    fn apply(&mut self, events: Vec<Event>, out: &mut Vec<(Row, isize)>, stats: &mut CommitStats) {
+        for (key, events) in group_by_key(events) {
+            let history = match self.keys.entry(key) {
+                Entry::Occupied(o) => o.into_mut(),
+                Entry::Vacant(v) => v.insert(History::default()),
+            };
+            if let Some((lo, hi)) = history.absorb(events, stats) {
+                history.rederive(&lo, &hi, &self.shape, out);
+            }
+        }
+    }
+}
+
+impl Stored {
+    fn from_event(e: Event) -> Self {
+        Stored {
+            kind: e.kind,
+            image: e.image,
+            authored: e.authored,
+            folded: None,
+        }
+    }
+
+    fn rank(&self) -> (EventKind, &Row, &Option<Vec<bool>>) {
+        (self.kind, &self.image, &self.authored)
+    }
+
+    fn folded(&self) -> &Row {
+        self.folded.as_ref().unwrap_or(&self.image)
+    }
+}
+
+impl Shape {
+    fn tracked_eq(&self, a: &Row, b: &Row) -> bool {
+        self.tracked.iter().enumerate().all(|(i, t)| !t || a[i] == b[i])
+    }
+
+    fn fold(&self, before: &Row, e: &Stored) -> Row {
+        match &e.authored {
+            Some(mask) if self.partial => before
+                .iter()
+                .zip(&e.image)
+                .zip(mask)
+                .map(|((old, new), set)| if *set { new.clone() } else { old.clone() })
+                .collect(),
+            _ => e.image.clone(),
+        }
+    }
+}
+
+impl History {
+    /// Stores the events (the greatest wins a sequence tie, D2) and returns the range of
+    /// sequences whose event changed, if any.
+    fn absorb(&mut self, events: Vec<Event>, stats: &mut CommitStats) -> Option<(Value, Value)> {
+        let mut changed: Option<(Value, Value)> = None;
+        for event in events {
+            let seq = event.seq.clone();
+            match self.events.entry(seq.clone()) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(Stored::from_event(event));
+                }
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    let ord = event.tie_rank().cmp(&o.get().rank());
+                    if ord.is_eq() {
+                        continue;
+                    }
+                    stats.sequence_ties += 1;
+                    if ord.is_lt() {
+                        continue;
+                    }
+                    o.insert(Stored::from_event(event));
+                }
+            }
+            changed = Some(match changed {
+                None => (seq.clone(), seq),
+                Some((lo, hi)) => (lo.min(seq.clone()), hi.max(seq)),
+            });
+        }
+        changed
+    }
+
+    /// Re-derives the runs affected by events changed in `lo..=hi` and emits the difference.
+    fn rederive(&mut self, lo: &Value, hi: &Value, shape: &Shape, out: &mut Vec<(Row, isize)>) {
+        let nulls = vec![Value::Null; shape.image_len];
+        let History { events, runs } = self;
+        let (from, mut open, mut folded) = match events.range(..lo).next_back() {
+            Some((p, pe)) if pe.kind == EventKind::Upsert => {
+                let (start, _) = runs
+                    .range((Unbounded, Included(p)))
+                    .next_back()
+                    .expect("an upsert always lies inside a run");
+                let image = pe.folded().clone();
+                (start.clone(), Some((start.clone(), image.clone())), image)
+            }
+            _ => (lo.clone(), None, nulls.clone()),
+        };
+        let mut derived: Vec<(Value, Run)> = Vec::new();
+        let close = |open: &mut Option<(Value, Row)>, end: Option<Value>, derived: &mut Vec<(Value, Run)>| {
+            if let Some((start, image)) = open.take() {
+                derived.push((start, Run { end, image }));
+            }
+        };
+        let mut stop: Bound<Value> = Unbounded;
+        let mut cursor: Bound<Value> = Included(lo.clone());
+        while let Some((seq, ev)) = events.range_mut((cursor.clone(), Unbounded)).next() {
+            let seq = seq.clone();
+            cursor = Excluded(seq.clone());
+            let past = seq > *hi;
+            if ev.kind != EventKind::Upsert {
+                close(&mut open, Some(seq.clone()), &mut derived);
+                folded = nulls.clone();
+                if past {
+                    stop = Excluded(seq);
+                    break;
+                }
+                continue;
+            }
+            let image = shape.fold(&folded, ev);
+            let starts = open.as_ref().is_none_or(|(_, o)| !shape.tracked_eq(o, &image));
+            if past && starts && runs.contains_key(&seq) && *ev.folded() == image {
+                close(&mut open, Some(seq.clone()), &mut derived);
+                stop = Excluded(seq);
+                break;
+            }
+            if past && !starts && !shape.partial {
+                let (_, run) = runs
+                    .range((Unbounded, Included(&seq)))
+                    .next_back()
+                    .expect("an unchanged upsert lies inside an old run");
+                if let Some((_, o)) = open.as_mut() {
+                    o.clone_from(&run.image);
+                }
+                folded.clone_from(&run.image);
+                match &run.end {
+                    Some(end) => cursor = Included(end.clone()),
+                    None => break,
+                }
+                continue;
+            }
+            if starts {
+                close(&mut open, Some(seq.clone()), &mut derived);
+                open = Some((seq.clone(), image.clone()));
+            } else if let Some((_, o)) = open.as_mut() {
+                o.clone_from(&image);
+            }
+            if shape.partial {
+                ev.folded = Some(image.clone());
+            }
+            folded = image;
+        }
+        if stop == Unbounded {
+            close(&mut open, None, &mut derived);
+        }
+        let stale: Vec<Value> = runs
+            .range((Included(from), stop))
+            .map(|(s, _)| s.clone())
+            .collect();
+        let mut old: BTreeMap<Value, Run> = stale
+            .into_iter()
+            .filter_map(|s| runs.remove_entry(&s))
+            .collect();
+        for (start, run) in derived {
+            if old.get(&start) == Some(&run) {
+                old.remove(&start);
+            } else {
+                out.push((row(&start, &run), 1));
+            }
+            runs.insert(start, run);
+        }
+        for (start, run) in old {
+            out.push((row(&start, &run), -1));
+        }
+    }
+}
+
+fn row(start: &Value, run: &Run) -> Row {
+    let mut row = run.image.clone();
+    row.push(start.clone());
+    row.push(run.end.clone().unwrap_or(Value::Null));
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(key: i64, city: Option<&str>, seq: i64) -> Event {
+        let (kind, image) = match city {
+            Some(c) => (EventKind::Upsert, vec![Value::Int(key), Value::Str(c.into())]),
+            None => (EventKind::Delete, Vec::new()),
+        };
+        Event {
+            seq: Value::Int(seq),
+            kind,
+            key: vec![Value::Int(key)],
+            image,
+            authored: None,
+        }
+    }
+
+    fn table(updates: &[(Row, isize)]) -> Vec<Row> {
+        let mut acc: BTreeMap<Row, isize> = BTreeMap::new();
+        for (r, d) in updates {
+            *acc.entry(r.clone()).or_default() += d;
+        }
+        acc.into_iter()
+            .inspect(|(_, d)| assert!(*d == 0 || *d == 1))
+            .filter(|(_, d)| *d == 1)
+            .map(|(r, _)| r)
+            .collect()
+    }
+
+    fn r(key: i64, city: &str, start: i64, end: Option<i64>) -> Row {
+        vec![
+            Value::Int(key),
+            Value::Str(city.into()),
+            Value::Int(start),
+            end.map_or(Value::Null, Value::Int),
+        ]
+    }
+
+    #[test]
+    fn late_events_splice_into_history() {
+        let mut s = Scd2State::new(2, vec![true, true], false);
+        let mut out = Vec::new();
+        let mut st = CommitStats::default();
+        s.apply(vec![ev(125, Some("Tijuana"), 2), ev(125, Some("Guadalajara"), 6)], &mut out, &mut st);
+        s.apply(vec![ev(125, Some("Mexicali"), 5)], &mut out, &mut st);
+        s.apply(vec![ev(123, Some("Monterrey"), 1), ev(123, None, 6)], &mut out, &mut st);
+        s.apply(vec![ev(123, Some("Chihuahua"), 5)], &mut out, &mut st);
+        let mut expected = vec![
+                r(123, "Monterrey", 1, Some(5)),
+                r(123, "Chihuahua", 5, Some(6)),
+                r(125, "Tijuana", 2, Some(5)),
+                r(125, "Mexicali", 5, Some(6)),
+                r(125, "Guadalajara", 6, None),
+            ];
+        expected.sort();
+        assert_eq!(table(&out), expected);
+    }
+
+    #[test]
+    fn untracked_changes_stay_in_place_and_late_splits_skip_unchanged_runs() {
+        let mut s = Scd2State::new(2, vec![true, false], false);
+        let mut out = Vec::new();
+        let mut st = CommitStats::default();
+        let events: Vec<Event> = (1..=50).map(|i| ev(1, Some(&format!("c{i}")), i * 10)).collect();
+        s.apply(events, &mut out, &mut st);
+        assert_eq!(table(&out), vec![r(1, "c50", 10, None)]);
+        s.apply(vec![ev(1, None, 255)], &mut out, &mut st);
+        assert_eq!(table(&out), vec![r(1, "c25", 10, Some(255)), r(1, "c50", 260, None)]);
+    }
+}

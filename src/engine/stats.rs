@@ -1,0 +1,20 @@
+//! Per-commit counters that the states report alongside their row updates (D13).
+
+use serde::Serialize;
+
+/// What one commit did to one target, beyond its row updates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CommitStats {
+    /// Events ignored because the key's state (or a truncate) is newer (D13).
+    pub stale_events: u64,
+    /// Events that met a different event of the same key at the same sequence (D2).
+    pub sequence_ties: u64,
+}
+
+impl CommitStats {
+    /// Adds another worker's counters.
+    pub fn merge(&mut self, other: &CommitStats) {
+        self.stale_events += other.stale_events;
+        self.sequence_ties += other.sequence_ties;
+    }
+}

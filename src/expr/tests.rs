@@ -1,0 +1,179 @@
+use super::*;
+use crate::value::{Schema, F64};
+use sqlparser::dialect::DatabricksDialect;
+use sqlparser::parser::Parser;
+
+fn schema() -> Schema {
+    Schema::new([
+        ("id".to_string(), DataType::Int),
+        ("name".to_string(), DataType::String),
+        ("big".to_string(), DataType::BigInt),
+        ("score".to_string(), DataType::Double),
+        ("flag".to_string(), DataType::Boolean),
+        ("ts".to_string(), DataType::Timestamp),
+        ("tags".to_string(), DataType::Array(Box::new(DataType::String))),
+    ])
+}
+
+fn row() -> Vec<Value> {
+    vec![
+        Value::Int(7),
+        Value::Str("Alice".into()),
+        Value::Int(i64::from(i32::MAX)),
+        Value::Double(F64(2.5)),
+        Value::Null,
+        Value::Timestamp(1_752_832_860_000_000),
+        Value::Null,
+    ]
+}
+
+fn compile_sql(sql: &str) -> Result<Expr, crate::Error> {
+    let ast = Parser::new(&DatabricksDialect)
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_expr())
+        .expect("test SQL parses");
+    compile(&ast, &schema())
+}
+
+fn eval_sql(sql: &str) -> Result<Value, String> {
+    compile_sql(sql).expect("test SQL compiles").eval(&row())
+}
+
+fn ok(sql: &str) -> Value {
+    eval_sql(sql).unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+fn compile_error(sql: &str) -> String {
+    compile_sql(sql).expect_err(sql).message().to_string()
+}
+
+const T: Value = Value::Bool(true);
+const F: Value = Value::Bool(false);
+const N: Value = Value::Null;
+
+#[test]
+fn three_valued_logic() {
+    assert_eq!(ok("flag AND FALSE"), F);
+    assert_eq!(ok("flag AND TRUE"), N);
+    assert_eq!(ok("flag OR TRUE"), T);
+    assert_eq!(ok("flag OR FALSE"), N);
+    assert_eq!(ok("NOT flag"), N);
+    assert_eq!(ok("flag IS NULL"), T);
+    assert_eq!(ok("name IS NOT NULL"), T);
+    assert_eq!(ok("NULL = NULL"), N);
+    assert_eq!(ok("id = 7 AND name <> 'Bob'"), T);
+}
+
+#[test]
+fn comparisons_widen_numbers_and_read_temporal_strings() {
+    assert_eq!(ok("id < 7.5"), T);
+    assert_eq!(ok("big > id"), T);
+    assert_eq!(ok("score = 2.5"), T);
+    assert_eq!(ok("0.0 = -0.0"), T);
+    assert_eq!(ok("ts = '2025-07-18T12:01:00+02:00'"), T);
+    assert_eq!(ok("ts > DATE '2025-07-18'"), T);
+    assert_eq!(ok("ts BETWEEN TIMESTAMP '2025-07-18 10:00' AND '2025-07-18 11:00'"), T);
+    assert_eq!(ok("id NOT BETWEEN 1 AND 5"), T);
+    assert!(compile_error("ts = 'soon'").contains("cannot cast 'soon' to TIMESTAMP"));
+    assert!(compile_error("name = 1").contains("cannot compare STRING with INT"));
+}
+
+#[test]
+fn in_list_with_nulls() {
+    assert_eq!(ok("id IN (1, 7)"), T);
+    assert_eq!(ok("id IN (1, NULL)"), N);
+    assert_eq!(ok("id NOT IN (1, NULL)"), N);
+    assert_eq!(ok("id NOT IN (1, 2)"), T);
+    assert_eq!(ok("id IN (7, NULL)"), T);
+    assert_eq!(ok("flag IN (TRUE)"), N);
+    assert_eq!(ok("id IN (7.0)"), T);
+}
+
+#[test]
+fn like_patterns() {
+    assert_eq!(ok("name LIKE 'Al%'"), T);
+    assert_eq!(ok("name LIKE \"_lice\""), T);
+    assert_eq!(ok("name NOT LIKE '%z%'"), T);
+    assert_eq!(ok("CAST(NULL AS STRING) LIKE '%'"), N);
+    assert!(compile_error("id LIKE '7'").contains("LIKE needs STRING operands"));
+}
+
+#[test]
+fn arithmetic_types_and_overflow() {
+    assert_eq!(ok("id + 1"), Value::Int(8));
+    assert_eq!(compile_sql("id + 1").map(|e| e.ty().clone()).ok(), Some(DataType::Int));
+    assert_eq!(compile_sql("id + big").map(|e| e.ty().clone()).ok(), Some(DataType::BigInt));
+    assert_eq!(ok("id * score"), Value::Double(F64(17.5)));
+    assert_eq!(ok("id / 2"), Value::Double(F64(3.5)));
+    assert_eq!(ok("id / 0"), N);
+    assert_eq!(ok("-id"), Value::Int(-7));
+    assert!(eval_sql("CAST(big AS INT) + 1").unwrap_err().contains("INT overflow"));
+    assert_eq!(ok("big + 1 - 1"), Value::Int(i64::from(i32::MAX)));
+    assert_eq!(ok("id + NULL"), N);
+    assert!(compile_error("name + 1").contains("`+` needs numeric operands, `name` is STRING"));
+}
+
+#[test]
+fn casts() {
+    assert_eq!(ok("CAST('42' AS INT)"), Value::Int(42));
+    assert_eq!(ok("CAST(score AS STRING)"), Value::Str("2.5".into()));
+    assert_eq!(ok("CAST(id AS DOUBLE)"), Value::Double(F64(7.0)));
+    assert_eq!(ok("CAST(CAST(id AS DOUBLE) AS STRING)"), Value::Str("7.0".into()));
+    assert_eq!(ok("CAST(ts AS STRING)"), Value::Str("2025-07-18T10:01:00".into()));
+    assert_eq!(ok("CAST(ts AS DATE)"), Value::Date(20_287));
+    assert_eq!(ok("CAST('yes' AS BOOLEAN)"), T);
+    assert!(eval_sql("CAST(name AS INT)").unwrap_err().contains("cannot cast 'Alice' to INT"));
+    assert!(compile_error("CAST('x' AS INT)").contains("cannot cast 'x' to INT"));
+    assert!(compile_error("CAST(tags AS INT)").contains("cannot cast ARRAY<STRING> to INT"));
+    assert!(compile_error("CAST(id AS DECIMAL(10,2))").contains("unknown type `DECIMAL`"));
+}
+
+#[test]
+fn functions() {
+    assert_eq!(ok("COALESCE(flag, FALSE)"), F);
+    assert_eq!(ok("coalesce(NULL, id, 1.5)"), Value::Double(F64(7.0)));
+    assert_eq!(ok("CONCAT(name, '-', id)"), Value::Str("Alice-7".into()));
+    assert_eq!(ok("CONCAT(name, NULL)"), N);
+    assert_eq!(ok("name || '!'"), Value::Str("Alice!".into()));
+    assert_eq!(ok("LOWER(name)"), Value::Str("alice".into()));
+    assert_eq!(ok("upper(name)"), Value::Str("ALICE".into()));
+    assert!(compile_error("now()").contains("unknown function `now`"));
+    assert!(compile_error("COALESCE(name, id)").contains("cannot mix STRING and INT"));
+}
+
+#[test]
+fn structs_are_named_and_ordered_field_by_field() {
+    let e = compile_sql("STRUCT(ID, name AS who, 1)").expect("compiles");
+    assert_eq!(
+        e.ty(),
+        &DataType::Struct(vec![
+            ("id".into(), DataType::Int),
+            ("who".into(), DataType::String),
+            ("col3".into(), DataType::Int),
+        ])
+    );
+    assert_eq!(ok("STRUCT(1, 'b') < STRUCT(1, 'c')"), T);
+    assert_eq!(ok("STRUCT(2, 'a') > STRUCT(1, 'z')"), T);
+    let a = ok("STRUCT(id, NULL)");
+    assert!(Value::Struct(vec![Value::Int(7), Value::Int(0)]) > a);
+}
+
+#[test]
+fn columns_resolve_case_insensitively_with_hints() {
+    let e = compile_sql("NAME").expect("compiles");
+    assert_eq!(e.column_index(), Some(1));
+    assert_eq!(e.text(), "NAME");
+    assert_eq!(compile_sql("id + 1").expect("compiles").column_index(), None);
+    let err = compile_sql("1 +\n nmae").expect_err("unknown column");
+    assert_eq!(err.message(), "unknown column `nmae` (did you mean `name`?)");
+    assert_eq!(err.location().line, Some(2));
+    assert!(compile_error("t.id").contains("qualified name `t.id`"));
+}
+
+#[test]
+fn predicates_count_only_true() {
+    let e = compile_sql("flag").expect("compiles");
+    assert_eq!(e.eval_predicate(&row()), Ok(false));
+    let e = compile_sql("id = 7").expect("compiles");
+    assert_eq!(e.eval_predicate(&row()), Ok(true));
+}

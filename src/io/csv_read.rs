@@ -1,0 +1,199 @@
+//! Reading a CSV file into typed rows.
+//!
+//! With a header, the first record names the columns: schema columns are found in it by name,
+//! case-insensitively (the first match wins), extra file columns are ignored, and a schema
+//! column the header lacks is a `Format` error for the whole file. Without a header, fields map
+//! to schema columns by position. Either way every record must have as many fields as the
+//! header (or schema); a record that does not, or a field that does not parse as its column's
+//! type, is a [`RowError`] and the other rows still count. An empty unquoted field is NULL at any
+//! type; `""` is the empty string (a STRING, or a bad value for other types).
+
+use super::csv_records::{CsvRecord, CsvRecords};
+use super::parse_value::parse_text;
+use super::row::{RowError, SourceRow};
+use crate::value::{closest, Schema, Value};
+use crate::{Error, ErrorKind, Result};
+use std::path::Path;
+
+/// Reads the CSV `text` of `path` against `schema`.
+pub(crate) fn read_csv(
+    path: &Path,
+    text: &str,
+    header: bool,
+    schema: &Schema,
+) -> Result<Vec<Result<SourceRow, RowError>>> {
+    let mut records = CsvRecords::new(path, text);
+    let (positions, width) = if header {
+        match records.next() {
+            // A file without even a header line has no rows.
+            None => return Ok(Vec::new()),
+            Some(first) => {
+                let first = first?;
+                (header_positions(path, &first, schema)?, first.fields.len())
+            }
+        }
+    } else {
+        ((0..schema.len()).collect(), schema.len())
+    };
+    records
+        .map(|record| record.map(|r| to_row(&r, &positions, width, schema)))
+        .collect()
+}
+
+/// For each schema column, the index of its field in the header record.
+fn header_positions(path: &Path, header: &CsvRecord, schema: &Schema) -> Result<Vec<usize>> {
+    let names: Vec<&str> = header
+        .fields
+        .iter()
+        .map(|f| f.as_deref().unwrap_or(""))
+        .collect();
+    schema
+        .names()
+        .map(|column| {
+            names
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(column))
+                .ok_or_else(|| {
+                    let hint = closest(column, names.iter().copied())
+                        .map(|c| format!(" (did you mean `{c}`?)"))
+                        .unwrap_or_default();
+                    Error::new(
+                        ErrorKind::Format,
+                        format!("CSV header has no column `{column}`{hint}"),
+                    )
+                    .at_line(header.line)
+                    .in_file(path)
+                })
+        })
+        .collect()
+}
+
+fn to_row(
+    record: &CsvRecord,
+    positions: &[usize],
+    width: usize,
+    schema: &Schema,
+) -> Result<SourceRow, RowError> {
+    let bad = |column: Option<&str>, reason: String| RowError {
+        line: record.line,
+        column: column.map(str::to_string),
+        reason,
+        raw: record.to_json(),
+    };
+    if record.fields.len() != width {
+        let found = record.fields.len();
+        return Err(bad(None, format!("expected {width} fields, found {found}")));
+    }
+    let mut row = Vec::with_capacity(schema.len());
+    for (column, &at) in schema.columns.iter().zip(positions) {
+        let value = match record.fields.get(at).and_then(Option::as_deref) {
+            None => Value::Null,
+            Some(text) => parse_text(text, &column.ty).map_err(|r| bad(Some(&column.name), r))?,
+        };
+        row.push(value);
+    }
+    Ok(SourceRow {
+        line: record.line,
+        row,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::DataType;
+    use serde_json::json;
+
+    fn schema() -> Schema {
+        Schema::new([
+            ("id".to_string(), DataType::Int),
+            ("name".to_string(), DataType::String),
+        ])
+    }
+
+    fn read(text: &str, header: bool) -> Result<Vec<Result<SourceRow, RowError>>> {
+        read_csv(Path::new("in.csv"), text, header, &schema())
+    }
+
+    fn ok(line: u64, row: Vec<Value>) -> Result<SourceRow, RowError> {
+        Ok(SourceRow { line, row })
+    }
+
+    #[test]
+    fn header_maps_columns_by_name_ignoring_case_and_extras() {
+        let rows = read("extra,NAME,Id\nz,\"Al, B\",1\n,,\n", true).unwrap();
+        assert_eq!(
+            rows,
+            [
+                ok(2, vec![Value::Int(1), Value::Str("Al, B".into())]),
+                ok(3, vec![Value::Null, Value::Null]),
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_header_column_is_a_format_error_with_a_hint() {
+        let err = read("idd,name\n1,a\n", true).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Format);
+        assert_eq!(
+            err.to_string(),
+            "in.csv:1: CSV header has no column `id` (did you mean `idd`?)"
+        );
+    }
+
+    #[test]
+    fn without_header_fields_are_positional() {
+        let rows = read("1,\"\"\n2,\n", false).unwrap();
+        assert_eq!(
+            rows,
+            [
+                ok(1, vec![Value::Int(1), Value::Str(String::new())]),
+                ok(2, vec![Value::Int(2), Value::Null]),
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_values_and_field_counts_are_row_errors() {
+        let rows = read("id,name\n3000000000,a\n1\n2,b\n\"\",c\n", true).unwrap();
+        assert_eq!(
+            rows[0],
+            Err(RowError {
+                line: 2,
+                column: Some("id".into()),
+                reason: "`3000000000` is not a valid INT (out of range)".into(),
+                raw: json!(["3000000000", "a"]),
+            })
+        );
+        assert_eq!(
+            rows[1],
+            Err(RowError {
+                line: 3,
+                column: None,
+                reason: "expected 2 fields, found 1".into(),
+                raw: json!(["1"]),
+            })
+        );
+        assert_eq!(rows[2], ok(4, vec![Value::Int(2), Value::Str("b".into())]));
+        assert_eq!(
+            rows[3].as_ref().unwrap_err().reason,
+            "`` is not a valid INT"
+        );
+    }
+
+    #[test]
+    fn multi_line_field_row_reports_its_first_line() {
+        let rows = read("id,name\n1,\"two\nlines\"\nx,y\n", true).unwrap();
+        assert_eq!(
+            rows[0],
+            ok(2, vec![Value::Int(1), Value::Str("two\nlines".into())])
+        );
+        assert_eq!(rows[1].as_ref().unwrap_err().line, 4);
+    }
+
+    #[test]
+    fn empty_file_has_no_rows() {
+        assert_eq!(read("", true).unwrap(), []);
+        assert_eq!(read("\n\n", false).unwrap(), []);
+    }
+}

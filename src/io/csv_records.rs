@@ -1,0 +1,264 @@
+//! Splitting CSV text into records whose fields know NULL from the empty string.
+//!
+//! The `csv` crate (RFC 4180: `,` delimiter, `"` quotes doubled inside quoted fields, `\n`,
+//! `\r\n` or `\r` ending a record, blank lines skipped) does the parsing. It does not say whether
+//! a field was quoted, and our NULL rule needs exactly that: an empty unquoted field is NULL, an
+//! empty quoted field (`""`) is the empty string. So each record's raw byte span (from the
+//! reader's position before and after it) is re-scanned by [`quoted_fields`], a copy of the
+//! start-of-field decisions of `csv-core`'s state machine. A disagreement in field count
+//! between the two is reported as an internal error, never guessed around.
+//!
+//! Line numbers are 1-based physical lines (counted by `\n`) of a record's first byte, so a
+//! record with a multi-line quoted field is reported at the line where it starts.
+
+use crate::{Error, ErrorKind, Result};
+use std::path::Path;
+
+/// One CSV record: its starting line and its fields, `None` for NULL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CsvRecord {
+    /// 1-based physical line of the record's first byte.
+    pub line: u64,
+    /// Field values; `None` is an empty unquoted field.
+    pub fields: Vec<Option<String>>,
+}
+
+impl CsvRecord {
+    /// The raw record as a JSON array of strings (`null` for NULL), for quarantine output.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        self.fields
+            .iter()
+            .map(|f| {
+                f.clone()
+                    .map_or(serde_json::Value::Null, serde_json::Value::String)
+            })
+            .collect()
+    }
+}
+
+/// Iterator over the records of CSV text; errors name `path` and the line.
+pub(crate) struct CsvRecords<'a> {
+    path: &'a Path,
+    text: &'a str,
+    reader: csv::Reader<&'a [u8]>,
+    record: csv::StringRecord,
+    /// Byte offset where the next record's span starts.
+    offset: usize,
+    /// Physical line at `offset`.
+    line: u64,
+    done: bool,
+}
+
+impl<'a> CsvRecords<'a> {
+    /// Records of `text`, the contents of `path`.
+    pub(crate) fn new(path: &'a Path, text: &'a str) -> Self {
+        let reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            // Field counts are checked per row by the caller, so a short row is one bad row.
+            .flexible(true)
+            .from_reader(text.as_bytes());
+        CsvRecords {
+            path,
+            text,
+            reader,
+            record: csv::StringRecord::new(),
+            offset: 0,
+            line: 1,
+            done: false,
+        }
+    }
+
+    fn read(&mut self) -> Result<Option<CsvRecord>> {
+        let more = self.reader.read_record(&mut self.record).map_err(|e| {
+            Error::new(ErrorKind::Format, format!("malformed CSV: {e}"))
+                .at_line(self.line)
+                .in_file(self.path)
+        })?;
+        if !more {
+            return Ok(None);
+        }
+        let end = usize::try_from(self.reader.position().byte()).unwrap_or(usize::MAX);
+        let span = self
+            .text
+            .as_bytes()
+            .get(self.offset..end)
+            .unwrap_or_default();
+        let (skipped_lines, quoted) = quoted_fields(span);
+        let line = self.line + skipped_lines;
+        self.line += span.iter().filter(|&&b| b == b'\n').count() as u64;
+        self.offset = end;
+        if quoted.len() != self.record.len() {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!(
+                    "CSV field scan found {} fields where the parser found {}",
+                    quoted.len(),
+                    self.record.len()
+                ),
+            )
+            .at_line(line)
+            .in_file(self.path));
+        }
+        let fields = self
+            .record
+            .iter()
+            .zip(quoted)
+            .map(|(text, quoted)| (quoted || !text.is_empty()).then(|| text.to_string()))
+            .collect();
+        Ok(Some(CsvRecord { line, fields }))
+    }
+}
+
+impl Iterator for CsvRecords<'_> {
+    type Item = Result<CsvRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let item = self.read().transpose();
+        // After an error the reader's position no longer matches our line count; stop there.
+        self.done = !matches!(item, Some(Ok(_)));
+        item
+    }
+}
+
+/// States of the scan; the names follow `csv-core`'s NFA.
+#[derive(Clone, Copy)]
+enum Scan {
+    StartRecord,
+    StartField,
+    InField,
+    InQuotedField,
+    /// Just after a quote inside a quoted field: a second quote is a literal one.
+    InDoubleEscapedQuote,
+}
+
+/// For the raw span of one record (possibly led by blank lines and followed by its line
+/// ending): the number of `\n` before the record starts, and per field whether it starts with a
+/// quote. Mirrors `csv-core` with the default dialect so field boundaries agree exactly.
+fn quoted_fields(span: &[u8]) -> (u64, Vec<bool>) {
+    let is_term = |b: u8| b == b'\r' || b == b'\n';
+    let mut skipped_lines = 0;
+    let mut quoted = Vec::new();
+    let mut state = Scan::StartRecord;
+    for &b in span {
+        state = match state {
+            Scan::StartRecord if is_term(b) => {
+                skipped_lines += u64::from(b == b'\n');
+                Scan::StartRecord
+            }
+            Scan::StartRecord | Scan::StartField => match b {
+                b'"' => {
+                    quoted.push(true);
+                    Scan::InQuotedField
+                }
+                b',' => {
+                    quoted.push(false);
+                    Scan::StartField
+                }
+                _ if is_term(b) => {
+                    quoted.push(false);
+                    return (skipped_lines, quoted);
+                }
+                _ => {
+                    quoted.push(false);
+                    Scan::InField
+                }
+            },
+            Scan::InField | Scan::InDoubleEscapedQuote if b == b',' => Scan::StartField,
+            Scan::InField | Scan::InDoubleEscapedQuote if is_term(b) => {
+                return (skipped_lines, quoted)
+            }
+            Scan::InField => Scan::InField,
+            Scan::InDoubleEscapedQuote if b == b'"' => Scan::InQuotedField,
+            // Text after a closing quote (`"a"b`) continues the same, already quoted, field.
+            Scan::InDoubleEscapedQuote => Scan::InField,
+            Scan::InQuotedField if b == b'"' => Scan::InDoubleEscapedQuote,
+            Scan::InQuotedField => Scan::InQuotedField,
+        };
+    }
+    // End of input: a pending delimiter still opens one last (empty, unquoted) field.
+    if matches!(state, Scan::StartField) {
+        quoted.push(false);
+    }
+    (skipped_lines, quoted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(text: &str) -> Vec<CsvRecord> {
+        CsvRecords::new(Path::new("t.csv"), text)
+            .collect::<Result<_>>()
+            .unwrap()
+    }
+
+    fn rec(line: u64, fields: &[Option<&str>]) -> CsvRecord {
+        CsvRecord {
+            line,
+            fields: fields.iter().map(|f| f.map(str::to_string)).collect(),
+        }
+    }
+
+    #[test]
+    fn empty_unquoted_is_null_and_quoted_empty_is_empty_string() {
+        assert_eq!(
+            records("a,,\"\",\"x\"\"\",\n"),
+            [rec(1, &[Some("a"), None, Some(""), Some("x\""), None])]
+        );
+        assert_eq!(records(",\"\""), [rec(1, &[None, Some("")])]);
+        assert_eq!(records("\"\"\"\""), [rec(1, &[Some("\"")])]);
+    }
+
+    #[test]
+    fn multi_line_quoted_fields_and_blank_lines_keep_physical_line_numbers() {
+        let text = "h1,h2\r\n\"line\none\",\"\"\n\n\nx,\"a\r\nb\"\n\"\",\nlast,";
+        assert_eq!(
+            records(text),
+            [
+                rec(1, &[Some("h1"), Some("h2")]),
+                rec(2, &[Some("line\none"), Some("")]),
+                rec(6, &[Some("x"), Some("a\r\nb")]),
+                rec(8, &[Some(""), None]),
+                rec(9, &[Some("last"), None]),
+            ]
+        );
+    }
+
+    #[test]
+    fn text_after_a_closing_quote_joins_the_field() {
+        assert_eq!(records("\"a\"b,c"), [rec(1, &[Some("ab"), Some("c")])]);
+        assert_eq!(records("a\"b,\"\"c"), [rec(1, &[Some("a\"b"), Some("c")])]);
+    }
+
+    #[test]
+    fn unterminated_quote_runs_to_end_of_input() {
+        assert_eq!(
+            records("x,\"abc\n1,2"),
+            [rec(1, &[Some("x"), Some("abc\n1,2")])]
+        );
+        assert_eq!(records("x,\""), [rec(1, &[Some("x"), Some("")])]);
+    }
+
+    /// The scan must agree with the csv crate on every input, or reads fail with an internal
+    /// error; exhaustively check all short strings over the bytes that matter.
+    #[test]
+    fn scan_agrees_with_csv_crate_on_all_short_inputs() {
+        let alphabet = [b'a', b',', b'"', b'\r', b'\n'];
+        let mut buf = Vec::new();
+        for len in 0..=6u32 {
+            for mut code in 0..alphabet.len().pow(len) {
+                buf.clear();
+                for _ in 0..len {
+                    buf.push(alphabet[code % alphabet.len()]);
+                    code /= alphabet.len();
+                }
+                let text = std::str::from_utf8(&buf).unwrap();
+                let all: Result<Vec<_>> = CsvRecords::new(Path::new("t"), text).collect();
+                assert!(all.is_ok(), "{text:?}: {all:?}");
+            }
+        }
+    }
+}

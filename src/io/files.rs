@@ -1,0 +1,127 @@
+//! Finding input files and loading them as text.
+//!
+//! Invariants: a directory lists only its regular files, never recursing and skipping names that
+//! start with `.` or `_` (editor backups, `_SUCCESS` markers, our own `_quarantine`), in
+//! lexicographic order of the file name, so every run sees the same files in the same order.
+//! Loaded text is valid UTF-8 without a leading byte-order mark.
+
+use crate::{Error, ErrorKind, Result};
+use std::path::{Path, PathBuf};
+
+/// The data files behind `path`: the file itself, or a directory's visible regular files in name
+/// order. A missing or unreadable path is an `Io` error naming it.
+pub fn list_files(path: &Path) -> Result<Vec<PathBuf>> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, &e))?;
+    if !meta.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(|e| Error::io(path, &e))? {
+        let entry = entry.map_err(|e| Error::io(path, &e))?;
+        let name = entry.file_name();
+        let hidden = name
+            .to_str()
+            .is_some_and(|n| n.starts_with('.') || n.starts_with('_'));
+        if hidden {
+            continue;
+        }
+        // `metadata` follows symlinks, so a link to a file counts as a file.
+        let file = entry.path();
+        let is_file = std::fs::metadata(&file)
+            .map_err(|e| Error::io(&file, &e))?
+            .is_file();
+        if is_file {
+            files.push(file);
+        }
+    }
+    // Sorting whole paths of one directory orders them by file name.
+    files.sort();
+    Ok(files)
+}
+
+/// The first data file behind `path`, or an `Io` error when a directory has none.
+pub fn first_file(path: &Path) -> Result<PathBuf> {
+    list_files(path)?.into_iter().next().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Io,
+            format!("no input files in {}", path.display()),
+        )
+        .in_file(path)
+    })
+}
+
+/// Reads `path` as UTF-8 text, dropping a leading byte-order mark. Invalid UTF-8 is a `Format`
+/// error at the line and column of the first bad byte.
+pub fn read_text(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, &e))?;
+    let mut text = String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = 1 + valid.iter().filter(|&&b| b == b'\n').count() as u64;
+        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let column = valid.len() - line_start + 1;
+        Error::new(
+            ErrorKind::Format,
+            format!("invalid UTF-8 at column {column}"),
+        )
+        .at_line(line)
+        .in_file(path)
+    })?;
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directory_lists_visible_files_in_name_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["b.csv", "a.csv", "_SUCCESS", ".hidden", "c.csv"] {
+            std::fs::write(dir.path().join(name), "x").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let names: Vec<_> = list_files(dir.path())
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.csv", "b.csv", "c.csv"]);
+    }
+
+    #[test]
+    fn a_file_lists_itself_and_missing_paths_are_io_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("one.jsonl");
+        std::fs::write(&file, "{}").unwrap();
+        assert_eq!(list_files(&file).unwrap(), vec![file.clone()]);
+        let missing = dir.path().join("nope");
+        let err = list_files(&missing).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Io);
+        assert_eq!(err.location().file.as_deref(), Some(missing.as_path()));
+    }
+
+    #[test]
+    fn empty_directory_has_no_first_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = first_file(dir.path()).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Io);
+        assert!(err.message().starts_with("no input files in "));
+    }
+
+    #[test]
+    fn invalid_utf8_names_line_and_column_and_bom_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.csv");
+        std::fs::write(&bad, b"a,b\nx,\xff\n").unwrap();
+        let err = read_text(&bad).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Format);
+        assert_eq!(err.location().line, Some(2));
+        assert_eq!(err.message(), "invalid UTF-8 at column 3");
+        let bom = dir.path().join("bom.csv");
+        std::fs::write(&bom, "\u{feff}a\n").unwrap();
+        assert_eq!(read_text(&bom).unwrap(), "a\n");
+    }
+}

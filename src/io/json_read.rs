@@ -1,0 +1,126 @@
+//! Reading a JSON-lines file into typed rows.
+//!
+//! Each non-blank line is one object (see [`super::json_lines`]); a line that is not is a
+//! `Format` error for the whole file. Schema columns are found among the keys by name, exact
+//! match first, then case-insensitively; keys the schema lacks are ignored. A missing key and
+//! `null` are both NULL. A value of the wrong JSON type or out of range is a [`RowError`]
+//! (rules in [`super::parse_value`]), and the other rows still count.
+
+use super::json_lines::{json_lines, parse_object, JsonObject};
+use super::parse_value::json_to_value;
+use super::row::{RowError, SourceRow};
+use crate::value::{Schema, Value};
+use crate::Result;
+use std::path::Path;
+
+/// Reads the JSON-lines `text` of `path` against `schema`.
+pub(crate) fn read_json(
+    path: &Path,
+    text: &str,
+    schema: &Schema,
+) -> Result<Vec<Result<SourceRow, RowError>>> {
+    json_lines(text)
+        .map(|(line, text)| Ok(to_row(line, &parse_object(path, line, text)?, schema)))
+        .collect()
+}
+
+fn to_row(line: u64, object: &JsonObject, schema: &Schema) -> Result<SourceRow, RowError> {
+    let mut row = Vec::with_capacity(schema.len());
+    for column in &schema.columns {
+        let value = match object.get(&column.name) {
+            None => Value::Null,
+            Some(json) => json_to_value(json, &column.ty).map_err(|reason| RowError {
+                line,
+                column: Some(column.name.clone()),
+                reason,
+                raw: object.to_json(),
+            })?,
+        };
+        row.push(value);
+    }
+    Ok(SourceRow { line, row })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::DataType;
+    use crate::ErrorKind;
+    use serde_json::json;
+
+    fn schema() -> Schema {
+        Schema::new([
+            ("userId".to_string(), DataType::BigInt),
+            ("ts".to_string(), DataType::Timestamp),
+            (
+                "tags".to_string(),
+                DataType::Array(Box::new(DataType::String)),
+            ),
+        ])
+    }
+
+    fn read(text: &str) -> Result<Vec<Result<SourceRow, RowError>>> {
+        read_json(Path::new("in.jsonl"), text, &schema())
+    }
+
+    #[test]
+    fn keys_match_case_insensitively_and_missing_is_null() {
+        let rows =
+            read("{\"USERID\":1,\"extra\":true,\"tags\":[\"a\"]}\n\n{\"userId\":null}\n").unwrap();
+        assert_eq!(
+            rows,
+            [
+                Ok(SourceRow {
+                    line: 1,
+                    row: vec![
+                        Value::Int(1),
+                        Value::Null,
+                        Value::Array(vec![Value::Str("a".into())])
+                    ],
+                }),
+                Ok(SourceRow {
+                    line: 3,
+                    row: vec![Value::Null, Value::Null, Value::Null],
+                }),
+            ]
+        );
+    }
+
+    #[test]
+    fn timestamps_with_offsets_are_utc() {
+        let rows =
+            read("{\"ts\":\"2025-07-18T12:01:00+02:00\"}\n{\"ts\":\"2025-07-18T10:01:00Z\"}\n")
+                .unwrap();
+        let ts: Vec<_> = rows
+            .into_iter()
+            .map(|r| r.unwrap().row[1].clone())
+            .collect();
+        assert!(matches!(ts[0], Value::Timestamp(_)));
+        assert_eq!(ts[0], ts[1]);
+    }
+
+    #[test]
+    fn wrong_types_are_row_errors_with_the_raw_object() {
+        let rows =
+            read("{\"userId\":\"7\"}\n{\"userId\":1.5}\n{\"ts\":5}\n{\"tags\":\"a\"}\n").unwrap();
+        assert_eq!(
+            rows[0],
+            Err(RowError {
+                line: 1,
+                column: Some("userId".into()),
+                reason: "`\"7\"` is not a valid BIGINT".into(),
+                raw: json!({"userId": "7"}),
+            })
+        );
+        for (row, column) in rows[1..].iter().zip(["userId", "ts", "tags"]) {
+            assert_eq!(row.as_ref().unwrap_err().column.as_deref(), Some(column));
+        }
+    }
+
+    #[test]
+    fn a_line_that_is_not_an_object_fails_the_file() {
+        let err = read("{\"userId\":1}\n[1]\n").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Format);
+        assert_eq!(err.location().line, Some(2));
+    }
+}

@@ -1,0 +1,315 @@
+//! Writing targets, change feeds and quarantine files.
+//!
+//! Invariants (golden tests compare bytes):
+//! - `write_rows` replaces its file atomically for readers: it writes `<path>.tmp` and renames
+//!   it over `path`, so a reader sees the old file or the new one, never a mix. (No fsync: a
+//!   crash may lose the new file, not corrupt the old one's name into a partial file.)
+//! - CSV: a header line of column names, then one line per row, `\n` endings. NULL is an empty
+//!   unquoted field; a field is quoted (`"`, inner quotes doubled) when it is empty or contains
+//!   `,` `"` CR or LF or starts or ends with a space or tab, so the empty string (`""`) and
+//!   leading/trailing blanks survive a round trip through our reader. Cell text is
+//!   [`format_value_text`].
+//! - JSONL: one compact object per row, keys in column order, `null` for NULL, values as
+//!   [`super::format::write_json`] renders them.
+//! - Quarantine: appended JSON lines `{"file","line","column","reason","record"}`, in that order.
+//!
+//! A CSV row of a one-column table whose value is NULL is an empty line, which CSV readers skip;
+//! that one shape does not round-trip.
+
+use super::format::{format_value_text, write_json, write_json_string};
+use super::row::RowError;
+use crate::value::{Row, Schema, Value};
+use crate::{Error, ErrorKind, Result};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Output file format of targets and change feeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// RFC 4180 CSV with a header line.
+    Csv,
+    /// JSON lines, one object per row.
+    Jsonl,
+}
+
+impl OutputFormat {
+    /// The file extension, without the dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            OutputFormat::Csv => "csv",
+            OutputFormat::Jsonl => "jsonl",
+        }
+    }
+}
+
+/// Writes exactly `rows`, in the given order, to `path` (atomically replacing it). Every row
+/// must have one value per schema column.
+pub fn write_rows(path: &Path, format: OutputFormat, schema: &Schema, rows: &[Row]) -> Result<()> {
+    let mut out = String::new();
+    match format {
+        OutputFormat::Csv => {
+            let names: Vec<&str> = schema.names().collect();
+            push_csv_line(&mut out, names.iter().map(|n| Some(*n)));
+            for row in rows {
+                check_width(path, schema, row)?;
+                let cells: Vec<Option<String>> = row
+                    .iter()
+                    .zip(&schema.columns)
+                    .map(|(v, c)| (!v.is_null()).then(|| format_value_text(v, &c.ty)))
+                    .collect();
+                push_csv_line(&mut out, cells.iter().map(Option::as_deref));
+            }
+        }
+        OutputFormat::Jsonl => {
+            for row in rows {
+                check_width(path, schema, row)?;
+                push_json_line(&mut out, schema, row);
+            }
+        }
+    }
+    replace_file(path, out.as_bytes())
+}
+
+/// Appends `records` (each with the source file it came from) to the quarantine file `path`.
+pub fn append_quarantine(path: &Path, records: &[(PathBuf, RowError)]) -> Result<()> {
+    let mut out = String::new();
+    for (file, bad) in records {
+        out.push_str("{\"file\":");
+        write_json_string(&mut out, &file.to_string_lossy());
+        let _ = write!(out, ",\"line\":{},\"column\":", bad.line);
+        match &bad.column {
+            Some(column) => write_json_string(&mut out, column),
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"reason\":");
+        write_json_string(&mut out, &bad.reason);
+        out.push_str(",\"record\":");
+        out.push_str(&bad.raw.to_string());
+        out.push_str("}\n");
+    }
+    create_parent(path)?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io(path, &e))?;
+    file.write_all(out.as_bytes())
+        .map_err(|e| Error::io(path, &e))
+}
+
+fn check_width(path: &Path, schema: &Schema, row: &Row) -> Result<()> {
+    if row.len() == schema.len() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::Internal,
+        format!("row of {} values for {} columns", row.len(), schema.len()),
+    )
+    .in_file(path))
+}
+
+/// Appends one CSV line; `None` cells are NULL.
+fn push_csv_line<'a>(out: &mut String, cells: impl Iterator<Item = Option<&'a str>>) {
+    for (i, cell) in cells.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match cell {
+            None => {}
+            Some(text) if needs_quotes(text) => {
+                out.push('"');
+                out.push_str(&text.replace('"', "\"\""));
+                out.push('"');
+            }
+            Some(text) => out.push_str(text),
+        }
+    }
+    out.push('\n');
+}
+
+fn needs_quotes(text: &str) -> bool {
+    let blank = |c: char| c == ' ' || c == '\t';
+    text.is_empty()
+        || text.contains([',', '"', '\r', '\n'])
+        || text.starts_with(blank)
+        || text.ends_with(blank)
+}
+
+fn push_json_line(out: &mut String, schema: &Schema, row: &[Value]) {
+    out.push('{');
+    for (i, (column, v)) in schema.columns.iter().zip(row).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_json_string(out, &column.name);
+        out.push(':');
+        write_json(out, v, &column.ty);
+    }
+    out.push_str("}\n");
+}
+
+/// Writes `bytes` to `<path>.tmp` and renames it over `path`.
+fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    create_parent(path)?;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let written = std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, &e));
+    let renamed =
+        written.and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io(path, &e)));
+    if renamed.is_err() {
+        // Best effort: the error that matters is the one being returned.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed
+}
+
+fn create_parent(path: &Path) -> Result<()> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::read_file;
+    use crate::plan::Format;
+    use crate::value::{DataType, F64};
+
+    fn schema() -> Schema {
+        Schema::new([
+            ("id".to_string(), DataType::BigInt),
+            ("name".to_string(), DataType::String),
+            ("score".to_string(), DataType::Double),
+            ("at".to_string(), DataType::Timestamp),
+        ])
+    }
+
+    fn rows() -> Vec<Row> {
+        vec![
+            vec![
+                Value::Int(1),
+                Value::Str(String::new()),
+                Value::Double(F64(3.0)),
+                Value::Timestamp(1_752_832_860_000_000),
+            ],
+            vec![Value::Int(2), Value::Null, Value::Null, Value::Null],
+            vec![
+                Value::Int(3),
+                Value::Str(" a,\"b\"\nc ".into()),
+                Value::Double(F64(f64::NAN)),
+                Value::Null,
+            ],
+        ]
+    }
+
+    #[test]
+    fn csv_bytes_quote_only_when_needed_and_null_is_unquoted_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out/t.csv");
+        write_rows(&path, OutputFormat::Csv, &schema(), &rows()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "id,name,score,at\n\
+             1,\"\",3.0,2025-07-18T10:01:00\n\
+             2,,,\n\
+             3,\" a,\"\"b\"\"\nc \",NaN,\n"
+        );
+        assert!(!dir.path().join("out/t.csv.tmp").exists());
+    }
+
+    #[test]
+    fn csv_round_trips_null_empty_and_awkward_strings() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        write_rows(&path, OutputFormat::Csv, &schema(), &rows()).unwrap();
+        let back: Vec<Row> = read_file(&path, Format::Csv, true, &schema())
+            .unwrap()
+            .into_iter()
+            .map(|r| r.unwrap().row)
+            .collect();
+        assert_eq!(back, rows());
+    }
+
+    #[test]
+    fn jsonl_keeps_column_order_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        write_rows(&path, OutputFormat::Jsonl, &schema(), &rows()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text.lines().next().unwrap(),
+            r#"{"id":1,"name":"","score":3.0,"at":"2025-07-18T10:01:00"}"#
+        );
+        let back: Vec<Row> = read_file(&path, Format::Json, true, &schema())
+            .unwrap()
+            .into_iter()
+            .map(|r| r.unwrap().row)
+            .collect();
+        assert_eq!(back, rows());
+    }
+
+    #[test]
+    fn rewriting_replaces_and_empty_outputs_are_well_formed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        write_rows(&path, OutputFormat::Csv, &schema(), &rows()).unwrap();
+        write_rows(&path, OutputFormat::Csv, &schema(), &[]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "id,name,score,at\n"
+        );
+        let jsonl = dir.path().join("t.jsonl");
+        write_rows(&jsonl, OutputFormat::Jsonl, &schema(), &[]).unwrap();
+        assert_eq!(std::fs::read_to_string(&jsonl).unwrap(), "");
+        assert_eq!(OutputFormat::Jsonl.extension(), "jsonl");
+    }
+
+    #[test]
+    fn a_row_of_the_wrong_width_is_an_internal_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = write_rows(
+            &dir.path().join("t.csv"),
+            OutputFormat::Csv,
+            &schema(),
+            &[vec![]],
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Internal);
+    }
+
+    #[test]
+    fn quarantine_lines_append_in_fixed_key_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("_quarantine/flow.jsonl");
+        let bad = RowError {
+            line: 3,
+            column: Some("seq".into()),
+            reason: "`x` is not a valid INT".into(),
+            raw: serde_json::json!(["1", "x"]),
+        };
+        let whole = RowError {
+            column: None,
+            reason: "expected 2 fields, found 1".into(),
+            ..bad.clone()
+        };
+        append_quarantine(&path, &[(PathBuf::from("in/a.csv"), bad)]).unwrap();
+        append_quarantine(&path, &[(PathBuf::from("in/b.csv"), whole)]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            concat!(
+                r#"{"file":"in/a.csv","line":3,"column":"seq","#,
+                r#""reason":"`x` is not a valid INT","record":["1","x"]}"#,
+                "\n",
+                r#"{"file":"in/b.csv","line":3,"column":null,"#,
+                r#""reason":"expected 2 fields, found 1","record":["1","x"]}"#,
+                "\n",
+            )
+        );
+    }
+}

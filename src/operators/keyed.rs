@@ -1,0 +1,78 @@
+//! The keyed timely operator shared by the SCD operators: exchange by key, stash per time,
+//! apply in time order once complete.
+
+use crate::engine::{CdcState, CommitStats};
+use crate::event::{Event, EventKind};
+use crate::value::Row;
+use differential_dataflow::consolidation::consolidate;
+use differential_dataflow::{AsCollection, Hashable, VecCollection};
+use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::vec::{Broadcast, Filter};
+use timely::dataflow::operators::Capability;
+use timely::order::TotalOrder;
+use timely::progress::Timestamp;
+use std::collections::BTreeMap;
+
+/// Routes `events` to `state` (one per worker) and returns the state's row updates.
+/// `on_stats` sees each completed time's counters on this worker.
+pub(crate) fn keyed_cdc<'s, T, S, F>(
+    events: VecCollection<'s, T, Event>,
+    name: &str,
+    mut state: S,
+    mut on_stats: F,
+) -> VecCollection<'s, T, Row>
+where
+    T: Timestamp + TotalOrder + timely::ExchangeData,
+    S: CdcState,
+    F: FnMut(&T, CommitStats) + 'static,
+{
+    let keyed = events
+        .inner
+        .clone()
+        .filter(|(e, _, _): &(Event, T, isize)| e.kind != EventKind::Truncate);
+    let truncates = events
+        .inner
+        .filter(|(e, _, _): &(Event, T, isize)| e.kind == EventKind::Truncate)
+        .broadcast();
+    let exchange = Exchange::new(|(e, _, _): &(Event, T, isize)| e.key.hashed());
+    keyed
+        .binary_frontier(truncates, exchange, Pipeline, name, move |_, _| {
+            let mut stash: BTreeMap<T, (Capability<T>, Vec<Event>)> = BTreeMap::new();
+            move |(keyed, keyed_frontier), (truncates, truncate_frontier), output| {
+                keyed.for_each(|cap, data| {
+                    for (event, time, diff) in data.drain(..) {
+                        if diff > 0 {
+                            let slot = stash.entry(time.clone()).or_insert_with(|| (cap.delayed(&time, 0), Vec::new()));
+                            slot.1.push(event);
+                        }
+                    }
+                });
+                truncates.for_each(|cap, data| {
+                    for (event, time, diff) in data.drain(..) {
+                        if diff > 0 {
+                            let slot = stash.entry(time.clone()).or_insert_with(|| (cap.delayed(&time, 0), Vec::new()));
+                            slot.1.push(event);
+                        }
+                    }
+                });
+                while let Some(entry) = stash.first_entry() {
+                    let time = entry.key();
+                    if keyed_frontier.less_equal(time) || truncate_frontier.less_equal(time) {
+                        break;
+                    }
+                    let (time, (cap, events)) = entry.remove_entry();
+                    let mut updates = Vec::new();
+                    let mut stats = CommitStats::default();
+                    state.apply(events, &mut updates, &mut stats);
+                    on_stats(&time, stats);
+                    consolidate(&mut updates);
+                    let mut session = output.session(&cap);
+                    for (row, diff) in updates {
+                        session.give((row, time.clone(), diff));
+                    }
+                }
+            }
+        })
+        .as_collection()
+}

@@ -1,0 +1,89 @@
+//! Writes a run's results in the CLI's layout: `DIR/<target>.<ext>` (the final table),
+//! `DIR/<target>.changes.<ext>` (the change feed), `DIR/metrics.json` and, for invalid rows set
+//! aside, `DIR/_quarantine/<flow>.jsonl`. Target files are replaced atomically.
+
+use crate::changefeed;
+use crate::driver::Evaluation;
+use crate::io::{self, OutputFormat};
+use crate::plan::Pipeline;
+use crate::value::Row;
+use crate::{Error, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Writes every output of `evaluation` under `dir` (created if missing); returns the files.
+pub fn write_all(pipeline: &Pipeline, evaluation: &Evaluation, dir: &Path, format: OutputFormat) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
+    let mut written = Vec::new();
+    let ext = format.extension();
+    for (target, result) in pipeline.targets.iter().zip(&evaluation.targets) {
+        let path = dir.join(format!("{}.{ext}", target.name));
+        io::write_rows(&path, format, &target.schema, &result.rows)?;
+        written.push(path);
+        let feed: Vec<Row> = result
+            .changes
+            .iter()
+            .map(|c| {
+                let stamp = evaluation.commit_timestamps.get(c.version as usize - 1).copied().unwrap_or(0);
+                changefeed::to_row(c, stamp)
+            })
+            .collect();
+        let path = dir.join(format!("{}.changes.{ext}", target.name));
+        io::write_rows(&path, format, &changefeed::schema(target), &feed)?;
+        written.push(path);
+    }
+    written.push(write_metrics(pipeline, evaluation, dir)?);
+    written.extend(write_quarantine(evaluation, dir)?);
+    Ok(written)
+}
+
+#[derive(Serialize)]
+struct FlowMetrics<'a> {
+    flow: &'a str,
+    target: &'a str,
+    commits: &'a [crate::driver::FlowCommitMetrics],
+}
+
+fn write_metrics(pipeline: &Pipeline, evaluation: &Evaluation, dir: &Path) -> Result<PathBuf> {
+    let flows: Vec<FlowMetrics> = pipeline
+        .flows
+        .iter()
+        .zip(&evaluation.metrics)
+        .map(|(flow, commits)| FlowMetrics {
+            flow: &flow.name,
+            target: &pipeline.targets[flow.target].name,
+            commits,
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&serde_json::json!({ "flows": flows }))
+        .map_err(|e| Error::new(crate::ErrorKind::Internal, e.to_string()))?;
+    let path = dir.join("metrics.json");
+    std::fs::write(&path, text + "\n").map_err(|e| Error::io(&path, &e))?;
+    Ok(path)
+}
+
+fn write_quarantine(evaluation: &Evaluation, dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut by_owner: BTreeMap<&str, Vec<(PathBuf, io::RowError)>> = BTreeMap::new();
+    for q in &evaluation.quarantined {
+        by_owner
+            .entry(&q.owner)
+            .or_default()
+            .push((q.file.clone(), q.error.clone()));
+    }
+    if by_owner.is_empty() {
+        return Ok(Vec::new());
+    }
+    let qdir = dir.join("_quarantine");
+    std::fs::create_dir_all(&qdir).map_err(|e| Error::io(&qdir, &e))?;
+    let mut written = Vec::new();
+    for (owner, records) in by_owner {
+        let path = qdir.join(format!("{owner}.jsonl"));
+        if path.exists() {
+            std::fs::remove_file(&path).map_err(|e| Error::io(&path, &e))?;
+        }
+        io::append_quarantine(&path, &records)?;
+        written.push(path);
+    }
+    Ok(written)
+}

@@ -1,0 +1,139 @@
+//! Source rows → change events of a flow (SPEC 3.1).
+//!
+//! Sequence and predicates are evaluated on the raw source row, before column selection. A row
+//! whose sequence is NULL, whose key has a NULL (upserts and deletes, D4), whose expressions fail,
+//! or whose `COLUMNS TO UPDATE` names an unknown column (D7) is invalid: the caller fails the
+//! update or quarantines the row (D3).
+
+use crate::event::{Event, EventKind};
+use crate::plan::{CdcFlow, PartialUpdates, Target};
+use crate::value::{Schema, Value};
+
+/// Why a row cannot become an event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidRow {
+    /// The clause or column at fault, e.g. `SEQUENCE BY` or `KEYS (userId)`.
+    pub column: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl InvalidRow {
+    fn new(column: impl Into<String>, reason: impl Into<String>) -> Self {
+        InvalidRow {
+            column: column.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Turns one source row of `flow` (in the source table's `schema`) into an event for `target`.
+pub fn to_event(flow: &CdcFlow, target: &Target, schema: &Schema, row: &[Value]) -> Result<Event, InvalidRow> {
+    let seq = flow
+        .sequence
+        .eval(row)
+        .map_err(|e| InvalidRow::new("SEQUENCE BY", e))?;
+    if seq.is_null() {
+        return Err(InvalidRow::new("SEQUENCE BY", "the sequence value is NULL"));
+    }
+    if holds(flow.truncate_when.as_ref(), row, "APPLY AS TRUNCATE WHEN")? {
+        return Ok(Event {
+            seq,
+            kind: EventKind::Truncate,
+            key: Vec::new(),
+            image: Vec::new(),
+            authored: None,
+        });
+    }
+    let key: Vec<Value> = flow.keys.iter().map(|&k| row[k].clone()).collect();
+    if let Some(i) = key.iter().position(Value::is_null) {
+        let name = &schema.columns[flow.keys[i]].name;
+        return Err(InvalidRow::new(format!("KEYS ({name})"), "the key value is NULL"));
+    }
+    if holds(flow.delete_when.as_ref(), row, "APPLY AS DELETE WHEN")? {
+        return Ok(Event {
+            seq,
+            kind: EventKind::Delete,
+            key,
+            image: Vec::new(),
+            authored: None,
+        });
+    }
+    let image: Vec<Value> = flow.columns.iter().map(|&c| row[c].clone()).collect();
+    let authored = authored(flow, target, &image, row)?;
+    Ok(Event {
+        seq,
+        kind: EventKind::Upsert,
+        key,
+        image,
+        authored,
+    })
+}
+
+fn holds(predicate: Option<&crate::expr::Expr>, row: &[Value], clause: &str) -> Result<bool, InvalidRow> {
+    match predicate {
+        None => Ok(false),
+        Some(p) => match p.eval(row) {
+            Ok(v) => Ok(v == Value::Bool(true)),
+            Err(e) => Err(InvalidRow::new(clause, e)),
+        },
+    }
+}
+
+/// Which image columns an upsert sets (SPEC 3.5, D6, D7); keys are always set.
+fn authored(flow: &CdcFlow, target: &Target, image: &[Value], row: &[Value]) -> Result<Option<Vec<bool>>, InvalidRow> {
+    let mut mask = match &flow.partial {
+        PartialUpdates::Off => return Ok(None),
+        PartialUpdates::IgnoreNull(ignore) => ignore
+            .iter()
+            .zip(image)
+            .map(|(ignored, v)| !(*ignored && v.is_null()))
+            .collect(),
+        PartialUpdates::ColumnsToUpdate(c) => listed_columns(&row[*c], target)?,
+    };
+    for &k in &target.keys {
+        mask[k] = true;
+    }
+    Ok(Some(mask))
+}
+
+fn listed_columns(list: &Value, target: &Target) -> Result<Vec<bool>, InvalidRow> {
+    let names: Vec<String> = match list {
+        Value::Null => Vec::new(),
+        Value::Str(s) => s
+            .split(',')
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|v| match v {
+                Value::Str(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect(),
+        other => {
+            return Err(InvalidRow::new(
+                "COLUMNS TO UPDATE",
+                format!("expected a list of column names, found {other:?}"),
+            ))
+        }
+    };
+    let image = &target.schema.columns[..target.image_len];
+    let mut mask = vec![false; target.image_len];
+    for name in names {
+        match image.iter().position(|c| c.name.eq_ignore_ascii_case(&name)) {
+            Some(i) => mask[i] = true,
+            None => {
+                let hint = crate::value::closest(&name, image.iter().map(|c| c.name.as_str()))
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                return Err(InvalidRow::new(
+                    "COLUMNS TO UPDATE",
+                    format!("unknown column `{name}` in target `{}`{hint}", target.name),
+                ));
+            }
+        }
+    }
+    Ok(mask)
+}

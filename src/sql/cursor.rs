@@ -1,0 +1,239 @@
+//! A token cursor over a whole pipeline file: sqlparser's `Parser` (which skips whitespace and
+//! comments and parses embedded expressions) plus the word-level helpers our statement grammar
+//! needs, with every error located at the line of the token it is about.
+//!
+//! Our clause words (STREAMING, FLOW, CDC, KEYS, ...) are not all sqlparser keywords, so words
+//! are matched by their text, case-insensitively, and only when unquoted: a backquoted
+//! `keys` is a name, never a keyword.
+
+use crate::{Error, ErrorKind, Result};
+use sqlparser::ast;
+use sqlparser::dialect::DatabricksDialect;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+
+/// Double quotes delimit strings in Databricks SQL (the seeds write `operation = "DELETE"`).
+static DIALECT: DatabricksDialect = DatabricksDialect;
+
+/// A name as written, with the line it is on.
+#[derive(Clone, Debug)]
+pub(crate) struct Name {
+    pub(crate) text: String,
+    pub(crate) line: u64,
+}
+
+pub(crate) struct Cursor {
+    parser: Parser<'static>,
+    /// Line of the last consumed token, for errors at end of input (EOF has no position).
+    last_line: u64,
+}
+
+/// A syntax error at `line`.
+pub(crate) fn syntax(line: u64, message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Syntax, message).at_line(line)
+}
+
+/// A validation error at `line`.
+pub(crate) fn invalid(line: u64, message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Validation, message).at_line(line)
+}
+
+impl Cursor {
+    /// Tokenizes `text` (with positions, so errors carry lines).
+    pub(crate) fn new(text: &str) -> Result<Self> {
+        let tokens = Tokenizer::new(&DIALECT, text)
+            .tokenize_with_location()
+            .map_err(|e| syntax(e.location.line, e.message))?;
+        Ok(Cursor {
+            parser: Parser::new(&DIALECT).with_tokens_with_locations(tokens),
+            last_line: 1,
+        })
+    }
+
+    fn peek_nth(&self, n: usize) -> &TokenWithSpan {
+        self.parser.peek_nth_token_ref(n)
+    }
+
+    /// The next token (not consumed).
+    pub(crate) fn peek(&self) -> &Token {
+        &self.peek_nth(0).token
+    }
+
+    /// Line of the next token (or of the last one, at end of input).
+    pub(crate) fn line(&self) -> u64 {
+        match self.peek_nth(0).span.start.line {
+            0 => self.last_line,
+            line => line,
+        }
+    }
+
+    /// Consumes and returns the next token.
+    pub(crate) fn next(&mut self) -> Token {
+        let t = self.parser.next_token();
+        if t.span.start.line > 0 {
+            self.last_line = t.span.start.line;
+        }
+        t.token
+    }
+
+    /// Whether the statement ends here (`;` or end of input).
+    pub(crate) fn at_end(&self) -> bool {
+        matches!(self.peek(), Token::SemiColon | Token::EOF)
+    }
+
+    /// Whether the `n`-th next token is the unquoted word `word`.
+    pub(crate) fn is_word_at(&self, n: usize, word: &str) -> bool {
+        matches!(&self.peek_nth(n).token, Token::Word(w)
+            if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+    }
+
+    /// Whether the next tokens are exactly `words`.
+    pub(crate) fn is_words(&self, words: &[&str]) -> bool {
+        words.iter().enumerate().all(|(i, w)| self.is_word_at(i, w))
+    }
+
+    /// Consumes `words` if the next tokens are exactly them.
+    pub(crate) fn eat_words(&mut self, words: &[&str]) -> bool {
+        let hit = self.is_words(words);
+        if hit {
+            words.iter().for_each(|_| {
+                self.next();
+            });
+        }
+        hit
+    }
+
+    /// Consumes `words` or fails with "`context`: expected ...".
+    pub(crate) fn expect_words(&mut self, words: &[&str], context: &str) -> Result<()> {
+        if self.eat_words(words) {
+            Ok(())
+        } else {
+            Err(self.unexpected(context, &format!("`{}`", words.join(" "))))
+        }
+    }
+
+    /// Consumes `token` if it is next.
+    pub(crate) fn eat(&mut self, token: &Token) -> bool {
+        let hit = self.peek() == token;
+        if hit {
+            self.next();
+        }
+        hit
+    }
+
+    /// Consumes `token` or fails.
+    pub(crate) fn expect(&mut self, token: &Token, context: &str) -> Result<()> {
+        if self.eat(token) {
+            Ok(())
+        } else {
+            Err(self.unexpected(context, &format!("`{token}`")))
+        }
+    }
+
+    /// "`context`: expected `what`, found `...`" at the next token.
+    pub(crate) fn unexpected(&self, context: &str, what: &str) -> Error {
+        let found = match self.peek() {
+            Token::EOF => "end of file".to_string(),
+            t => format!("`{t}`"),
+        };
+        syntax(self.line(), format!("{context}: expected {what}, found {found}"))
+    }
+
+    /// A name: a bare word or a `backquoted` one.
+    pub(crate) fn name(&mut self, context: &str) -> Result<Name> {
+        let line = self.line();
+        match self.peek().clone() {
+            Token::Word(w) if w.quote_style.is_none() || w.quote_style == Some('`') => {
+                self.next();
+                Ok(Name { text: w.value, line })
+            }
+            _ => Err(self.unexpected(context, "a name")),
+        }
+    }
+
+    /// A table name; the legacy `LIVE.` schema prefix is accepted and dropped.
+    pub(crate) fn table_name(&mut self, context: &str) -> Result<Name> {
+        let first = self.name(context)?;
+        if self.peek() != &Token::Period {
+            return Ok(first);
+        }
+        if !first.text.eq_ignore_ascii_case("live") {
+            return Err(syntax(
+                first.line,
+                format!("{context}: qualified table names are not supported (`{}.`)", first.text),
+            ));
+        }
+        self.next();
+        self.name(context)
+    }
+
+    /// A column name that must not be qualified (E-K1).
+    pub(crate) fn column_name(&mut self, context: &str) -> Result<Name> {
+        let name = self.name(context)?;
+        if self.peek() == &Token::Period {
+            return Err(syntax(
+                name.line,
+                format!("{context}: `{}.…` must be an unqualified column name", name.text),
+            ));
+        }
+        Ok(name)
+    }
+
+    /// `( name [, ...] )`, possibly empty (callers decide whether that is allowed).
+    pub(crate) fn column_list(&mut self, context: &str) -> Result<Vec<Name>> {
+        self.expect(&Token::LParen, context)?;
+        let mut names = Vec::new();
+        if self.eat(&Token::RParen) {
+            return Ok(names);
+        }
+        loop {
+            names.push(self.column_name(context)?);
+            if self.eat(&Token::RParen) {
+                return Ok(names);
+            }
+            if !self.eat(&Token::Comma) {
+                return Err(self.unexpected(context, "`,` or `)`"));
+            }
+        }
+    }
+
+    /// A quoted string ('...' or "...").
+    pub(crate) fn string(&mut self, context: &str) -> Result<String> {
+        match self.peek().clone() {
+            Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => {
+                self.next();
+                Ok(s)
+            }
+            _ => Err(self.unexpected(context, "a quoted string")),
+        }
+    }
+
+    /// An embedded SQL expression, parsed by sqlparser.
+    pub(crate) fn expr(&mut self, context: &str) -> Result<ast::Expr> {
+        if self.at_end() {
+            return Err(self.unexpected(context, "an expression"));
+        }
+        let fallback = self.line();
+        let e = self.parser.parse_expr().map_err(|e| parser_error(e, context, fallback))?;
+        // Keep `last_line` right for errors at the end of input.
+        self.last_line = self.last_line.max(self.parser.get_current_token().span.end.line);
+        Ok(e)
+    }
+}
+
+/// sqlparser puts the position at the end of its messages ("... at Line: 3, Column: 7"); move
+/// it into the error's location so the CLI prints `file:3: ...` like every other error.
+fn parser_error(e: ParserError, context: &str, fallback: u64) -> Error {
+    let message = match e {
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
+        ParserError::RecursionLimitExceeded => "expression nested too deeply".to_string(),
+    };
+    let (text, line) = match message.rfind(" at Line: ") {
+        Some(at) => {
+            let digits: String = message[at + 10..].chars().take_while(char::is_ascii_digit).collect();
+            (message[..at].to_string(), digits.parse().unwrap_or(fallback))
+        }
+        None => (message, fallback),
+    };
+    syntax(line, format!("{context}: {text}"))
+}

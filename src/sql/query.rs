@@ -1,0 +1,220 @@
+//! The table-level pieces of `CREATE STREAMING TABLE`: the column list, `TBLPROPERTIES`, and
+//! the `AS SELECT ... FROM STREAM ... [WHERE ...]` query of a source table.
+
+use super::cursor::{invalid, syntax, Cursor, Name};
+use super::syntax::{ColumnDecl, From, Located, Query, ReadFiles, SelectItem};
+use crate::expr::parse_type;
+use crate::Result;
+use sqlparser::tokenizer::Token;
+
+/// `( name TYPE [NOT NULL] [COMMENT '...'], ... )`. Types are read as text by
+/// [`parse_type`], so they share one grammar with `read_files` schema strings.
+pub(crate) fn column_decls(c: &mut Cursor) -> Result<Vec<ColumnDecl>> {
+    c.expect(&Token::LParen, "column list")?;
+    let mut columns = Vec::new();
+    loop {
+        if c.is_word_at(0, "CONSTRAINT") {
+            return Err(invalid(c.line(), "CONSTRAINT ... EXPECT (expectations) is not supported yet"));
+        }
+        let name = c.name("column list")?;
+        let ty_line = c.line();
+        let text = type_text(c);
+        let ty = parse_type(&text).map_err(|m| syntax(ty_line, format!("column `{}`: {m}", name.text)))?;
+        if c.eat_words(&["NOT", "NULL"]) {
+            // Accepted for compatibility; NULL keys and sequences are rejected at run time anyway.
+        }
+        if c.eat_words(&["COMMENT"]) {
+            c.string("COMMENT")?;
+        }
+        columns.push(ColumnDecl { name, ty });
+        if c.eat(&Token::RParen) {
+            return Ok(columns);
+        }
+        c.expect(&Token::Comma, "column list")?;
+    }
+}
+
+/// The tokens of a type, up to the `,` or `)` ending the column (or NOT NULL / COMMENT),
+/// printed back as text.
+fn type_text(c: &mut Cursor) -> String {
+    let mut depth = 0i32;
+    let mut parts = Vec::new();
+    loop {
+        let stop = depth == 0
+            && (matches!(c.peek(), Token::Comma | Token::RParen)
+                || c.is_words(&["NOT", "NULL"])
+                || c.is_word_at(0, "COMMENT"));
+        if stop || c.at_end() {
+            return parts.join(" ");
+        }
+        depth += match c.peek() {
+            Token::Lt | Token::LParen => 1,
+            Token::Gt | Token::RParen => -1,
+            Token::ShiftRight => -2,
+            _ => 0,
+        };
+        parts.push(c.next().to_string());
+    }
+}
+
+/// `( 'key' = value, ... )` as `(key, value, line)`; keys may also be dotted names and values
+/// numbers or TRUE/FALSE, which are kept as their text.
+pub(crate) fn table_properties(c: &mut Cursor) -> Result<Vec<(String, String, u64)>> {
+    c.expect(&Token::LParen, "TBLPROPERTIES")?;
+    let mut out = Vec::new();
+    loop {
+        let line = c.line();
+        let key = match c.peek() {
+            Token::SingleQuotedString(_) | Token::DoubleQuotedString(_) => c.string("TBLPROPERTIES")?,
+            _ => dotted_name(c)?,
+        };
+        c.expect(&Token::Eq, "TBLPROPERTIES")?;
+        let value = match c.next() {
+            Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) | Token::Number(s, _) => s,
+            Token::Word(w) if w.quote_style.is_none() => w.value,
+            _ => return Err(syntax(line, format!("TBLPROPERTIES: `{key}` needs a value"))),
+        };
+        out.push((key, value, line));
+        if c.eat(&Token::RParen) {
+            return Ok(out);
+        }
+        c.expect(&Token::Comma, "TBLPROPERTIES")?;
+    }
+}
+
+fn dotted_name(c: &mut Cursor) -> Result<String> {
+    let mut key = c.name("TBLPROPERTIES")?.text;
+    while c.eat(&Token::Period) {
+        key.push('.');
+        key.push_str(&c.name("TBLPROPERTIES")?.text);
+    }
+    Ok(key)
+}
+
+/// `SELECT <projection> FROM <source> [WHERE <predicate>]`.
+pub(crate) fn query(c: &mut Cursor) -> Result<Query> {
+    c.expect_words(&["SELECT"], "AS")?;
+    let projection = select_list(c)?;
+    c.expect_words(&["FROM"], "SELECT")?;
+    let from = from(c)?;
+    let filter = if c.is_word_at(0, "WHERE") {
+        let line = c.line();
+        c.next();
+        Some(Located {
+            value: c.expr("WHERE")?,
+            line,
+        })
+    } else {
+        None
+    };
+    Ok(Query {
+        projection,
+        from,
+        filter,
+    })
+}
+
+/// `*` alone gives `None`; otherwise the items, where `*` may appear among expressions.
+fn select_list(c: &mut Cursor) -> Result<Option<Vec<SelectItem>>> {
+    if c.peek() == &Token::Mul && c.is_word_at(1, "FROM") {
+        c.next();
+        return Ok(None);
+    }
+    let mut items = Vec::new();
+    loop {
+        if c.eat(&Token::Mul) {
+            items.push(SelectItem::Wildcard);
+        } else {
+            let line = c.line();
+            let expr = c.expr("SELECT")?;
+            items.push(SelectItem::Expr {
+                expr,
+                alias: alias(c)?,
+                line,
+            });
+        }
+        if !c.eat(&Token::Comma) {
+            return Ok(Some(items));
+        }
+    }
+}
+
+/// `AS name`, or a bare name that is not the `FROM` ending the list.
+fn alias(c: &mut Cursor) -> Result<Option<Name>> {
+    if c.eat_words(&["AS"]) {
+        return c.name("SELECT ... AS").map(Some);
+    }
+    match c.peek() {
+        Token::Word(_) if !c.is_word_at(0, "FROM") => c.name("SELECT").map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// `[STREAM] read_files(...)`, `[STREAM] name`, or either inside `STREAM( ... )`.
+fn from(c: &mut Cursor) -> Result<From> {
+    let streamed = c.eat_words(&["STREAM"]);
+    if streamed && c.eat(&Token::LParen) {
+        let inner = from_target(c)?;
+        c.expect(&Token::RParen, "FROM STREAM")?;
+        return Ok(inner);
+    }
+    from_target(c)
+}
+
+fn from_target(c: &mut Cursor) -> Result<From> {
+    if c.is_word_at(0, "read_files") {
+        let line = c.line();
+        c.next();
+        return read_files(c, line).map(From::ReadFiles);
+    }
+    c.table_name("FROM").map(From::Table)
+}
+
+/// `( 'path' [, option => value ...] )`.
+fn read_files(c: &mut Cursor, line: u64) -> Result<ReadFiles> {
+    c.expect(&Token::LParen, "read_files")?;
+    let mut spec = ReadFiles {
+        path: c.string("read_files path")?,
+        format: None,
+        header: None,
+        schema: None,
+        line,
+    };
+    while c.eat(&Token::Comma) {
+        let option = c.name("read_files option")?;
+        c.expect(&Token::RArrow, "read_files option")?;
+        let context = format!("read_files {}", option.text);
+        let duplicate = match option.text.to_ascii_lowercase().as_str() {
+            "format" => spec.format.replace(c.string(&context)?).is_some(),
+            "schema" => spec.schema.replace(c.string(&context)?).is_some(),
+            "header" => spec.header.replace(boolean(c, &context)?).is_some(),
+            _ => {
+                return Err(syntax(
+                    option.line,
+                    format!("read_files: unknown option `{}` (supported: format, header, schema)", option.text),
+                ))
+            }
+        };
+        if duplicate {
+            return Err(syntax(option.line, format!("read_files: option `{}` given twice", option.text)));
+        }
+    }
+    c.expect(&Token::RParen, "read_files")?;
+    Ok(spec)
+}
+
+/// TRUE / FALSE, bare or quoted.
+fn boolean(c: &mut Cursor, context: &str) -> Result<bool> {
+    let text = match c.peek().clone() {
+        Token::Word(w) if w.quote_style.is_none() => w.value,
+        Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => s,
+        _ => return Err(c.unexpected(context, "true or false")),
+    };
+    let value = match text.to_ascii_lowercase().as_str() {
+        "true" => true,
+        "false" => false,
+        _ => return Err(c.unexpected(context, "true or false")),
+    };
+    c.next();
+    Ok(value)
+}

@@ -1,0 +1,135 @@
+//! Statement grammar: the file is a `;`-separated list of
+//! `CREATE [OR REFRESH] STREAMING TABLE ...` and `CREATE FLOW ... AS AUTO CDC INTO ...`.
+//! Syntax we recognise but do not implement yet is rejected here with a validation error
+//! saying so, rather than a confusing syntax error further on.
+
+use super::clauses::parse_clauses;
+use super::cursor::{invalid, Cursor};
+use super::query::{column_decls, query, table_properties};
+use super::syntax::{CdcClauses, FlowStmt, Statement, TableStmt};
+use crate::Result;
+use sqlparser::tokenizer::Token;
+
+/// Parses every statement of `text`.
+pub(crate) fn parse_statements(text: &str) -> Result<Vec<Statement>> {
+    let mut c = Cursor::new(text)?;
+    let mut out = Vec::new();
+    loop {
+        while c.eat(&Token::SemiColon) {}
+        if c.peek() == &Token::EOF {
+            return Ok(out);
+        }
+        out.push(statement(&mut c)?);
+        if !c.at_end() {
+            return Err(c.unexpected("end of statement", "`;`"));
+        }
+    }
+}
+
+fn statement(c: &mut Cursor) -> Result<Statement> {
+    let line = c.line();
+    if c.is_word_at(0, "INSERT") {
+        return Err(insert_flow(c));
+    }
+    c.expect_words(&["CREATE"], "statement")?;
+    c.eat_words(&["OR", "REFRESH"]);
+    if c.eat_words(&["STREAMING", "TABLE"]) || c.eat_words(&["STREAMING", "LIVE", "TABLE"]) {
+        table(c, line).map(Statement::Table)
+    } else if c.eat_words(&["FLOW"]) {
+        flow(c, line).map(Statement::Flow)
+    } else {
+        Err(c.unexpected("CREATE", "`STREAMING TABLE` or `FLOW`"))
+    }
+}
+
+/// `INSERT [ONCE] INTO t BY NAME [REPLACE USING ...] query`: append and REPLACE USING flows
+/// are future work; say which one the user wrote.
+fn insert_flow(c: &mut Cursor) -> crate::Error {
+    let line = c.line();
+    let mut replace_using = false;
+    while !c.at_end() {
+        replace_using |= c.is_words(&["REPLACE", "USING"]);
+        c.next();
+    }
+    if replace_using {
+        invalid(line, "REPLACE USING flows are not supported yet")
+    } else {
+        invalid(line, "INSERT INTO (append) flows are not supported yet")
+    }
+}
+
+fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
+    let name = c.table_name("CREATE STREAMING TABLE")?;
+    let columns = match c.peek() {
+        Token::LParen => Some(column_decls(c)?),
+        _ => None,
+    };
+    let mut properties = Vec::new();
+    loop {
+        if c.eat_words(&["COMMENT"]) {
+            c.string("COMMENT")?;
+        } else if c.eat_words(&["TBLPROPERTIES"]) {
+            properties.extend(table_properties(c)?);
+        } else {
+            break;
+        }
+    }
+    let mut stmt = TableStmt {
+        name,
+        line,
+        columns,
+        properties,
+        query: None,
+        flow: None,
+    };
+    if c.eat_words(&["AS"]) {
+        stmt.query = Some(query(c)?);
+    } else if c.eat_words(&["FLOW"]) {
+        if c.is_words(&["REPLACE", "USING"]) {
+            return Err(invalid(c.line(), "REPLACE USING flows are not supported yet"));
+        }
+        auto_cdc(c, "FLOW")?;
+        let mut clauses = CdcClauses {
+            once: c.eat_words(&["ONCE"]),
+            ..CdcClauses::default()
+        };
+        parse_clauses(c, &mut clauses)?;
+        stmt.flow = Some(clauses);
+    }
+    Ok(stmt)
+}
+
+/// `AUTO CDC` or its legacy spelling `APPLY CHANGES`.
+fn auto_cdc(c: &mut Cursor, context: &str) -> Result<()> {
+    if c.eat_words(&["AUTO", "CDC"]) || c.eat_words(&["APPLY", "CHANGES"]) {
+        Ok(())
+    } else {
+        Err(c.unexpected(context, "`AUTO CDC`"))
+    }
+}
+
+fn flow(c: &mut Cursor, line: u64) -> Result<FlowStmt> {
+    let name = c.name("CREATE FLOW")?;
+    if c.eat_words(&["COMMENT"]) {
+        c.string("COMMENT")?;
+    }
+    c.expect_words(&["AS"], "CREATE FLOW")?;
+    if c.is_word_at(0, "INSERT") {
+        return Err(insert_flow(c));
+    }
+    auto_cdc(c, "CREATE FLOW ... AS")?;
+    let once = c.eat_words(&["ONCE"]);
+    c.expect_words(&["INTO"], "AUTO CDC")?;
+    let target = c.table_name("AUTO CDC INTO")?;
+    let mut clauses = CdcClauses {
+        once,
+        ..CdcClauses::default()
+    };
+    parse_clauses(c, &mut clauses)?;
+    Ok(FlowStmt {
+        name,
+        line,
+        target,
+        clauses,
+    })
+}

@@ -1,0 +1,114 @@
+//! The pipeline file as parsed, before any name or type is resolved: what the statement parser
+//! produces and the validator consumes. Every piece keeps the line it was written on.
+
+use super::cursor::Name;
+use crate::plan::ScdType;
+use crate::value::DataType;
+use sqlparser::ast;
+
+/// A value and the line of the clause (or token) that introduced it.
+#[derive(Clone, Debug)]
+pub(crate) struct Located<T> {
+    pub(crate) value: T,
+    pub(crate) line: u64,
+}
+
+/// One statement of the file.
+#[derive(Debug)]
+pub(crate) enum Statement {
+    Table(TableStmt),
+    Flow(FlowStmt),
+}
+
+/// `CREATE [OR REFRESH] STREAMING TABLE`.
+#[derive(Debug)]
+pub(crate) struct TableStmt {
+    pub(crate) name: Name,
+    pub(crate) line: u64,
+    /// The optional `(col TYPE, ...)` list.
+    pub(crate) columns: Option<Vec<ColumnDecl>>,
+    /// `TBLPROPERTIES` as `(key, value, line)`.
+    pub(crate) properties: Vec<(String, String, u64)>,
+    /// `AS SELECT ...`: the table is an append-only source.
+    pub(crate) query: Option<Query>,
+    /// `FLOW AUTO CDC ...`: the table is a target with one flow of the same name.
+    pub(crate) flow: Option<CdcClauses>,
+}
+
+/// A declared column.
+#[derive(Debug)]
+pub(crate) struct ColumnDecl {
+    pub(crate) name: Name,
+    pub(crate) ty: DataType,
+}
+
+/// `SELECT <projection> FROM <from> [WHERE <filter>]`.
+#[derive(Debug)]
+pub(crate) struct Query {
+    /// `None` for `SELECT *`.
+    pub(crate) projection: Option<Vec<SelectItem>>,
+    pub(crate) from: From,
+    pub(crate) filter: Option<Located<ast::Expr>>,
+}
+
+/// One item of a SELECT list.
+#[derive(Debug)]
+pub(crate) enum SelectItem {
+    /// `*` among other items: every input column.
+    Wildcard,
+    Expr {
+        expr: ast::Expr,
+        alias: Option<Name>,
+        line: u64,
+    },
+}
+
+/// What a query reads.
+#[derive(Debug)]
+pub(crate) enum From {
+    ReadFiles(ReadFiles),
+    Table(Name),
+}
+
+/// `read_files('path', format => ..., header => ..., schema => ...)`.
+#[derive(Debug)]
+pub(crate) struct ReadFiles {
+    pub(crate) path: String,
+    pub(crate) format: Option<String>,
+    pub(crate) header: Option<bool>,
+    pub(crate) schema: Option<String>,
+    pub(crate) line: u64,
+}
+
+/// `CREATE FLOW name AS AUTO CDC INTO target ...`.
+#[derive(Debug)]
+pub(crate) struct FlowStmt {
+    pub(crate) name: Name,
+    pub(crate) line: u64,
+    pub(crate) target: Name,
+    pub(crate) clauses: CdcClauses,
+}
+
+/// A column selection: `*`, `(cols)` or `* EXCEPT (cols)`.
+#[derive(Clone, Debug)]
+pub(crate) enum Selection {
+    All,
+    Only(Vec<Name>),
+    Except(Vec<Name>),
+}
+
+/// The clauses of one AUTO CDC flow, each at most once.
+#[derive(Debug, Default)]
+pub(crate) struct CdcClauses {
+    pub(crate) once: bool,
+    pub(crate) source: Option<Name>,
+    pub(crate) keys: Option<Located<Vec<Name>>>,
+    pub(crate) ignore_null_updates: Option<Located<Selection>>,
+    pub(crate) delete_when: Option<Located<ast::Expr>>,
+    pub(crate) truncate_when: Option<Located<ast::Expr>>,
+    pub(crate) sequence_by: Option<Located<ast::Expr>>,
+    pub(crate) columns: Option<Located<Selection>>,
+    pub(crate) stored_as: Option<Located<ScdType>>,
+    pub(crate) track_history: Option<Located<Selection>>,
+    pub(crate) columns_to_update: Option<Name>,
+}

@@ -1,0 +1,47 @@
+//! Builders shared by the integration tests.
+
+use scdflow::plan::{ScdType, Target};
+use scdflow::value::{DataType, Row, Schema};
+use std::collections::BTreeMap;
+
+/// A target with an INT key `k` and `values` STRING columns, sequenced by INT.
+pub fn target(scd: ScdType, values: usize, tracked: Vec<bool>, partial: bool) -> Target {
+    let mut cols = vec![("k".to_string(), DataType::Int)];
+    cols.extend((0..values).map(|i| (format!("c{i}"), DataType::String)));
+    let image_len = cols.len();
+    if scd == ScdType::Type2 {
+        cols.push(("__START_AT".to_string(), DataType::Int));
+        cols.push(("__END_AT".to_string(), DataType::Int));
+    }
+    Target {
+        name: "t".into(),
+        schema: Schema::new(cols),
+        image_len,
+        keys: vec![0],
+        scd,
+        sequence_type: DataType::Int,
+        tracked,
+        partial,
+        tombstone_gc_seconds: 0,
+        line: 1,
+    }
+}
+
+/// The table after commits `..=version` of consolidated updates, sorted like the model's.
+pub fn table_at(target: &Target, updates: &[(Row, u64, isize)], version: u64) -> Vec<Row> {
+    let mut counts: BTreeMap<&Row, isize> = BTreeMap::new();
+    for (row, time, diff) in updates {
+        if *time <= version {
+            *counts.entry(row).or_default() += diff;
+        }
+    }
+    let mut rows = Vec::new();
+    for (row, n) in counts {
+        assert!((0..=1).contains(&n), "row {row:?} has multiplicity {n}");
+        if n == 1 {
+            rows.push(row.clone());
+        }
+    }
+    scdflow::driver::sort_rows(target, &mut rows);
+    rows
+}
