@@ -74,8 +74,14 @@ pub fn changes(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Change> {
     type Sides = (Vec<Row>, Vec<Row>);
     let mut grouped: BTreeMap<(u64, Row), Sides> = BTreeMap::new();
     for (row, version, diff) in updates {
-        let sides = grouped.entry((*version, identity(target, row))).or_default();
-        let side = if *diff < 0 { &mut sides.0 } else { &mut sides.1 };
+        let sides = grouped
+            .entry((*version, identity(target, row)))
+            .or_default();
+        let side = if *diff < 0 {
+            &mut sides.0
+        } else {
+            &mut sides.1
+        };
         side.extend(std::iter::repeat_n(row.clone(), diff.unsigned_abs()));
     }
     let mut feed = Vec::new();
@@ -109,7 +115,10 @@ mod tests {
     use crate::plan::Target;
 
     fn target(scd: ScdType) -> Target {
-        let mut cols = vec![("id".to_string(), DataType::Int), ("v".to_string(), DataType::String)];
+        let mut cols = vec![
+            ("id".to_string(), DataType::Int),
+            ("v".to_string(), DataType::String),
+        ];
         if scd == ScdType::Type2 {
             cols.push(("__START_AT".to_string(), DataType::Int));
             cols.push(("__END_AT".to_string(), DataType::Int));
@@ -134,7 +143,15 @@ mod tests {
         let a = vec![Value::Int(1), Value::Str("a".into())];
         let b = vec![Value::Int(1), Value::Str("b".into())];
         let c = vec![Value::Int(2), Value::Str("c".into())];
-        let feed = changes(&t, &[(a.clone(), 1, 1), (a.clone(), 2, -1), (b.clone(), 2, 1), (c.clone(), 2, 1)]);
+        let feed = changes(
+            &t,
+            &[
+                (a.clone(), 1, 1),
+                (a.clone(), 2, -1),
+                (b.clone(), 2, 1),
+                (c.clone(), 2, 1),
+            ],
+        );
         let kinds: Vec<_> = feed.iter().map(|c| (c.version, c.kind)).collect();
         assert_eq!(
             kinds,
@@ -151,10 +168,29 @@ mod tests {
     fn scd2_close_and_open_is_update_plus_insert() {
         let t = target(ScdType::Type2);
         let r = |v: &str, s: i64, e: Option<i64>| {
-            vec![Value::Int(1), Value::Str(v.into()), Value::Int(s), e.map_or(Value::Null, Value::Int)]
+            vec![
+                Value::Int(1),
+                Value::Str(v.into()),
+                Value::Int(s),
+                e.map_or(Value::Null, Value::Int),
+            ]
         };
-        let feed = changes(&t, &[(r("a", 1, None), 1, -1), (r("a", 1, Some(2)), 1, 1), (r("b", 2, None), 1, 1)]);
+        let feed = changes(
+            &t,
+            &[
+                (r("a", 1, None), 1, -1),
+                (r("a", 1, Some(2)), 1, 1),
+                (r("b", 2, None), 1, 1),
+            ],
+        );
         let kinds: Vec<_> = feed.iter().map(|c| c.kind).collect();
-        assert_eq!(kinds, vec![ChangeType::UpdatePreimage, ChangeType::UpdatePostimage, ChangeType::Insert]);
+        assert_eq!(
+            kinds,
+            vec![
+                ChangeType::UpdatePreimage,
+                ChangeType::UpdatePostimage,
+                ChangeType::Insert
+            ]
+        );
     }
 }

@@ -92,7 +92,12 @@ pub struct Evaluation {
 }
 
 /// Runs `pipeline` on `workers` threads.
-pub fn evaluate(pipeline: &Pipeline, workers: usize, on_invalid: OnInvalid, progress: Option<Progress>) -> Result<Evaluation> {
+pub fn evaluate(
+    pipeline: &Pipeline,
+    workers: usize,
+    on_invalid: OnInvalid,
+    progress: Option<Progress>,
+) -> Result<Evaluation> {
     let commits = ingest::read_commits(pipeline)?;
     let mut metrics: Vec<Vec<FlowCommitMetrics>> = vec![Vec::new(); pipeline.flows.len()];
     let mut quarantined = Vec::new();
@@ -106,7 +111,12 @@ pub fn evaluate(pipeline: &Pipeline, workers: usize, on_invalid: OnInvalid, prog
             }
         }
         count_quarantined(pipeline, &prepared.invalid, c as u64 + 1, &mut metrics);
-        events += prepared.events.events.iter().map(|e| e.len() as u64).sum::<u64>();
+        events += prepared
+            .events
+            .events
+            .iter()
+            .map(|e| e.len() as u64)
+            .sum::<u64>();
         quarantined.extend(prepared.invalid);
         inputs.push(prepared.events);
     }
@@ -210,7 +220,12 @@ fn owner_of_table(pipeline: &Pipeline, t: usize) -> String {
         .map_or_else(|| pipeline.tables[t].name.clone(), |f| f.name.clone())
 }
 
-fn count_quarantined(pipeline: &Pipeline, invalid: &[Quarantined], version: u64, metrics: &mut [Vec<FlowCommitMetrics>]) {
+fn count_quarantined(
+    pipeline: &Pipeline,
+    invalid: &[Quarantined],
+    version: u64,
+    metrics: &mut [Vec<FlowCommitMetrics>],
+) {
     for q in invalid {
         if let Some(f) = pipeline.flows.iter().position(|f| f.name == q.owner) {
             if let Some(m) = metrics[f].iter_mut().find(|m| m.commit_version == version) {
@@ -222,14 +237,24 @@ fn count_quarantined(pipeline: &Pipeline, invalid: &[Quarantined], version: u64,
 
 /// The flow of target `t` credited with a commit's target-level counts: the first flow into
 /// `t` that had input in that commit.
-fn credited_flow(pipeline: &Pipeline, t: usize, version: u64, metrics: &[Vec<FlowCommitMetrics>]) -> Option<(usize, usize)> {
+fn credited_flow(
+    pipeline: &Pipeline,
+    t: usize,
+    version: u64,
+    metrics: &[Vec<FlowCommitMetrics>],
+) -> Option<(usize, usize)> {
     pipeline.flows.iter().enumerate().find_map(|(f, flow)| {
         let m = metrics[f].iter().position(|m| m.commit_version == version);
         (flow.target == t).then_some(m).flatten().map(|m| (f, m))
     })
 }
 
-fn attribute(pipeline: &Pipeline, t: usize, changes: &[Change], metrics: &mut [Vec<FlowCommitMetrics>]) {
+fn attribute(
+    pipeline: &Pipeline,
+    t: usize,
+    changes: &[Change],
+    metrics: &mut [Vec<FlowCommitMetrics>],
+) {
     for change in changes {
         if let Some((f, m)) = credited_flow(pipeline, t, change.version, metrics) {
             let m = &mut metrics[f][m];
@@ -242,7 +267,12 @@ fn attribute(pipeline: &Pipeline, t: usize, changes: &[Change], metrics: &mut [V
     }
 }
 
-fn attribute_stats(pipeline: &Pipeline, t: usize, stats: &BTreeMap<u64, CommitStats>, metrics: &mut [Vec<FlowCommitMetrics>]) {
+fn attribute_stats(
+    pipeline: &Pipeline,
+    t: usize,
+    stats: &BTreeMap<u64, CommitStats>,
+    metrics: &mut [Vec<FlowCommitMetrics>],
+) {
     for (version, s) in stats {
         if let Some((f, m)) = credited_flow(pipeline, t, *version, metrics) {
             metrics[f][m].num_stale_events += s.stale_events;

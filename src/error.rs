@@ -124,10 +124,16 @@ mod tests {
 
     #[test]
     fn renders_file_and_line() {
-        let e = Error::new(ErrorKind::Validation, "KEYS: unknown column `usrId` (did you mean `userId`?)")
-            .at_line(3)
-            .in_file(Path::new("p.sql"));
-        assert_eq!(e.to_string(), "p.sql:3: KEYS: unknown column `usrId` (did you mean `userId`?)");
+        let e = Error::new(
+            ErrorKind::Validation,
+            "KEYS: unknown column `usrId` (did you mean `userId`?)",
+        )
+        .at_line(3)
+        .in_file(Path::new("p.sql"));
+        assert_eq!(
+            e.to_string(),
+            "p.sql:3: KEYS: unknown column `usrId` (did you mean `userId`?)"
+        );
         assert_eq!(e.kind().code(), "validation");
     }
 }

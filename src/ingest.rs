@@ -68,7 +68,12 @@ fn derive(pipeline: &Pipeline, first: usize, commit: &mut SourceCommit) {
 }
 
 /// Filters and projects rows of table `t`'s input into its schema.
-fn shape(pipeline: &Pipeline, t: usize, rows: Vec<SourceRow>, invalid: &mut Vec<(usize, RowError)>) -> Vec<SourceRow> {
+fn shape(
+    pipeline: &Pipeline,
+    t: usize,
+    rows: Vec<SourceRow>,
+    invalid: &mut Vec<(usize, RowError)>,
+) -> Vec<SourceRow> {
     let table = &pipeline.tables[t];
     let input_schema = match &table.input {
         SourceInput::Files { file_schema, .. } => file_schema,
@@ -77,7 +82,10 @@ fn shape(pipeline: &Pipeline, t: usize, rows: Vec<SourceRow>, invalid: &mut Vec<
     let mut kept = Vec::with_capacity(rows.len());
     for source in rows {
         match shape_row(table, &source.row) {
-            Ok(Some(row)) => kept.push(SourceRow { line: source.line, row }),
+            Ok(Some(row)) => kept.push(SourceRow {
+                line: source.line,
+                row,
+            }),
             Ok(None) => {}
             Err((column, reason)) => invalid.push((
                 t,

@@ -13,7 +13,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Writes every output of `evaluation` under `dir` (created if missing); returns the files.
-pub fn write_all(pipeline: &Pipeline, evaluation: &Evaluation, dir: &Path, format: OutputFormat) -> Result<Vec<PathBuf>> {
+pub fn write_all(
+    pipeline: &Pipeline,
+    evaluation: &Evaluation,
+    dir: &Path,
+    format: OutputFormat,
+) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
     let mut written = Vec::new();
     let ext = format.extension();
@@ -25,7 +30,11 @@ pub fn write_all(pipeline: &Pipeline, evaluation: &Evaluation, dir: &Path, forma
             .changes
             .iter()
             .map(|c| {
-                let stamp = evaluation.commit_timestamps.get(c.version as usize - 1).copied().unwrap_or(0);
+                let stamp = evaluation
+                    .commit_timestamps
+                    .get(c.version as usize - 1)
+                    .copied()
+                    .unwrap_or(0);
                 changefeed::to_row(c, stamp)
             })
             .collect();

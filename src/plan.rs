@@ -1,7 +1,7 @@
 //! The validated pipeline: what the SQL front end produces and the runtime executes.
 //!
-//! Everything here is resolved: column references are indices, types are known, paths are
-//! absolute. Building a `Pipeline` is where every user error is found; executing one never
+//! Everything here is resolved: column references are indices, types are known, input paths are
+//! joined to the pipeline file's directory. Building a `Pipeline` is where every user error is found; executing one never
 //! fails on the pipeline's shape, only on data.
 
 use crate::expr::Expr;
@@ -24,6 +24,8 @@ pub struct Pipeline {
     pub targets: Vec<Target>,
     /// AUTO CDC flows, in declaration order.
     pub flows: Vec<CdcFlow>,
+    /// Problems that do not stop the pipeline (e.g. D9), each `file:line: message`.
+    pub warnings: Vec<String>,
 }
 
 /// Input file format of `read_files`.
@@ -40,7 +42,7 @@ pub enum Format {
 pub enum SourceInput {
     /// `read_files(path, ...)`: a file, or a directory whose files are read in name order.
     Files {
-        /// Absolute path (resolved relative to the pipeline file).
+        /// The path, joined to the pipeline file's directory.
         path: PathBuf,
         /// File format.
         format: Format,

@@ -28,7 +28,12 @@ impl InvalidRow {
 }
 
 /// Turns one source row of `flow` (in the source table's `schema`) into an event for `target`.
-pub fn to_event(flow: &CdcFlow, target: &Target, schema: &Schema, row: &[Value]) -> Result<Event, InvalidRow> {
+pub fn to_event(
+    flow: &CdcFlow,
+    target: &Target,
+    schema: &Schema,
+    row: &[Value],
+) -> Result<Event, InvalidRow> {
     let seq = flow
         .sequence
         .eval(row)
@@ -48,7 +53,10 @@ pub fn to_event(flow: &CdcFlow, target: &Target, schema: &Schema, row: &[Value])
     let key: Vec<Value> = flow.keys.iter().map(|&k| row[k].clone()).collect();
     if let Some(i) = key.iter().position(Value::is_null) {
         let name = &schema.columns[flow.keys[i]].name;
-        return Err(InvalidRow::new(format!("KEYS ({name})"), "the key value is NULL"));
+        return Err(InvalidRow::new(
+            format!("KEYS ({name})"),
+            "the key value is NULL",
+        ));
     }
     if holds(flow.delete_when.as_ref(), row, "APPLY AS DELETE WHEN")? {
         return Ok(Event {
@@ -70,7 +78,11 @@ pub fn to_event(flow: &CdcFlow, target: &Target, schema: &Schema, row: &[Value])
     })
 }
 
-fn holds(predicate: Option<&crate::expr::Expr>, row: &[Value], clause: &str) -> Result<bool, InvalidRow> {
+fn holds(
+    predicate: Option<&crate::expr::Expr>,
+    row: &[Value],
+    clause: &str,
+) -> Result<bool, InvalidRow> {
     match predicate {
         None => Ok(false),
         Some(p) => match p.eval(row) {
@@ -81,7 +93,12 @@ fn holds(predicate: Option<&crate::expr::Expr>, row: &[Value], clause: &str) -> 
 }
 
 /// Which image columns an upsert sets (SPEC 3.5, D6, D7); keys are always set.
-fn authored(flow: &CdcFlow, target: &Target, image: &[Value], row: &[Value]) -> Result<Option<Vec<bool>>, InvalidRow> {
+fn authored(
+    flow: &CdcFlow,
+    target: &Target,
+    image: &[Value],
+    row: &[Value],
+) -> Result<Option<Vec<bool>>, InvalidRow> {
     let mut mask = match &flow.partial {
         PartialUpdates::Off => return Ok(None),
         PartialUpdates::IgnoreNull(ignore) => ignore
@@ -122,7 +139,10 @@ fn listed_columns(list: &Value, target: &Target) -> Result<Vec<bool>, InvalidRow
     let image = &target.schema.columns[..target.image_len];
     let mut mask = vec![false; target.image_len];
     for name in names {
-        match image.iter().position(|c| c.name.eq_ignore_ascii_case(&name)) {
+        match image
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(&name))
+        {
             Some(i) => mask[i] = true,
             None => {
                 let hint = crate::value::closest(&name, image.iter().map(|c| c.name.as_str()))

@@ -58,22 +58,23 @@ pub fn execute(
     let guards = timely::execute(config, move |worker| {
         let (index, peers) = (worker.index(), worker.peers());
         let probe: ProbeHandle<u64> = ProbeHandle::new();
-        let mut inputs: Vec<InputSession<u64, Event, isize>> = worker.dataflow::<u64, _, _>(|scope| {
-            targets
-                .iter()
-                .enumerate()
-                .map(|(t, target)| {
-                    let (input, events) = scope.new_collection::<Event, isize>();
-                    let rows = render(t, target, events, &worker_sink);
-                    let sink = Arc::clone(&worker_sink);
-                    rows.inspect(move |(row, time, diff)| {
-                        sink.lock().expect("sink").rows[t].push((row.clone(), *time, *diff));
+        let mut inputs: Vec<InputSession<u64, Event, isize>> =
+            worker.dataflow::<u64, _, _>(|scope| {
+                targets
+                    .iter()
+                    .enumerate()
+                    .map(|(t, target)| {
+                        let (input, events) = scope.new_collection::<Event, isize>();
+                        let rows = render(t, target, events, &worker_sink);
+                        let sink = Arc::clone(&worker_sink);
+                        rows.inspect(move |(row, time, diff)| {
+                            sink.lock().expect("sink").rows[t].push((row.clone(), *time, *diff));
+                        })
+                        .probe_with(&probe);
+                        input
                     })
-                    .probe_with(&probe);
-                    input
-                })
-                .collect()
-        });
+                    .collect()
+            });
         for (c, commit) in commits.iter().enumerate() {
             let version = c as u64 + 1;
             for (t, input) in inputs.iter_mut().enumerate() {

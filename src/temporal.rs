@@ -229,7 +229,10 @@ mod tests {
         assert_eq!(parse_timestamp("2025-07-18T12:01:00+02:00"), Some(T));
         assert_eq!(parse_timestamp("2025-07-18T08:01:00-0200"), Some(T));
         assert_eq!(parse_timestamp("2025-07-18 10:01:00.5Z"), Some(T + 500_000));
-        assert_eq!(parse_timestamp(" 2025-07-18T10:01:00.123456789 "), Some(T + 123_456));
+        assert_eq!(
+            parse_timestamp(" 2025-07-18T10:01:00.123456789 "),
+            Some(T + 123_456)
+        );
     }
 
     #[test]
@@ -266,7 +269,14 @@ mod tests {
         assert_eq!(format_timestamp(T + 500_000), "2025-07-18T10:01:00.5");
         assert_eq!(format_timestamp(T + 1), "2025-07-18T10:01:00.000001");
         assert_eq!(format_timestamp(-1), "1969-12-31T23:59:59.999999");
-        for t in [0, -1, T, T + 123_450, -62_135_596_800_000_000, 253_402_300_799_999_999] {
+        for t in [
+            0,
+            -1,
+            T,
+            T + 123_450,
+            -62_135_596_800_000_000,
+            253_402_300_799_999_999,
+        ] {
             assert_eq!(parse_timestamp(&format_timestamp(t)), Some(t), "{t}");
         }
         for d in [-719_528, -1, 0, 19_782, 2_932_896] {

@@ -234,12 +234,17 @@ mod tests {
         let b = Value::Struct(vec![Value::Int(10), Value::Int(1)]);
         let c = Value::Struct(vec![Value::Int(9), Value::Int(9)]);
         assert!(c < b && b < a);
-        assert!(Value::Struct(vec![Value::Null, Value::Int(1)]) < Value::Struct(vec![Value::Int(0)]));
+        assert!(
+            Value::Struct(vec![Value::Null, Value::Int(1)]) < Value::Struct(vec![Value::Int(0)])
+        );
     }
 
     #[test]
     fn closest_finds_typos() {
-        assert_eq!(closest("sequenceNm", ["userId", "sequenceNum"]), Some("sequenceNum"));
+        assert_eq!(
+            closest("sequenceNm", ["userId", "sequenceNum"]),
+            Some("sequenceNum")
+        );
         assert_eq!(closest("zzz", ["userId"]), None);
     }
 }

@@ -26,7 +26,10 @@ impl Progress {
         let started = self.started;
         Box::new(move |version| {
             commits.store(version, std::sync::atomic::Ordering::Relaxed);
-            eprint!("\rcommits: {version}  elapsed: {:.1}s", started.elapsed().as_secs_f64());
+            eprint!(
+                "\rcommits: {version}  elapsed: {:.1}s",
+                started.elapsed().as_secs_f64()
+            );
         })
     }
 

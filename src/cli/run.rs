@@ -20,7 +20,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         p.finish(evaluation.events);
     }
     for q in &evaluation.quarantined {
-        eprintln!("warning: quarantined {}", q.error.clone().into_error(&q.file));
+        eprintln!(
+            "warning: quarantined {}",
+            q.error.clone().into_error(&q.file)
+        );
     }
     scdflow::output::write_all(&pipeline, &evaluation, &args.out, args.format.into())?;
     Ok(ExitCode::SUCCESS)

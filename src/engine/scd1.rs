@@ -79,7 +79,13 @@ impl Scd1State {
         });
     }
 
-    fn apply_key(&mut self, key: Row, events: Vec<Event>, out: &mut Vec<(Row, isize)>, stats: &mut CommitStats) {
+    fn apply_key(
+        &mut self,
+        key: Row,
+        events: Vec<Event>,
+        out: &mut Vec<(Row, isize)>,
+        stats: &mut CommitStats,
+    ) {
         let t = self.truncated_at.clone();
         let (live, stale): (Vec<Event>, Vec<Event>) = events
             .into_iter()
@@ -111,8 +117,9 @@ impl Scd1State {
 
 impl CdcState for Scd1State {
     fn apply(&mut self, events: Vec<Event>, out: &mut Vec<(Row, isize)>, stats: &mut CommitStats) {
-        let (truncates, keyed): (Vec<Event>, Vec<Event>) =
-            events.into_iter().partition(|e| e.kind == EventKind::Truncate);
+        let (truncates, keyed): (Vec<Event>, Vec<Event>) = events
+            .into_iter()
+            .partition(|e| e.kind == EventKind::Truncate);
         if let Some(t) = truncates.into_iter().map(|e| e.seq).max() {
             self.truncate(t, out);
         }

@@ -117,7 +117,10 @@ impl Stored {
 
 impl Shape {
     fn tracked_eq(&self, a: &Row, b: &Row) -> bool {
-        self.tracked.iter().enumerate().all(|(i, t)| !t || a[i] == b[i])
+        self.tracked
+            .iter()
+            .enumerate()
+            .all(|(i, t)| !t || a[i] == b[i])
     }
 
     fn fold(&self, before: &Row, e: &Stored) -> Row {
@@ -180,7 +183,9 @@ impl History {
             _ => (lo.clone(), None, nulls.clone()),
         };
         let mut derived: Vec<(Value, Run)> = Vec::new();
-        let close = |open: &mut Option<(Value, Row)>, end: Option<Value>, derived: &mut Vec<(Value, Run)>| {
+        let close = |open: &mut Option<(Value, Row)>,
+                     end: Option<Value>,
+                     derived: &mut Vec<(Value, Run)>| {
             if let Some((start, image)) = open.take() {
                 derived.push((start, Run { end, image }));
             }
@@ -201,7 +206,9 @@ impl History {
                 continue;
             }
             let image = shape.fold(&folded, ev);
-            let starts = open.as_ref().is_none_or(|(_, o)| !shape.tracked_eq(o, &image));
+            let starts = open
+                .as_ref()
+                .is_none_or(|(_, o)| !shape.tracked_eq(o, &image));
             if past && starts && runs.contains_key(&seq) && *ev.folded() == image {
                 close(&mut open, Some(seq.clone()), &mut derived);
                 stop = Excluded(seq);
@@ -271,7 +278,10 @@ mod tests {
 
     fn ev(key: i64, city: Option<&str>, seq: i64) -> Event {
         let (kind, image) = match city {
-            Some(c) => (EventKind::Upsert, vec![Value::Int(key), Value::Str(c.into())]),
+            Some(c) => (
+                EventKind::Upsert,
+                vec![Value::Int(key), Value::Str(c.into())],
+            ),
             None => (EventKind::Delete, Vec::new()),
         };
         Event {
@@ -309,17 +319,25 @@ mod tests {
         let mut s = Scd2State::new(2, vec![true, true], false);
         let mut out = Vec::new();
         let mut st = CommitStats::default();
-        s.apply(vec![ev(125, Some("Tijuana"), 2), ev(125, Some("Guadalajara"), 6)], &mut out, &mut st);
+        s.apply(
+            vec![ev(125, Some("Tijuana"), 2), ev(125, Some("Guadalajara"), 6)],
+            &mut out,
+            &mut st,
+        );
         s.apply(vec![ev(125, Some("Mexicali"), 5)], &mut out, &mut st);
-        s.apply(vec![ev(123, Some("Monterrey"), 1), ev(123, None, 6)], &mut out, &mut st);
+        s.apply(
+            vec![ev(123, Some("Monterrey"), 1), ev(123, None, 6)],
+            &mut out,
+            &mut st,
+        );
         s.apply(vec![ev(123, Some("Chihuahua"), 5)], &mut out, &mut st);
         let mut expected = vec![
-                r(123, "Monterrey", 1, Some(5)),
-                r(123, "Chihuahua", 5, Some(6)),
-                r(125, "Tijuana", 2, Some(5)),
-                r(125, "Mexicali", 5, Some(6)),
-                r(125, "Guadalajara", 6, None),
-            ];
+            r(123, "Monterrey", 1, Some(5)),
+            r(123, "Chihuahua", 5, Some(6)),
+            r(125, "Tijuana", 2, Some(5)),
+            r(125, "Mexicali", 5, Some(6)),
+            r(125, "Guadalajara", 6, None),
+        ];
         expected.sort();
         assert_eq!(table(&out), expected);
     }
@@ -329,10 +347,15 @@ mod tests {
         let mut s = Scd2State::new(2, vec![true, false], false);
         let mut out = Vec::new();
         let mut st = CommitStats::default();
-        let events: Vec<Event> = (1..=50).map(|i| ev(1, Some(&format!("c{i}")), i * 10)).collect();
+        let events: Vec<Event> = (1..=50)
+            .map(|i| ev(1, Some(&format!("c{i}")), i * 10))
+            .collect();
         s.apply(events, &mut out, &mut st);
         assert_eq!(table(&out), vec![r(1, "c50", 10, None)]);
         s.apply(vec![ev(1, None, 255)], &mut out, &mut st);
-        assert_eq!(table(&out), vec![r(1, "c25", 10, Some(255)), r(1, "c50", 260, None)]);
+        assert_eq!(
+            table(&out),
+            vec![r(1, "c25", 10, Some(255)), r(1, "c50", 260, None)]
+        );
     }
 }

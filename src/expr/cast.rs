@@ -31,7 +31,9 @@ pub fn cast_value(value: Value, to: &DataType) -> Result<Value, String> {
     let result = match (&value, to) {
         (Value::Null, _) => Some(Value::Null),
         (_, DataType::String) => to_string(&value).map(Value::Str),
-        (_, DataType::Int) => to_i64(&value).filter(|i| i32::try_from(*i).is_ok()).map(Value::Int),
+        (_, DataType::Int) => to_i64(&value)
+            .filter(|i| i32::try_from(*i).is_ok())
+            .map(Value::Int),
         (_, DataType::BigInt) => to_i64(&value).map(Value::Int),
         (_, DataType::Double) => to_f64(&value).map(|f| Value::Double(F64(f))),
         (_, DataType::Boolean) => to_bool(&value).map(Value::Bool),
@@ -42,7 +44,10 @@ pub fn cast_value(value: Value, to: &DataType) -> Result<Value, String> {
             return items.collect::<Result<_, _>>().map(Value::Array);
         }
         (Value::Struct(fields), DataType::Struct(types)) if fields.len() == types.len() => {
-            let fields = fields.iter().zip(types).map(|(v, (_, t))| cast_value(v.clone(), t));
+            let fields = fields
+                .iter()
+                .zip(types)
+                .map(|(v, (_, t))| cast_value(v.clone(), t));
             return fields.collect::<Result<_, _>>().map(Value::Struct);
         }
         _ => None,
@@ -100,7 +105,7 @@ fn to_i64(value: &Value) -> Option<i64> {
 /// Truncates toward zero; `None` when out of range or not a number.
 fn f64_to_i64(f: f64) -> Option<i64> {
     // 2^63 is exactly representable, so the bounds test is exact.
-    let in_range = f.is_finite() && f >= -9_223_372_036_854_775_808.0 && f < 9_223_372_036_854_775_808.0;
+    let in_range = (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f);
     in_range.then(|| f.trunc() as i64)
 }
 

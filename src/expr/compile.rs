@@ -61,7 +61,8 @@ fn unify(a: &DataType, b: &DataType) -> Option<DataType> {
 /// Converts an operand to `to`: INT to BIGINT is free (one representation), literals are cast
 /// now, anything else gets a cast node.
 fn coerce(t: Typed, to: &DataType, at: &ast::Expr) -> Result<Node, Error> {
-    let free = t.ty == *to || t.ty == DataType::Null || (t.ty == DataType::Int && *to == DataType::BigInt);
+    let free =
+        t.ty == *to || t.ty == DataType::Null || (t.ty == DataType::Int && *to == DataType::BigInt);
     match t.node {
         node if free => Ok(node),
         Node::Literal(v) => cast_value(v, to)
@@ -89,8 +90,10 @@ impl Compiler<'_> {
             E::Identifier(id) => self.column(id, e),
             E::CompoundIdentifier(parts) => Err(fail(
                 e,
-                format!("qualified name `{e}` is not supported; use the bare column name `{}`",
-                    parts.last().map_or("", |p| p.value.as_str())),
+                format!(
+                    "qualified name `{e}` is not supported; use the bare column name `{}`",
+                    parts.last().map_or("", |p| p.value.as_str())
+                ),
             )),
             E::Nested(inner) => self.expr(inner),
             E::Value(v) => literal(&v.value, e),
@@ -151,7 +154,12 @@ impl Compiler<'_> {
         let ty = parse_type(&ts.data_type.to_string()).map_err(|m| fail(at, m))?;
         let text = match &ts.value.value {
             ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
-            other => return Err(fail(at, format!("expected a quoted string after {ty}, found {other}"))),
+            other => {
+                return Err(fail(
+                    at,
+                    format!("expected a quoted string after {ty}, found {other}"),
+                ))
+            }
         };
         let value = cast_value(Value::Str(text), &ty).map_err(|m| fail(at, m))?;
         typed(Node::Literal(value), ty)
@@ -161,7 +169,10 @@ impl Compiler<'_> {
         let t = self.expr(e)?;
         match t.ty {
             DataType::Boolean | DataType::Null => Ok(t.node),
-            ty => Err(fail(e, format!("{op} needs BOOLEAN operands, `{e}` is {ty}"))),
+            ty => Err(fail(
+                e,
+                format!("{op} needs BOOLEAN operands, `{e}` is {ty}"),
+            )),
         }
     }
 
@@ -170,13 +181,19 @@ impl Compiler<'_> {
         if t.ty.is_numeric() || t.ty == DataType::Null {
             Ok(t)
         } else {
-            Err(fail(e, format!("`{op}` needs numeric operands, `{e}` is {}", t.ty)))
+            Err(fail(
+                e,
+                format!("`{op}` needs numeric operands, `{e}` is {}", t.ty),
+            ))
         }
     }
 
     fn unary(&self, op: UnaryOperator, operand: &ast::Expr, at: &ast::Expr) -> Compiled {
         match op {
-            UnaryOperator::Not => typed(Node::Not(boxed(self.boolean(operand, "NOT")?)), DataType::Boolean),
+            UnaryOperator::Not => typed(
+                Node::Not(boxed(self.boolean(operand, "NOT")?)),
+                DataType::Boolean,
+            ),
             UnaryOperator::Plus => self.numeric(operand, "+"),
             UnaryOperator::Minus => {
                 let t = self.numeric(operand, "-")?;
@@ -197,12 +214,21 @@ impl Compiler<'_> {
         }
     }
 
-    fn binary(&self, l: &ast::Expr, op: &BinaryOperator, r: &ast::Expr, at: &ast::Expr) -> Compiled {
+    fn binary(
+        &self,
+        l: &ast::Expr,
+        op: &BinaryOperator,
+        r: &ast::Expr,
+        at: &ast::Expr,
+    ) -> Compiled {
         let cmp = |c| self.compare(c, l, r, at);
         let arith = |a| self.arith(a, l, r);
         match op {
             BinaryOperator::And => typed(
-                Node::And(boxed(self.boolean(l, "AND")?), boxed(self.boolean(r, "AND")?)),
+                Node::And(
+                    boxed(self.boolean(l, "AND")?),
+                    boxed(self.boolean(r, "AND")?),
+                ),
                 DataType::Boolean,
             ),
             BinaryOperator::Or => typed(
@@ -226,8 +252,12 @@ impl Compiler<'_> {
 
     fn compare(&self, op: CmpOp, l: &ast::Expr, r: &ast::Expr, at: &ast::Expr) -> Compiled {
         let (lt, rt) = (self.expr(l)?, self.expr(r)?);
-        let ty = unify(&lt.ty, &rt.ty)
-            .ok_or_else(|| fail(at, format!("cannot compare {} with {} in `{at}`", lt.ty, rt.ty)))?;
+        let ty = unify(&lt.ty, &rt.ty).ok_or_else(|| {
+            fail(
+                at,
+                format!("cannot compare {} with {} in `{at}`", lt.ty, rt.ty),
+            )
+        })?;
         let node = Node::Cmp(op, boxed(coerce(lt, &ty, l)?), boxed(coerce(rt, &ty, r)?));
         typed(node, DataType::Boolean)
     }
@@ -246,16 +276,37 @@ impl Compiler<'_> {
             (_, Some(ty)) => ty,
         };
         let (left, right) = (boxed(coerce(lt, &ty, l)?), boxed(coerce(rt, &ty, r)?));
-        typed(Node::Arith { op, ty: ty.clone(), left, right }, ty)
+        typed(
+            Node::Arith {
+                op,
+                ty: ty.clone(),
+                left,
+                right,
+            },
+            ty,
+        )
     }
 
-    fn in_list(&self, x: &ast::Expr, list: &[ast::Expr], negated: bool, at: &ast::Expr) -> Compiled {
+    fn in_list(
+        &self,
+        x: &ast::Expr,
+        list: &[ast::Expr],
+        negated: bool,
+        at: &ast::Expr,
+    ) -> Compiled {
         let operand = self.expr(x)?;
-        let items = list.iter().map(|e| self.expr(e)).collect::<Result<Vec<_>, _>>()?;
+        let items = list
+            .iter()
+            .map(|e| self.expr(e))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut ty = operand.ty.clone();
         for item in &items {
-            ty = unify(&ty, &item.ty)
-                .ok_or_else(|| fail(at, format!("IN: cannot compare {} with {}", operand.ty, item.ty)))?;
+            ty = unify(&ty, &item.ty).ok_or_else(|| {
+                fail(
+                    at,
+                    format!("IN: cannot compare {} with {}", operand.ty, item.ty),
+                )
+            })?;
         }
         let list = items
             .into_iter()
@@ -263,7 +314,14 @@ impl Compiler<'_> {
             .map(|(t, e)| coerce(t, &ty, e))
             .collect::<Result<_, _>>()?;
         let operand = boxed(coerce(operand, &ty, x)?);
-        typed(Node::InList { operand, list, negated }, DataType::Boolean)
+        typed(
+            Node::InList {
+                operand,
+                list,
+                negated,
+            },
+            DataType::Boolean,
+        )
     }
 
     /// `x BETWEEN a AND b` is `x >= a AND x <= b` (x is evaluated twice; it has no effects).
@@ -272,7 +330,11 @@ impl Compiler<'_> {
             boxed(self.compare(CmpOp::GtEq, x, low, low)?.node),
             boxed(self.compare(CmpOp::LtEq, x, high, high)?.node),
         );
-        let node = if negated { Node::Not(boxed(range)) } else { range };
+        let node = if negated {
+            Node::Not(boxed(range))
+        } else {
+            range
+        };
         typed(node, DataType::Boolean)
     }
 
@@ -288,7 +350,10 @@ impl Compiler<'_> {
             let t = self.expr(e)?;
             match t.ty {
                 DataType::String | DataType::Null => Ok(t.node),
-                ty => Err(fail(e, format!("LIKE needs STRING operands, `{e}` is {ty}"))),
+                ty => Err(fail(
+                    e,
+                    format!("LIKE needs STRING operands, `{e}` is {ty}"),
+                )),
             }
         };
         let escape = match escape {
@@ -298,7 +363,12 @@ impl Compiler<'_> {
             {
                 s.chars().next().unwrap_or('\\')
             }
-            Some(other) => return Err(fail(at, format!("ESCAPE needs one character, found {other}"))),
+            Some(other) => {
+                return Err(fail(
+                    at,
+                    format!("ESCAPE needs one character, found {other}"),
+                ))
+            }
         };
         let node = Node::Like {
             operand: boxed(string(x)?),
@@ -317,7 +387,10 @@ impl Compiler<'_> {
         }
         let node = match t.node {
             Node::Literal(v) => Node::Literal(cast_value(v, &to).map_err(|m| fail(at, m))?),
-            node => Node::Cast { operand: boxed(node), to: to.clone() },
+            node => Node::Cast {
+                operand: boxed(node),
+                to: to.clone(),
+            },
         };
         typed(node, to)
     }
@@ -347,7 +420,10 @@ impl Compiler<'_> {
     }
 
     fn coalesce(&self, args: &[&ast::Expr], at: &ast::Expr) -> Compiled {
-        let items = args.iter().map(|e| self.expr(e)).collect::<Result<Vec<_>, _>>()?;
+        let items = args
+            .iter()
+            .map(|e| self.expr(e))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut ty = DataType::Null;
         for item in &items {
             ty = unify(&ty, &item.ty)
@@ -431,7 +507,9 @@ fn plain_args(f: &ast::Function) -> Option<Vec<&ast::Expr>> {
 
 fn literal(v: &ast::Value, at: &ast::Expr) -> Compiled {
     match v {
-        ast::Value::Number(text, _) => number(text).ok_or_else(|| fail(at, format!("number `{text}` is out of range"))),
+        ast::Value::Number(text, _) => {
+            number(text).ok_or_else(|| fail(at, format!("number `{text}` is out of range")))
+        }
         ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
             typed(Node::Literal(Value::Str(s.clone())), DataType::String)
         }
@@ -446,9 +524,19 @@ fn literal(v: &ast::Value, at: &ast::Expr) -> Compiled {
 fn number(text: &str) -> Option<Typed> {
     if text.contains(['.', 'e', 'E']) {
         let f: f64 = text.parse().ok()?;
-        return Some(Typed { node: Node::Literal(Value::Double(F64(f))), ty: DataType::Double });
+        return Some(Typed {
+            node: Node::Literal(Value::Double(F64(f))),
+            ty: DataType::Double,
+        });
     }
     let i: i64 = text.parse().ok()?;
-    let ty = if i32::try_from(i).is_ok() { DataType::Int } else { DataType::BigInt };
-    Some(Typed { node: Node::Literal(Value::Int(i)), ty })
+    let ty = if i32::try_from(i).is_ok() {
+        DataType::Int
+    } else {
+        DataType::BigInt
+    };
+    Some(Typed {
+        node: Node::Literal(Value::Int(i)),
+        ty,
+    })
 }

@@ -28,7 +28,9 @@ pub(super) fn eval(node: &Node, row: &[Value]) -> Result<Value, String> {
             left,
             right,
         } => arith(*op, ty, eval(left, row)?, eval(right, row)?),
-        Node::IsNull { operand, negated } => Ok(Value::Bool(eval(operand, row)?.is_null() != *negated)),
+        Node::IsNull { operand, negated } => {
+            Ok(Value::Bool(eval(operand, row)?.is_null() != *negated))
+        }
         Node::InList {
             operand,
             list,
@@ -97,7 +99,9 @@ fn or(left: Value, right: impl FnOnce() -> Result<Value, String>) -> Result<Valu
 /// falling back to the total order only for NaN.
 fn sql_cmp(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
-        (Value::Double(F64(x)), Value::Double(F64(y))) => x.partial_cmp(y).unwrap_or(x.total_cmp(y)),
+        (Value::Double(F64(x)), Value::Double(F64(y))) => {
+            x.partial_cmp(y).unwrap_or(x.total_cmp(y))
+        }
         _ => a.cmp(b),
     }
 }
@@ -131,7 +135,11 @@ fn in_list(x: Value, list: &[Node], row: &[Value]) -> Result<Value, String> {
             return Ok(Value::Bool(true));
         }
     }
-    Ok(if saw_null { Value::Null } else { Value::Bool(false) })
+    Ok(if saw_null {
+        Value::Null
+    } else {
+        Value::Bool(false)
+    })
 }
 
 fn negate(v: Value, int32: bool) -> Result<Value, String> {

@@ -11,7 +11,10 @@ fn schema() -> Schema {
         ("score".to_string(), DataType::Double),
         ("flag".to_string(), DataType::Boolean),
         ("ts".to_string(), DataType::Timestamp),
-        ("tags".to_string(), DataType::Array(Box::new(DataType::String))),
+        (
+            "tags".to_string(),
+            DataType::Array(Box::new(DataType::String)),
+        ),
     ])
 }
 
@@ -72,7 +75,10 @@ fn comparisons_widen_numbers_and_read_temporal_strings() {
     assert_eq!(ok("0.0 = -0.0"), T);
     assert_eq!(ok("ts = '2025-07-18T12:01:00+02:00'"), T);
     assert_eq!(ok("ts > DATE '2025-07-18'"), T);
-    assert_eq!(ok("ts BETWEEN TIMESTAMP '2025-07-18 10:00' AND '2025-07-18 11:00'"), T);
+    assert_eq!(
+        ok("ts BETWEEN TIMESTAMP '2025-07-18 10:00' AND '2025-07-18 11:00'"),
+        T
+    );
     assert_eq!(ok("id NOT BETWEEN 1 AND 5"), T);
     assert!(compile_error("ts = 'soon'").contains("cannot cast 'soon' to TIMESTAMP"));
     assert!(compile_error("name = 1").contains("cannot compare STRING with INT"));
@@ -101,13 +107,21 @@ fn like_patterns() {
 #[test]
 fn arithmetic_types_and_overflow() {
     assert_eq!(ok("id + 1"), Value::Int(8));
-    assert_eq!(compile_sql("id + 1").map(|e| e.ty().clone()).ok(), Some(DataType::Int));
-    assert_eq!(compile_sql("id + big").map(|e| e.ty().clone()).ok(), Some(DataType::BigInt));
+    assert_eq!(
+        compile_sql("id + 1").map(|e| e.ty().clone()).ok(),
+        Some(DataType::Int)
+    );
+    assert_eq!(
+        compile_sql("id + big").map(|e| e.ty().clone()).ok(),
+        Some(DataType::BigInt)
+    );
     assert_eq!(ok("id * score"), Value::Double(F64(17.5)));
     assert_eq!(ok("id / 2"), Value::Double(F64(3.5)));
     assert_eq!(ok("id / 0"), N);
     assert_eq!(ok("-id"), Value::Int(-7));
-    assert!(eval_sql("CAST(big AS INT) + 1").unwrap_err().contains("INT overflow"));
+    assert!(eval_sql("CAST(big AS INT) + 1")
+        .unwrap_err()
+        .contains("INT overflow"));
     assert_eq!(ok("big + 1 - 1"), Value::Int(i64::from(i32::MAX)));
     assert_eq!(ok("id + NULL"), N);
     assert!(compile_error("name + 1").contains("`+` needs numeric operands, `name` is STRING"));
@@ -118,11 +132,19 @@ fn casts() {
     assert_eq!(ok("CAST('42' AS INT)"), Value::Int(42));
     assert_eq!(ok("CAST(score AS STRING)"), Value::Str("2.5".into()));
     assert_eq!(ok("CAST(id AS DOUBLE)"), Value::Double(F64(7.0)));
-    assert_eq!(ok("CAST(CAST(id AS DOUBLE) AS STRING)"), Value::Str("7.0".into()));
-    assert_eq!(ok("CAST(ts AS STRING)"), Value::Str("2025-07-18T10:01:00".into()));
+    assert_eq!(
+        ok("CAST(CAST(id AS DOUBLE) AS STRING)"),
+        Value::Str("7.0".into())
+    );
+    assert_eq!(
+        ok("CAST(ts AS STRING)"),
+        Value::Str("2025-07-18T10:01:00".into())
+    );
     assert_eq!(ok("CAST(ts AS DATE)"), Value::Date(20_287));
     assert_eq!(ok("CAST('yes' AS BOOLEAN)"), T);
-    assert!(eval_sql("CAST(name AS INT)").unwrap_err().contains("cannot cast 'Alice' to INT"));
+    assert!(eval_sql("CAST(name AS INT)")
+        .unwrap_err()
+        .contains("cannot cast 'Alice' to INT"));
     assert!(compile_error("CAST('x' AS INT)").contains("cannot cast 'x' to INT"));
     assert!(compile_error("CAST(tags AS INT)").contains("cannot cast ARRAY<STRING> to INT"));
     assert!(compile_error("CAST(id AS DECIMAL(10,2))").contains("unknown type `DECIMAL`"));
@@ -163,9 +185,15 @@ fn columns_resolve_case_insensitively_with_hints() {
     let e = compile_sql("NAME").expect("compiles");
     assert_eq!(e.column_index(), Some(1));
     assert_eq!(e.text(), "NAME");
-    assert_eq!(compile_sql("id + 1").expect("compiles").column_index(), None);
+    assert_eq!(
+        compile_sql("id + 1").expect("compiles").column_index(),
+        None
+    );
     let err = compile_sql("1 +\n nmae").expect_err("unknown column");
-    assert_eq!(err.message(), "unknown column `nmae` (did you mean `name`?)");
+    assert_eq!(
+        err.message(),
+        "unknown column `nmae` (did you mean `name`?)"
+    );
     assert_eq!(err.location().line, Some(2));
     assert!(compile_error("t.id").contains("qualified name `t.id`"));
 }

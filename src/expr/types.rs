@@ -10,7 +10,11 @@ const SUPPORTED: &str =
 
 /// Parses one type name; the whole text must be the type.
 pub fn parse_type(text: &str) -> Result<DataType, String> {
-    let mut p = TypeParser { text, pos: 0 };
+    let mut p = TypeParser {
+        text,
+        pos: 0,
+        depth: 0,
+    };
     let ty = p.ty()?;
     p.skip_blanks();
     match p.rest() {
@@ -19,9 +23,14 @@ pub fn parse_type(text: &str) -> Result<DataType, String> {
     }
 }
 
+/// Deeper nesting than any real schema; the limit keeps hostile input from exhausting the stack.
+const MAX_DEPTH: usize = 32;
+
 struct TypeParser<'a> {
     text: &'a str,
     pos: usize,
+    /// Current ARRAY/STRUCT nesting.
+    depth: usize,
 }
 
 impl<'a> TypeParser<'a> {
@@ -73,6 +82,10 @@ impl<'a> TypeParser<'a> {
     }
 
     fn ty(&mut self) -> Result<DataType, String> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(format!("type nested more than {MAX_DEPTH} levels deep"));
+        }
         let name = self.word()?;
         let ty = match name.to_ascii_uppercase().as_str() {
             "INT" | "INTEGER" | "SMALLINT" | "TINYINT" | "SHORT" | "BYTE" => DataType::Int,
@@ -94,6 +107,7 @@ impl<'a> TypeParser<'a> {
             "STRUCT" => self.struct_fields()?,
             _ => return Err(format!("unknown type `{name}` (supported: {SUPPORTED})")),
         };
+        self.depth -= 1;
         Ok(ty)
     }
 
@@ -152,9 +166,19 @@ mod tests {
 
     #[test]
     fn rejects_unknown_and_trailing_text() {
-        assert!(parse_type("DECIMAL(10,2)").unwrap_err().contains("unknown type `DECIMAL`"));
-        assert!(parse_type("INT NOT NULL").unwrap_err().contains("unexpected `NOT NULL`"));
-        assert!(parse_type("ARRAY<INT").unwrap_err().contains("expected `>`"));
+        assert!(parse_type("DECIMAL(10,2)")
+            .unwrap_err()
+            .contains("unknown type `DECIMAL`"));
+        assert!(parse_type("INT NOT NULL")
+            .unwrap_err()
+            .contains("unexpected `NOT NULL`"));
+        assert!(parse_type("ARRAY<INT")
+            .unwrap_err()
+            .contains("expected `>`"));
         assert!(parse_type("").is_err());
+        let deep = format!("{}INT{}", "ARRAY<".repeat(40), ">".repeat(40));
+        assert!(parse_type(&deep)
+            .unwrap_err()
+            .contains("nested more than 32"));
     }
 }

@@ -6,13 +6,13 @@ use crate::event::{Event, EventKind};
 use crate::value::Row;
 use differential_dataflow::consolidation::consolidate;
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
+use std::collections::BTreeMap;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::{Broadcast, Filter};
 use timely::dataflow::operators::Capability;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
-use std::collections::BTreeMap;
 
 /// Routes `events` to `state` (one per worker) and returns the state's row updates.
 /// `on_stats` sees each completed time's counters on this worker.
@@ -43,7 +43,9 @@ where
                 keyed.for_each(|cap, data| {
                     for (event, time, diff) in data.drain(..) {
                         if diff > 0 {
-                            let slot = stash.entry(time.clone()).or_insert_with(|| (cap.delayed(&time, 0), Vec::new()));
+                            let slot = stash
+                                .entry(time.clone())
+                                .or_insert_with(|| (cap.delayed(&time, 0), Vec::new()));
                             slot.1.push(event);
                         }
                     }
@@ -51,7 +53,9 @@ where
                 truncates.for_each(|cap, data| {
                     for (event, time, diff) in data.drain(..) {
                         if diff > 0 {
-                            let slot = stash.entry(time.clone()).or_insert_with(|| (cap.delayed(&time, 0), Vec::new()));
+                            let slot = stash
+                                .entry(time.clone())
+                                .or_insert_with(|| (cap.delayed(&time, 0), Vec::new()));
                             slot.1.push(event);
                         }
                     }

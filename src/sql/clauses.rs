@@ -47,21 +47,44 @@ fn clause(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> {
         } else {
             Selection::All
         };
-        once(&mut out.ignore_null_updates, located(selection, line), "IGNORE NULL UPDATES", line)
+        once(
+            &mut out.ignore_null_updates,
+            located(selection, line),
+            "IGNORE NULL UPDATES",
+            line,
+        )
     } else if c.eat_words(&["APPLY", "AS", "DELETE", "WHEN"]) {
         let e = c.expr("APPLY AS DELETE WHEN")?;
-        once(&mut out.delete_when, located(e, line), "APPLY AS DELETE WHEN", line)
+        once(
+            &mut out.delete_when,
+            located(e, line),
+            "APPLY AS DELETE WHEN",
+            line,
+        )
     } else if c.eat_words(&["APPLY", "AS", "TRUNCATE", "WHEN"]) {
         let e = c.expr("APPLY AS TRUNCATE WHEN")?;
-        once(&mut out.truncate_when, located(e, line), "APPLY AS TRUNCATE WHEN", line)
+        once(
+            &mut out.truncate_when,
+            located(e, line),
+            "APPLY AS TRUNCATE WHEN",
+            line,
+        )
     } else if c.eat_words(&["SEQUENCE", "BY"]) {
         let e = c.expr("SEQUENCE BY")?;
         once(&mut out.sequence_by, located(e, line), "SEQUENCE BY", line)
     } else if c.is_words(&["SYSTEM", "SEQUENCE", "BY"]) {
-        Err(invalid(line, "SYSTEM SEQUENCE BY (bitemporal flows) is not supported yet"))
+        Err(invalid(
+            line,
+            "SYSTEM SEQUENCE BY (bitemporal flows) is not supported yet",
+        ))
     } else if c.eat_words(&["COLUMNS", "TO", "UPDATE"]) {
         let column = c.column_name("COLUMNS TO UPDATE")?;
-        once(&mut out.columns_to_update, column, "COLUMNS TO UPDATE", line)
+        once(
+            &mut out.columns_to_update,
+            column,
+            "COLUMNS TO UPDATE",
+            line,
+        )
     } else if c.eat_words(&["COLUMNS"]) {
         let selection = selection(c, "COLUMNS")?;
         once(&mut out.columns, located(selection, line), "COLUMNS", line)
@@ -70,7 +93,12 @@ fn clause(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> {
         once(&mut out.stored_as, located(scd, line), "STORED AS", line)
     } else if c.eat_words(&["TRACK", "HISTORY", "ON"]) {
         let selection = selection(c, "TRACK HISTORY ON")?;
-        once(&mut out.track_history, located(selection, line), "TRACK HISTORY", line)
+        once(
+            &mut out.track_history,
+            located(selection, line),
+            "TRACK HISTORY",
+            line,
+        )
     } else {
         Err(c.unexpected("AUTO CDC", &format!("one of {CLAUSES}")))
     }
@@ -79,7 +107,10 @@ fn clause(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> {
 /// `STREAM(name)`, `STREAM name` or `name`; `SNAPSHOT` sources are recognised and rejected.
 fn source(c: &mut Cursor) -> Result<Name> {
     if c.is_word_at(0, "SNAPSHOT") {
-        return Err(invalid(c.line(), "AUTO CDC FROM SNAPSHOT is not supported yet"));
+        return Err(invalid(
+            c.line(),
+            "AUTO CDC FROM SNAPSHOT is not supported yet",
+        ));
     }
     if c.eat_words(&["STREAM"]) && c.eat(&Token::LParen) {
         let name = c.table_name("FROM STREAM")?;
@@ -106,7 +137,10 @@ fn selection(c: &mut Cursor, context: &str) -> Result<Selection> {
 /// `SCD TYPE 1 | SCD TYPE 2`; `BITEMPORAL` is recognised and rejected.
 fn stored_as(c: &mut Cursor) -> Result<ScdType> {
     if c.is_word_at(0, "BITEMPORAL") {
-        return Err(invalid(c.line(), "STORED AS BITEMPORAL is not supported yet"));
+        return Err(invalid(
+            c.line(),
+            "STORED AS BITEMPORAL is not supported yet",
+        ));
     }
     c.expect_words(&["SCD", "TYPE"], "STORED AS")?;
     let scd = match c.peek() {

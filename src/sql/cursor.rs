@@ -38,6 +38,13 @@ pub(crate) fn invalid(line: u64, message: impl Into<String>) -> Error {
     Error::new(ErrorKind::Validation, message).at_line(line)
 }
 
+/// Prefixes an error from a lower layer (expression compiler, ...) with the clause it is in,
+/// keeping its line or else using `line`.
+pub(crate) fn in_clause(clause: &str, error: Error, line: u64) -> Error {
+    let located = Error::new(error.kind(), format!("{clause}: {}", error.message()));
+    located.at_line(error.location().line.unwrap_or(line))
+}
+
 impl Cursor {
     /// Tokenizes `text` (with positions, so errors carry lines).
     pub(crate) fn new(text: &str) -> Result<Self> {
@@ -136,7 +143,10 @@ impl Cursor {
             Token::EOF => "end of file".to_string(),
             t => format!("`{t}`"),
         };
-        syntax(self.line(), format!("{context}: expected {what}, found {found}"))
+        syntax(
+            self.line(),
+            format!("{context}: expected {what}, found {found}"),
+        )
     }
 
     /// A name: a bare word or a `backquoted` one.
@@ -145,7 +155,10 @@ impl Cursor {
         match self.peek().clone() {
             Token::Word(w) if w.quote_style.is_none() || w.quote_style == Some('`') => {
                 self.next();
-                Ok(Name { text: w.value, line })
+                Ok(Name {
+                    text: w.value,
+                    line,
+                })
             }
             _ => Err(self.unexpected(context, "a name")),
         }
@@ -160,7 +173,10 @@ impl Cursor {
         if !first.text.eq_ignore_ascii_case("live") {
             return Err(syntax(
                 first.line,
-                format!("{context}: qualified table names are not supported (`{}.`)", first.text),
+                format!(
+                    "{context}: qualified table names are not supported (`{}.`)",
+                    first.text
+                ),
             ));
         }
         self.next();
@@ -173,7 +189,10 @@ impl Cursor {
         if self.peek() == &Token::Period {
             return Err(syntax(
                 name.line,
-                format!("{context}: `{}.…` must be an unqualified column name", name.text),
+                format!(
+                    "{context}: `{}.…` must be an unqualified column name",
+                    name.text
+                ),
             ));
         }
         Ok(name)
@@ -214,9 +233,14 @@ impl Cursor {
             return Err(self.unexpected(context, "an expression"));
         }
         let fallback = self.line();
-        let e = self.parser.parse_expr().map_err(|e| parser_error(e, context, fallback))?;
+        let e = self
+            .parser
+            .parse_expr()
+            .map_err(|e| parser_error(e, context, fallback))?;
         // Keep `last_line` right for errors at the end of input.
-        self.last_line = self.last_line.max(self.parser.get_current_token().span.end.line);
+        self.last_line = self
+            .last_line
+            .max(self.parser.get_current_token().span.end.line);
         Ok(e)
     }
 }
@@ -230,8 +254,14 @@ fn parser_error(e: ParserError, context: &str, fallback: u64) -> Error {
     };
     let (text, line) = match message.rfind(" at Line: ") {
         Some(at) => {
-            let digits: String = message[at + 10..].chars().take_while(char::is_ascii_digit).collect();
-            (message[..at].to_string(), digits.parse().unwrap_or(fallback))
+            let digits: String = message[at + 10..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            (
+                message[..at].to_string(),
+                digits.parse().unwrap_or(fallback),
+            )
         }
         None => (message, fallback),
     };

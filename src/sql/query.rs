@@ -14,15 +14,18 @@ pub(crate) fn column_decls(c: &mut Cursor) -> Result<Vec<ColumnDecl>> {
     let mut columns = Vec::new();
     loop {
         if c.is_word_at(0, "CONSTRAINT") {
-            return Err(invalid(c.line(), "CONSTRAINT ... EXPECT (expectations) is not supported yet"));
+            return Err(invalid(
+                c.line(),
+                "CONSTRAINT ... EXPECT (expectations) is not supported yet",
+            ));
         }
         let name = c.name("column list")?;
         let ty_line = c.line();
         let text = type_text(c);
-        let ty = parse_type(&text).map_err(|m| syntax(ty_line, format!("column `{}`: {m}", name.text)))?;
-        if c.eat_words(&["NOT", "NULL"]) {
-            // Accepted for compatibility; NULL keys and sequences are rejected at run time anyway.
-        }
+        let ty = parse_type(&text)
+            .map_err(|m| syntax(ty_line, format!("column `{}`: {m}", name.text)))?;
+        // Accepted for compatibility; NULL keys and sequences are rejected at run time anyway.
+        c.eat_words(&["NOT", "NULL"]);
         if c.eat_words(&["COMMENT"]) {
             c.string("COMMENT")?;
         }
@@ -65,14 +68,21 @@ pub(crate) fn table_properties(c: &mut Cursor) -> Result<Vec<(String, String, u6
     loop {
         let line = c.line();
         let key = match c.peek() {
-            Token::SingleQuotedString(_) | Token::DoubleQuotedString(_) => c.string("TBLPROPERTIES")?,
+            Token::SingleQuotedString(_) | Token::DoubleQuotedString(_) => {
+                c.string("TBLPROPERTIES")?
+            }
             _ => dotted_name(c)?,
         };
         c.expect(&Token::Eq, "TBLPROPERTIES")?;
         let value = match c.next() {
             Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) | Token::Number(s, _) => s,
             Token::Word(w) if w.quote_style.is_none() => w.value,
-            _ => return Err(syntax(line, format!("TBLPROPERTIES: `{key}` needs a value"))),
+            _ => {
+                return Err(syntax(
+                    line,
+                    format!("TBLPROPERTIES: `{key}` needs a value"),
+                ))
+            }
         };
         out.push((key, value, line));
         if c.eat(&Token::RParen) {
@@ -122,11 +132,11 @@ fn select_list(c: &mut Cursor) -> Result<Option<Vec<SelectItem>>> {
     }
     let mut items = Vec::new();
     loop {
+        let line = c.line();
         if c.eat(&Token::Mul) {
-            items.push(SelectItem::Wildcard);
+            items.push(SelectItem::Wildcard { line });
         } else {
-            let line = c.line();
-            let expr = c.expr("SELECT")?;
+            let expr = Box::new(c.expr("SELECT")?);
             items.push(SelectItem::Expr {
                 expr,
                 alias: alias(c)?,
@@ -191,12 +201,18 @@ fn read_files(c: &mut Cursor, line: u64) -> Result<ReadFiles> {
             _ => {
                 return Err(syntax(
                     option.line,
-                    format!("read_files: unknown option `{}` (supported: format, header, schema)", option.text),
+                    format!(
+                        "read_files: unknown option `{}` (supported: format, header, schema)",
+                        option.text
+                    ),
                 ))
             }
         };
         if duplicate {
-            return Err(syntax(option.line, format!("read_files: option `{}` given twice", option.text)));
+            return Err(syntax(
+                option.line,
+                format!("read_files: option `{}` given twice", option.text),
+            ));
         }
     }
     c.expect(&Token::RParen, "read_files")?;

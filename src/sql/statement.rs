@@ -34,9 +34,9 @@ fn statement(c: &mut Cursor) -> Result<Statement> {
     c.expect_words(&["CREATE"], "statement")?;
     c.eat_words(&["OR", "REFRESH"]);
     if c.eat_words(&["STREAMING", "TABLE"]) || c.eat_words(&["STREAMING", "LIVE", "TABLE"]) {
-        table(c, line).map(Statement::Table)
+        Ok(Statement::Table(Box::new(table(c, line)?)))
     } else if c.eat_words(&["FLOW"]) {
-        flow(c, line).map(Statement::Flow)
+        Ok(Statement::Flow(Box::new(flow(c, line)?)))
     } else {
         Err(c.unexpected("CREATE", "`STREAMING TABLE` or `FLOW`"))
     }
@@ -86,7 +86,10 @@ fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
         stmt.query = Some(query(c)?);
     } else if c.eat_words(&["FLOW"]) {
         if c.is_words(&["REPLACE", "USING"]) {
-            return Err(invalid(c.line(), "REPLACE USING flows are not supported yet"));
+            return Err(invalid(
+                c.line(),
+                "REPLACE USING flows are not supported yet",
+            ));
         }
         auto_cdc(c, "FLOW")?;
         let mut clauses = CdcClauses {

@@ -16,8 +16,8 @@ pub(crate) struct Located<T> {
 /// One statement of the file.
 #[derive(Debug)]
 pub(crate) enum Statement {
-    Table(TableStmt),
-    Flow(FlowStmt),
+    Table(Box<TableStmt>),
+    Flow(Box<FlowStmt>),
 }
 
 /// `CREATE [OR REFRESH] STREAMING TABLE`.
@@ -55,9 +55,9 @@ pub(crate) struct Query {
 #[derive(Debug)]
 pub(crate) enum SelectItem {
     /// `*` among other items: every input column.
-    Wildcard,
+    Wildcard { line: u64 },
     Expr {
-        expr: ast::Expr,
+        expr: Box<ast::Expr>,
         alias: Option<Name>,
         line: u64,
     },

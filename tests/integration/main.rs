@@ -2,5 +2,9 @@
 
 // Engine vs reference model on random event sets, arrival orders, commit splits and workers.
 mod prop;
+// The spec's worked examples and decision vectors, through SQL, exact tables.
+mod golden;
+// The binary: bundled examples, outputs, and each bad-input class.
+mod cli;
 // Shared builders for targets and events.
 mod util;

@@ -45,7 +45,10 @@ fn value() -> impl Strategy<Value = Value> {
 
 fn seq(structured: bool) -> BoxedStrategy<Value> {
     if structured {
-        (0..4i64, prop_oneof![Just(Value::Null), (0..3i64).prop_map(Value::Int)])
+        (
+            0..4i64,
+            prop_oneof![Just(Value::Null), (0..3i64).prop_map(Value::Int)],
+        )
             .prop_map(|(a, b)| Value::Struct(vec![Value::Int(a), b]))
             .boxed()
     } else {
@@ -55,7 +58,13 @@ fn seq(structured: bool) -> BoxedStrategy<Value> {
 
 fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
     let kinds = if mode.truncates() { 12u8 } else { 11 };
-    (0..4i64, seq(structured), 0..kinds, proptest::collection::vec(value(), VALUES), any::<[bool; VALUES]>())
+    (
+        0..4i64,
+        seq(structured),
+        0..kinds,
+        proptest::collection::vec(value(), VALUES),
+        any::<[bool; VALUES]>(),
+    )
         .prop_map(move |(k, seq, kind, values, mask)| {
             let key = vec![Value::Int(k)];
             let partial = matches!(mode, Mode::Scd1Partial | Mode::Scd2Partial);
@@ -68,10 +77,28 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
                         m.extend(mask);
                         m
                     });
-                    Event { seq, kind: EventKind::Upsert, key, image, authored }
+                    Event {
+                        seq,
+                        kind: EventKind::Upsert,
+                        key,
+                        image,
+                        authored,
+                    }
                 }
-                8..=10 => Event { seq, kind: EventKind::Delete, key, image: Vec::new(), authored: None },
-                _ => Event { seq, kind: EventKind::Truncate, key: Vec::new(), image: Vec::new(), authored: None },
+                8..=10 => Event {
+                    seq,
+                    kind: EventKind::Delete,
+                    key,
+                    image: Vec::new(),
+                    authored: None,
+                },
+                _ => Event {
+                    seq,
+                    kind: EventKind::Truncate,
+                    key: Vec::new(),
+                    image: Vec::new(),
+                    authored: None,
+                },
             }
         })
 }
@@ -82,7 +109,10 @@ fn workload(mode: Mode) -> impl Strategy<Value = (Vec<Event>, Vec<usize>, usize)
         .prop_flat_map(move |structured| proptest::collection::vec(event(mode, structured), 1..40))
         .prop_flat_map(|events| {
             let n = events.len();
-            let with_replays = (Just(events.clone()), proptest::sample::subsequence(events, 0..=n.min(5)))
+            let with_replays = (
+                Just(events.clone()),
+                proptest::sample::subsequence(events, 0..=n.min(5)),
+            )
                 .prop_map(|(mut e, replays)| {
                     e.extend(replays);
                     e
@@ -98,7 +128,12 @@ fn workload(mode: Mode) -> impl Strategy<Value = (Vec<Event>, Vec<usize>, usize)
         })
 }
 
-fn check(mode: Mode, events: Vec<Event>, mut cuts: Vec<usize>, workers: usize) -> Result<(), TestCaseError> {
+fn check(
+    mode: Mode,
+    events: Vec<Event>,
+    mut cuts: Vec<usize>,
+    workers: usize,
+) -> Result<(), TestCaseError> {
     let target = mode.target();
     cuts.sort();
     cuts.dedup();
@@ -106,7 +141,9 @@ fn check(mode: Mode, events: Vec<Event>, mut cuts: Vec<usize>, workers: usize) -
     let mut prefixes = Vec::new();
     let mut from = 0;
     for cut in cuts.into_iter().chain(std::iter::once(events.len())) {
-        commits.push(CommitEvents { events: vec![events[from..cut].to_vec()] });
+        commits.push(CommitEvents {
+            events: vec![events[from..cut].to_vec()],
+        });
         prefixes.push(cut);
         from = cut;
     }
@@ -114,7 +151,14 @@ fn check(mode: Mode, events: Vec<Event>, mut cuts: Vec<usize>, workers: usize) -
     for (c, prefix) in prefixes.iter().enumerate() {
         let expected = scdflow::model::evaluate(&target, &events[..*prefix]);
         let actual = table_at(&target, &updates.rows[0], c as u64 + 1);
-        prop_assert_eq!(actual, expected, "after commit {} of {:?} with {} workers", c + 1, mode, workers);
+        prop_assert_eq!(
+            actual,
+            expected,
+            "after commit {} of {:?} with {} workers",
+            c + 1,
+            mode,
+            workers
+        );
     }
     Ok(())
 }

@@ -1,0 +1,149 @@
+//! The human-readable plan printed by `scdflow check`: sources, targets, flows and warnings.
+//!
+//! The text depends only on the pipeline (no clocks, no hash order); input paths under the
+//! pipeline file's directory are shown relative to it, so the output is the same wherever the
+//! project is checked out.
+
+use super::targets::scd_name;
+use crate::expr::Expr;
+use crate::plan::{
+    CdcFlow, Format, PartialUpdates, Pipeline, ScdType, SourceInput, SourceTable, Target,
+};
+use crate::value::Schema;
+use std::fmt::Write;
+use std::path::Path;
+
+/// Renders `p` as indented text, one line per fact.
+pub fn describe(p: &Pipeline) -> String {
+    let mut out = format!("pipeline {}\n", p.file.display());
+    let base = p.file.parent().unwrap_or(Path::new(""));
+    for table in &p.tables {
+        source(&mut out, table, p, base);
+    }
+    for target in &p.targets {
+        target_text(&mut out, target);
+    }
+    for flow in &p.flows {
+        flow_text(&mut out, flow, p);
+    }
+    if !p.warnings.is_empty() {
+        out.push_str("\nwarnings\n");
+        for w in &p.warnings {
+            let _ = writeln!(out, "  {w}");
+        }
+    }
+    out
+}
+
+fn source(out: &mut String, t: &SourceTable, p: &Pipeline, base: &Path) {
+    let _ = writeln!(out, "\nsource {} (line {})", t.name, t.line);
+    match &t.input {
+        SourceInput::Files {
+            path,
+            format,
+            header,
+            file_schema,
+            declared,
+        } => {
+            let shown = path.strip_prefix(base).unwrap_or(path);
+            let format = match (format, header) {
+                (Format::Csv, true) => "csv with header",
+                (Format::Csv, false) => "csv without header",
+                (Format::Json, _) => "json lines",
+            };
+            let _ = writeln!(out, "  input: read_files {} ({format})", shown.display());
+            let how = if *declared { "declared" } else { "inferred" };
+            let _ = writeln!(out, "  file schema ({how}): {file_schema}");
+        }
+        SourceInput::Table(i) => {
+            let name = p.tables.get(*i).map_or("?", |u| u.name.as_str());
+            let _ = writeln!(out, "  input: stream of {name}");
+        }
+    }
+    if let Some(items) = &t.projection {
+        let _ = writeln!(out, "  select: {}", select_list(items, &t.schema));
+    }
+    if let Some(filter) = &t.filter {
+        let _ = writeln!(out, "  where: {filter}");
+    }
+    let _ = writeln!(out, "  schema: {}", t.schema);
+}
+
+fn select_list(items: &[Expr], schema: &Schema) -> String {
+    let items = items.iter().zip(&schema.columns).map(|(e, c)| {
+        if e.text() == c.name {
+            c.name.clone()
+        } else {
+            format!("{e} AS {}", c.name)
+        }
+    });
+    items.collect::<Vec<_>>().join(", ")
+}
+
+fn names(schema: &Schema, indices: impl IntoIterator<Item = usize>) -> String {
+    let names: Vec<&str> = indices
+        .into_iter()
+        .filter_map(|i| schema.columns.get(i).map(|c| c.name.as_str()))
+        .collect();
+    names.join(", ")
+}
+
+fn target_text(out: &mut String, t: &Target) {
+    let _ = writeln!(out, "\ntarget {} (line {})", t.name, t.line);
+    let _ = writeln!(out, "  stored as: {}", scd_name(t.scd));
+    let _ = writeln!(out, "  schema: {}", t.schema);
+    let _ = writeln!(out, "  keys: {}", names(&t.schema, t.keys.iter().copied()));
+    let _ = writeln!(out, "  sequence type: {}", t.sequence_type);
+    if t.scd == ScdType::Type2 {
+        let tracked = (0..t.image_len).filter(|i| t.tracked[*i] && !t.keys.contains(i));
+        let _ = writeln!(out, "  tracked columns: {}", names(&t.schema, tracked));
+    }
+    let _ = writeln!(
+        out,
+        "  partial updates: {}",
+        if t.partial { "yes" } else { "no" }
+    );
+    let _ = writeln!(out, "  tombstone GC: {} s", t.tombstone_gc_seconds);
+}
+
+fn flow_text(out: &mut String, f: &CdcFlow, p: &Pipeline) {
+    let source = p.tables.get(f.source);
+    let target = p.targets.get(f.target).map_or("?", |t| t.name.as_str());
+    let once = if f.once { " (once)" } else { "" };
+    let _ = writeln!(
+        out,
+        "\nflow {} (line {}){once}: {} -> {target}",
+        f.name,
+        f.line,
+        source.map_or("?", |s| s.name.as_str())
+    );
+    let empty = Schema::default();
+    let schema = source.map_or(&empty, |s| &s.schema);
+    let _ = writeln!(out, "  keys: {}", names(schema, f.keys.iter().copied()));
+    let _ = writeln!(out, "  sequence by: {} ({})", f.sequence, f.sequence.ty());
+    if let Some(e) = &f.delete_when {
+        let _ = writeln!(out, "  delete when: {e}");
+    }
+    if let Some(e) = &f.truncate_when {
+        let _ = writeln!(out, "  truncate when: {e}");
+    }
+    let _ = writeln!(
+        out,
+        "  columns: {}",
+        names(schema, f.columns.iter().copied())
+    );
+    let partial = match &f.partial {
+        PartialUpdates::Off => "off".to_string(),
+        PartialUpdates::IgnoreNull(mask) => {
+            let on = f
+                .columns
+                .iter()
+                .zip(mask)
+                .filter(|(_, m)| **m)
+                .map(|(c, _)| *c);
+            format!("IGNORE NULL UPDATES ON ({})", names(schema, on))
+        }
+        PartialUpdates::ColumnsToUpdate(c) => format!("COLUMNS TO UPDATE {}", names(schema, [*c])),
+    };
+    let _ = writeln!(out, "  partial updates: {partial}");
+}

@@ -1,0 +1,248 @@
+//! Source tables (`CREATE STREAMING TABLE s AS SELECT ... FROM STREAM ...`): resolved in
+//! dependency order, so a table only reads tables before it in `Pipeline::tables`, with
+//! `read_files` paths resolved against the pipeline file's directory and projections and filters compiled.
+
+use super::catalog::Catalog;
+use super::cursor::{in_clause, invalid, syntax, Name};
+use super::schema::{check_declared, parse_schema_text};
+use super::syntax::{From, Located, Query, ReadFiles, SelectItem};
+use crate::expr::{compile, Expr};
+use crate::plan::{Format, SourceInput, SourceTable};
+use crate::value::{Column, DataType, Schema};
+use crate::Result;
+use std::path::Path;
+
+/// Builds every table with a query, dependencies first. `base` is the pipeline file's
+/// directory. Returns the tables and, per table, its index in the catalog.
+pub(crate) fn build_sources(
+    catalog: &Catalog,
+    base: &Path,
+) -> Result<(Vec<SourceTable>, Vec<usize>)> {
+    let mut order = Vec::new();
+    let mut visiting = Vec::new();
+    for i in 0..catalog.tables.len() {
+        visit(catalog, i, &mut visiting, &mut order)?;
+    }
+    let mut tables: Vec<SourceTable> = Vec::with_capacity(order.len());
+    for &i in &order {
+        let table = build_one(catalog, i, &tables, &order, base)?;
+        tables.push(table);
+    }
+    Ok((tables, order))
+}
+
+/// The catalog table `name` reads from, when it reads another table.
+fn upstream(catalog: &Catalog, i: usize) -> Option<&Name> {
+    match &catalog.tables[i].query.as_ref()?.from {
+        From::Table(name) => Some(name),
+        From::ReadFiles(_) => None,
+    }
+}
+
+/// Depth-first topological order of the tables with a query; `visiting` is the current path.
+fn visit(
+    catalog: &Catalog,
+    i: usize,
+    visiting: &mut Vec<usize>,
+    order: &mut Vec<usize>,
+) -> Result<()> {
+    if order.contains(&i) || catalog.tables[i].query.is_none() {
+        return Ok(());
+    }
+    visiting.push(i);
+    if let Some(name) = upstream(catalog, i) {
+        let j = catalog.resolve(name, "FROM")?;
+        if catalog.tables[j].query.is_none() {
+            let message = format!(
+                "FROM: `{}` is maintained by AUTO CDC flows, not an append-only stream; read its source instead",
+                catalog.tables[j].name.text
+            );
+            return Err(invalid(name.line, message));
+        }
+        if let Some(start) = visiting.iter().position(|&v| v == j) {
+            let cycle: Vec<&str> = visiting[start..]
+                .iter()
+                .chain(std::iter::once(&j))
+                .map(|&v| catalog.tables[v].name.text.as_str())
+                .collect();
+            let message = format!(
+                "FROM: streaming tables read each other in a cycle: {}",
+                cycle.join(" -> ")
+            );
+            return Err(invalid(name.line, message));
+        }
+        visit(catalog, j, visiting, order)?;
+    }
+    visiting.pop();
+    order.push(i);
+    Ok(())
+}
+
+fn build_one(
+    catalog: &Catalog,
+    i: usize,
+    built: &[SourceTable],
+    order: &[usize],
+    base: &Path,
+) -> Result<SourceTable> {
+    let stmt = &catalog.tables[i];
+    let Some(query) = stmt.query.as_ref() else {
+        return Err(internal("a target table was built as a source"));
+    };
+    let (input, input_schema) = match &query.from {
+        From::ReadFiles(spec) => read_files(spec, base)?,
+        From::Table(name) => {
+            // `visit` put the upstream table earlier in `order`, so it is built already.
+            let upstream = catalog.resolve(name, "FROM")?;
+            let position = order
+                .iter()
+                .position(|&o| o == upstream)
+                .filter(|&p| p < built.len());
+            let p =
+                position.ok_or_else(|| internal("source tables are out of dependency order"))?;
+            (SourceInput::Table(p), built[p].schema.clone())
+        }
+    };
+    let (projection, schema) = project(query, &input_schema)?;
+    let filter = match &query.filter {
+        Some(f) => Some(predicate("WHERE", f, &input_schema)?),
+        None => None,
+    };
+    if let Some(declared) = &stmt.columns {
+        check_declared(declared, &schema, &stmt.name.text, "the query", stmt.line)?;
+    }
+    Ok(SourceTable {
+        name: stmt.name.text.clone(),
+        schema,
+        input,
+        projection,
+        filter,
+        line: stmt.line,
+    })
+}
+
+fn internal(message: &str) -> crate::Error {
+    crate::Error::new(crate::ErrorKind::Internal, message)
+}
+
+/// Compiles a BOOLEAN predicate of `clause`.
+pub(crate) fn predicate(
+    clause: &str,
+    e: &Located<sqlparser::ast::Expr>,
+    schema: &Schema,
+) -> Result<Expr> {
+    let compiled = compile(&e.value, schema).map_err(|err| in_clause(clause, err, e.line))?;
+    match compiled.ty() {
+        DataType::Boolean => Ok(compiled),
+        ty => Err(invalid(
+            e.line,
+            format!("{clause}: the condition must be BOOLEAN, `{compiled}` is {ty}"),
+        )),
+    }
+}
+
+fn read_files(spec: &ReadFiles, base: &Path) -> Result<(SourceInput, Schema)> {
+    let path = base.join(&spec.path);
+    let format = match &spec.format {
+        Some(f) => match f.to_ascii_lowercase().as_str() {
+            "csv" => Format::Csv,
+            "json" => Format::Json,
+            _ => return Err(syntax(spec.line, format!("read_files: unsupported format `{f}` (supported: csv, json)"))),
+        },
+        None => format_from_extension(&path).ok_or_else(|| {
+            let message = format!(
+                "read_files: cannot tell the format of `{}` from its name; add format => 'csv' or 'json'",
+                spec.path
+            );
+            invalid(spec.line, message)
+        })?,
+    };
+    let header = spec.header.unwrap_or(true);
+    let (file_schema, declared) = match &spec.schema {
+        Some(text) => (parse_schema_text(text, spec.line)?, true),
+        None => (crate::io::infer_schema(&path, format, header)?, false),
+    };
+    let schema = file_schema.clone();
+    let input = SourceInput::Files {
+        path,
+        format,
+        header,
+        file_schema,
+        declared,
+    };
+    Ok((input, schema))
+}
+
+fn format_from_extension(path: &Path) -> Option<Format> {
+    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+    match extension.as_str() {
+        "csv" => Some(Format::Csv),
+        "json" | "jsonl" | "ndjson" => Some(Format::Json),
+        _ => None,
+    }
+}
+
+/// The compiled SELECT list and the table's schema; `SELECT *` is `None` and keeps the input.
+fn project(query: &Query, input: &Schema) -> Result<(Option<Vec<Expr>>, Schema)> {
+    let Some(items) = &query.projection else {
+        return Ok((None, input.clone()));
+    };
+    let mut exprs = Vec::new();
+    let mut columns: Vec<Column> = Vec::new();
+    for item in items {
+        let (line, produced) = match item {
+            SelectItem::Wildcard { line } => {
+                let all = input.columns.iter().enumerate();
+                (
+                    *line,
+                    all.map(|(i, c)| (Expr::column(i, c), c.name.clone()))
+                        .collect(),
+                )
+            }
+            SelectItem::Expr { expr, alias, line } => (
+                *line,
+                vec![select_item(expr, alias.as_ref(), *line, input)?],
+            ),
+        };
+        for (expr, name) in produced {
+            if columns.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
+                return Err(invalid(
+                    line,
+                    format!("SELECT: duplicate column name `{name}`"),
+                ));
+            }
+            columns.push(Column {
+                name,
+                ty: expr.ty().clone(),
+            });
+            exprs.push(expr);
+        }
+    }
+    Ok((Some(exprs), Schema { columns }))
+}
+
+/// One compiled SELECT item and its output name: the alias, or the column's own name.
+fn select_item(
+    e: &sqlparser::ast::Expr,
+    alias: Option<&Name>,
+    line: u64,
+    input: &Schema,
+) -> Result<(Expr, String)> {
+    let expr = compile(e, input).map_err(|err| in_clause("SELECT", err, line))?;
+    let name = match (alias, expr.column_index()) {
+        (Some(alias), _) => alias.text.clone(),
+        (None, Some(i)) => input.columns[i].name.clone(),
+        (None, None) => {
+            return Err(invalid(
+                line,
+                format!("SELECT: expression `{expr}` needs an alias (`{expr} AS name`)"),
+            ));
+        }
+    };
+    if *expr.ty() == DataType::Null {
+        let message =
+            format!("SELECT: column `{name}` has no type (a bare NULL); write CAST(NULL AS type)");
+        return Err(invalid(line, message));
+    }
+    Ok((expr, name))
+}

@@ -1,0 +1,453 @@
+//! Every validation and syntax error class: kind, line and message.
+
+use super::{assert_error, parse_err, parse_ok, users_flow, USERS};
+use crate::plan::PartialUpdates;
+use crate::ErrorKind::{Syntax, Validation};
+
+/// A flow into `t` from `users_cdf` with `extra` clauses on line 5 and after.
+fn flow_with(extra: &str) -> String {
+    users_flow(&format!(
+        "CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(users_cdf)\nKEYS (userId) SEQUENCE BY sequenceNum\n{extra};"
+    ))
+}
+
+#[test]
+fn unknown_columns_name_the_clause_and_the_closest_match() {
+    let keys = users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(users_cdf)\nKEYS (usrId)\nSEQUENCE BY sequenceNum;");
+    assert_error(
+        &keys,
+        Validation,
+        4,
+        "KEYS: unknown column `usrId` in source `users_cdf` (did you mean `userId`?)",
+    );
+    let seq = users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(users_cdf) KEYS (userId)\nSEQUENCE BY\n  sequenceNm;");
+    assert_error(
+        &seq,
+        Validation,
+        5,
+        "SEQUENCE BY: unknown column `sequenceNm` (did you mean `sequenceNum`?)",
+    );
+    assert_error(
+        &flow_with("COLUMNS * EXCEPT (operaton)"),
+        Validation,
+        5,
+        "COLUMNS: unknown column `operaton` in source `users_cdf` (did you mean `operation`?)",
+    );
+    assert_error(
+        &flow_with("APPLY AS DELETE WHEN opration = 'D'"),
+        Validation,
+        5,
+        "APPLY AS DELETE WHEN: unknown column `opration` (did you mean `operation`?)",
+    );
+    assert_error(
+        &flow_with("APPLY AS TRUNCATE WHEN xyz"),
+        Validation,
+        5,
+        "APPLY AS TRUNCATE WHEN: unknown column `xyz`",
+    );
+    assert_error(
+        &flow_with("IGNORE NULL UPDATES ON (nam)"),
+        Validation,
+        5,
+        "IGNORE NULL UPDATES: unknown column `nam` in source `users_cdf` (did you mean `name`?)",
+    );
+    assert_error(
+        &flow_with("COLUMNS TO UPDATE colz"),
+        Validation,
+        5,
+        "COLUMNS TO UPDATE: unknown column `colz`",
+    );
+}
+
+#[test]
+fn predicates_must_be_boolean_and_expressions_well_typed() {
+    assert_error(
+        &flow_with("APPLY AS DELETE WHEN operation"),
+        Validation,
+        5,
+        "APPLY AS DELETE WHEN: the condition must be BOOLEAN, `operation` is STRING",
+    );
+    assert_error(
+        &flow_with("APPLY AS DELETE WHEN name + 1 = 2"),
+        Validation,
+        5,
+        "APPLY AS DELETE WHEN: `+` needs numeric operands, `name` is STRING",
+    );
+}
+
+#[test]
+fn clause_combinations_of_the_validation_matrix() {
+    assert_error(
+        &flow_with("APPLY AS TRUNCATE WHEN operation = 'TRUNCATE' STORED AS SCD TYPE 2"),
+        Validation,
+        5,
+        "APPLY AS TRUNCATE WHEN: truncates are only supported with STORED AS SCD TYPE 1",
+    );
+    assert_error(
+        &flow_with("\nTRACK HISTORY ON (name)"),
+        Validation,
+        6,
+        "TRACK HISTORY: only valid with STORED AS SCD TYPE 2",
+    );
+    assert_error(
+        &flow_with("IGNORE NULL UPDATES\nCOLUMNS TO UPDATE city"),
+        Validation,
+        6,
+        "COLUMNS TO UPDATE: cannot be combined with IGNORE NULL UPDATES",
+    );
+    assert_error(
+        &flow_with("COLUMNS TO UPDATE userId"),
+        Validation,
+        5,
+        "COLUMNS TO UPDATE: column `userId` must be STRING or ARRAY<STRING>, found INT",
+    );
+    assert_error(
+        &flow_with("COLUMNS * EXCEPT (userId, operation)"),
+        Validation,
+        5,
+        "COLUMNS: key column `userId` must be selected",
+    );
+    assert_error(
+        &flow_with("COLUMNS * EXCEPT (userId, name, city, operation, sequenceNum)"),
+        Validation,
+        5,
+        "COLUMNS: no column is selected",
+    );
+    assert_error(
+        &flow_with("COLUMNS (userId, name) IGNORE NULL UPDATES ON (city, userId)"),
+        Validation,
+        5,
+        "IGNORE NULL UPDATES: column `city` is not selected by COLUMNS",
+    );
+}
+
+#[test]
+fn keys_are_unqualified_distinct_and_present() {
+    let flow = |keys: &str| {
+        users_flow(&format!("CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(users_cdf)\nKEYS {keys} SEQUENCE BY sequenceNum;"))
+    };
+    assert_error(
+        &flow("(users_cdf.userId)"),
+        Syntax,
+        4,
+        "KEYS: `users_cdf.…` must be an unqualified column name",
+    );
+    assert_error(
+        &flow("()"),
+        Validation,
+        4,
+        "KEYS: at least one key column is required",
+    );
+    assert_error(
+        &flow("(userId, name,\nUSERID)"),
+        Validation,
+        5,
+        "KEYS: duplicate key column `USERID`",
+    );
+    assert_error(
+        &flow("(lower(name))"),
+        Syntax,
+        4,
+        "KEYS: expected `,` or `)`",
+    );
+    assert_error(
+        &users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM users_cdf\nSEQUENCE BY sequenceNum;"),
+        Validation,
+        3,
+        "AUTO CDC: the KEYS clause is required",
+    );
+    assert_error(
+        &users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM users_cdf\nKEYS (userId);"),
+        Validation,
+        3,
+        "AUTO CDC: the SEQUENCE BY clause is required",
+    );
+    assert_error(
+        &users_flow("CREATE FLOW f AS AUTO CDC INTO t\nKEYS (userId) SEQUENCE BY sequenceNum;"),
+        Validation,
+        3,
+        "AUTO CDC: the FROM clause is required",
+    );
+}
+
+#[test]
+fn a_clause_may_appear_once() {
+    assert_error(
+        &flow_with("\nKEYS (name)"),
+        Syntax,
+        6,
+        "KEYS: clause given twice",
+    );
+    assert_error(
+        &flow_with("STORED AS SCD TYPE 1\nSTORED AS SCD TYPE 1"),
+        Syntax,
+        6,
+        "STORED AS: clause given twice",
+    );
+    assert_error(
+        &flow_with("COLUMNS (userId) COLUMNS * EXCEPT (city)"),
+        Syntax,
+        5,
+        "COLUMNS: clause given twice",
+    );
+}
+
+#[test]
+fn reserved_interval_names_in_the_source() {
+    let sql = "CREATE STREAMING TABLE s AS SELECT * FROM STREAM read_files('s.csv', schema => 'id INT, __start_at INT');\n\
+CREATE STREAMING TABLE t;\nCREATE FLOW f AS AUTO CDC INTO t\nFROM STREAM(s) KEYS (id) SEQUENCE BY id;";
+    assert_error(
+        sql,
+        Validation,
+        4,
+        "FROM: source `s` has a column named `__start_at`, which is reserved",
+    );
+}
+
+#[test]
+fn track_history_on_an_unknown_column_is_a_warning() {
+    let p = parse_ok(&flow_with(
+        "STORED AS SCD TYPE 2\nTRACK HISTORY ON (name, nosuch)\nCOLUMNS * EXCEPT (operation)",
+    ));
+    assert_eq!(p.targets[0].tracked, vec![false, true, false, false]);
+    assert_eq!(p.warnings.len(), 1);
+    assert!(
+        p.warnings[0].starts_with(
+            "/p/pipeline.sql:6: TRACK HISTORY: `nosuch` is not a column of the target"
+        ),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn ignore_null_update_masks_cover_non_key_image_columns() {
+    let mask = |clause: &str| match &parse_ok(&flow_with(&format!(
+        "COLUMNS (userId, name, city) {clause}"
+    )))
+    .flows[0]
+        .partial
+    {
+        PartialUpdates::IgnoreNull(mask) => mask.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(mask("IGNORE NULL UPDATES"), vec![false, true, true]);
+    assert_eq!(
+        mask("IGNORE NULL UPDATES ON (city)"),
+        vec![false, false, true]
+    );
+    assert_eq!(
+        mask("IGNORE NULL UPDATES ON * EXCEPT (city)"),
+        vec![false, true, false]
+    );
+    let p = parse_ok(&flow_with(
+        "COLUMNS TO UPDATE operation COLUMNS * EXCEPT (operation)",
+    ));
+    assert_eq!(p.flows[0].partial, PartialUpdates::ColumnsToUpdate(3));
+    assert!(p.targets[0].partial);
+}
+
+#[test]
+fn targets_must_be_declared_tables_without_a_query() {
+    let sql = format!("{USERS}CREATE STREAMING TABLE users_current;\nCREATE FLOW f AS AUTO CDC INTO\n users_curent FROM users_cdf KEYS (userId) SEQUENCE BY sequenceNum;");
+    assert_error(
+        &sql,
+        Validation,
+        4,
+        "INTO: unknown table `users_curent` (did you mean `users_current`?)",
+    );
+    let sql = format!("{USERS}CREATE FLOW f AS AUTO CDC INTO users_cdf FROM users_cdf KEYS (userId) SEQUENCE BY sequenceNum;");
+    assert_error(
+        &sql,
+        Validation,
+        2,
+        "INTO: `users_cdf` is defined by a query (AS SELECT)",
+    );
+    let sql = format!("{USERS}CREATE STREAMING TABLE t;\nCREATE STREAMING TABLE u;\nCREATE FLOW f AS AUTO CDC INTO u FROM STREAM(t) KEYS (userId) SEQUENCE BY sequenceNum;");
+    assert_error(
+        &sql,
+        Validation,
+        4,
+        "FROM: `t` is an AUTO CDC target, not an append-only source table",
+    );
+    let sql = users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(users_cfd) KEYS (userId) SEQUENCE BY sequenceNum;");
+    assert_error(
+        &sql,
+        Validation,
+        3,
+        "FROM: unknown table `users_cfd` (did you mean `users_cdf`?)",
+    );
+    assert_error(
+        &format!("{USERS}\nCREATE STREAMING TABLE lonely;"),
+        Validation,
+        3,
+        "CREATE STREAMING TABLE lonely: the table has no query (AS SELECT) and no AUTO CDC flow",
+    );
+}
+
+#[test]
+fn several_flows_into_one_target_must_agree() {
+    let base = format!("{USERS}CREATE STREAMING TABLE t;\n\
+CREATE FLOW backfill AS AUTO CDC ONCE INTO t FROM users_cdf KEYS (userId) SEQUENCE BY sequenceNum;\n");
+    let p = parse_ok(&format!("{base}CREATE FLOW live AS AUTO CDC INTO t FROM STREAM(users_cdf) KEYS (userId) SEQUENCE BY sequenceNum IGNORE NULL UPDATES;"));
+    assert_eq!(p.flows.len(), 2);
+    assert!(p.flows[0].once && !p.flows[1].once);
+    assert!(p.targets[0].partial);
+    let other = |clauses: &str| {
+        format!("{base}CREATE FLOW live AS AUTO CDC INTO t FROM STREAM(users_cdf) {clauses};")
+    };
+    assert_error(
+        &other("KEYS (name) SEQUENCE BY sequenceNum"),
+        Validation,
+        4,
+        "INTO: flows `backfill` (line 3) and `live` into `t` disagree on KEYS (userId) vs (name)",
+    );
+    assert_error(
+        &other("KEYS (userId) SEQUENCE BY name"),
+        Validation,
+        4,
+        "disagree on the SEQUENCE BY type (INT vs STRING)",
+    );
+    assert_error(
+        &other("KEYS (userId) SEQUENCE BY sequenceNum STORED AS SCD TYPE 2"),
+        Validation,
+        4,
+        "disagree on the SCD type (SCD TYPE 1 vs SCD TYPE 2)",
+    );
+    assert_error(
+        &other("KEYS (userId) SEQUENCE BY sequenceNum COLUMNS * EXCEPT (city)"),
+        Validation,
+        4,
+        "disagree on the columns",
+    );
+}
+
+#[test]
+fn declared_target_columns_must_match() {
+    let flow = "CREATE FLOW f AS AUTO CDC INTO t FROM users_cdf KEYS (userId) SEQUENCE BY sequenceNum COLUMNS (userId, name) STORED AS SCD TYPE 2;";
+    let with = |columns: &str| format!("{USERS}CREATE STREAMING TABLE t ({columns});\n{flow}");
+    let p = parse_ok(&with(
+        "userId INT, name STRING, __START_AT INT, __END_AT INT",
+    ));
+    assert_eq!(
+        p.targets[0].schema.to_string(),
+        "userId INT, name STRING, __START_AT INT, __END_AT INT"
+    );
+    assert_error(
+        &with("userId INT, name STRING"),
+        Validation,
+        2,
+        "an SCD TYPE 2 target must declare `__START_AT INT` and `__END_AT INT`",
+    );
+    assert_error(
+        &with("userId INT,\nname INT, __START_AT INT, __END_AT INT"),
+        Validation,
+        3,
+        "column `name` is declared INT but flow `f` produces STRING",
+    );
+    assert_error(
+        &with("userId INT, name STRING, city STRING, __START_AT INT, __END_AT INT"),
+        Validation,
+        2,
+        "declared column `city` is not produced by flow `f`",
+    );
+    assert_error(&with("name STRING, userId INT, __START_AT INT, __END_AT INT"), Validation, 2, "declare the columns in the order flow `f` produces them: userId, name, __START_AT, __END_AT");
+    assert_error(
+        &with("userId INT, name STRING, __START_AT BIGINT, __END_AT INT"),
+        Validation,
+        2,
+        "column `__START_AT` is declared BIGINT but flow `f` produces INT",
+    );
+}
+
+#[test]
+fn tombstone_threshold_property() {
+    let with = |value: &str| {
+        format!("{USERS}CREATE STREAMING TABLE t\nTBLPROPERTIES ('pipelines.cdc.tombstoneGCThresholdInSeconds' = {value});\n\
+CREATE FLOW f AS AUTO CDC INTO t FROM users_cdf KEYS (userId) SEQUENCE BY sequenceNum;")
+    };
+    assert_eq!(
+        parse_ok(&with("'3600'")).targets[0].tombstone_gc_seconds,
+        3600
+    );
+    assert_eq!(parse_ok(&with("0")).targets[0].tombstone_gc_seconds, 0);
+    assert_error(&with("'-5'"), Validation, 3, "TBLPROPERTIES: pipelines.cdc.tombstoneGCThresholdInSeconds must be a non-negative whole number of seconds, found `-5`");
+}
+
+#[test]
+fn future_features_are_rejected_by_name() {
+    let cases = [
+        (flow_with("STORED AS\n BITEMPORAL"), 6, "STORED AS BITEMPORAL is not supported yet"),
+        (flow_with("SYSTEM SEQUENCE BY name"), 5, "SYSTEM SEQUENCE BY (bitemporal flows) is not supported yet"),
+        (users_flow("CREATE FLOW f AS AUTO CDC INTO t\nFROM SNAPSHOT (SELECT * FROM users_cdf) KEYS (userId);"), 4, "AUTO CDC FROM SNAPSHOT is not supported yet"),
+        (format!("{USERS}CREATE STREAMING TABLE r\n  FLOW REPLACE USING (userId) SEQUENCE BY sequenceNum BY NAME SELECT * FROM STREAM(users_cdf);"), 3, "REPLACE USING flows are not supported yet"),
+        (users_flow("CREATE FLOW f AS\nINSERT INTO t BY NAME REPLACE USING (userId) SEQUENCE BY sequenceNum SELECT * FROM STREAM(users_cdf);"), 4, "REPLACE USING flows are not supported yet"),
+        (users_flow("INSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);"), 3, "INSERT INTO (append) flows are not supported yet"),
+        (format!("{USERS}CREATE STREAMING TABLE t (userId INT,\n CONSTRAINT ok EXPECT (userId > 0));"), 3, "CONSTRAINT ... EXPECT (expectations) is not supported yet"),
+    ];
+    for (sql, line, needle) in cases {
+        assert_error(&sql, Validation, line, needle);
+    }
+}
+
+#[test]
+fn syntax_errors_carry_the_line_of_the_token() {
+    assert_error(
+        &flow_with("APPLY AS DELETE WHEN (operation ="),
+        Syntax,
+        5,
+        "APPLY AS DELETE WHEN: Expected: an expression",
+    );
+    assert_error(
+        &flow_with("\nSTORED AS SCD TYPE 3"),
+        Syntax,
+        6,
+        "STORED AS SCD TYPE: expected 1 or 2, found `3`",
+    );
+    assert_error(
+        &flow_with("\nWHERE name = 'x'"),
+        Syntax,
+        6,
+        "AUTO CDC: expected one of FROM, KEYS",
+    );
+    assert_error(
+        &format!("{USERS}CREATE TABLE x;"),
+        Syntax,
+        2,
+        "CREATE: expected `STREAMING TABLE` or `FLOW`",
+    );
+    assert_error(
+        &format!("{USERS}SELECT 1;"),
+        Syntax,
+        2,
+        "statement: expected `CREATE`",
+    );
+    assert_error(
+        "CREATE STREAMING TABLE s AS SELECT * FROM STREAM read_files('a.csv'\n",
+        Syntax,
+        1,
+        "read_files: expected `)`, found end of file",
+    );
+    assert_error(
+        "CREATE STREAMING TABLE s AS SELECT 'unterminated FROM x;",
+        Syntax,
+        1,
+        "Unterminated string literal",
+    );
+    let e = parse_err(&format!(
+        "{USERS}CREATE STREAMING TABLE t; CREATE STREAMING TABLE T;"
+    ));
+    assert!(
+        e.message()
+            .contains("table `T` is already declared at line 2"),
+        "{e}"
+    );
+    let e = parse_err(&flow_with(
+        ";\nCREATE FLOW F AS AUTO CDC INTO t FROM users_cdf KEYS (userId) SEQUENCE BY sequenceNum",
+    ));
+    assert!(
+        e.message()
+            .contains("flow `F` is already declared at line 3"),
+        "{e}"
+    );
+}

@@ -1,0 +1,299 @@
+//! End-to-end runs of the `scdflow` binary: the bundled examples and every bad-input class.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn scdflow(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scdflow"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run scdflow")
+}
+
+fn dataflows() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("dataflows")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `dataflows/<name>` into a fresh directory and returns it.
+fn run_example(name: &str, extra: &[&str]) -> tempfile::TempDir {
+    let out = tempfile::tempdir().unwrap();
+    let pipeline = dataflows().join(name);
+    let mut args = vec![
+        "run",
+        pipeline.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let result = scdflow(&args, out.path());
+    assert!(result.status.success(), "{name}: {}", stderr(&result));
+    out
+}
+
+fn read(dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+#[test]
+fn t1_example_writes_the_spec_table() {
+    let out = run_example("t1_scd1.sql", &[]);
+    assert_eq!(
+        read(out.path(), "users_current.csv"),
+        "userId,name,city\n124,Raul,Oaxaca\n125,Mercedes,Guadalajara\n126,Lily,Cancun\n"
+    );
+}
+
+#[test]
+fn t2_example_writes_the_spec_table() {
+    let out = run_example("t2_scd1_truncate.sql", &[]);
+    assert_eq!(
+        read(out.path(), "users_current.csv"),
+        "userId,name,city\n125,Mercedes,Guadalajara\n"
+    );
+}
+
+#[test]
+fn t3_example_writes_the_spec_table() {
+    let out = run_example("t3_scd2.sql", &[]);
+    assert_eq!(
+        read(out.path(), "users_history.csv"),
+        "userId,name,city,__START_AT,__END_AT\n\
+         123,Isabel,Monterrey,1,5\n\
+         123,Isabel,Chihuahua,5,6\n\
+         124,Raul,Oaxaca,1,\n\
+         125,Mercedes,Tijuana,2,5\n\
+         125,Mercedes,Mexicali,5,6\n\
+         125,Mercedes,Guadalajara,6,\n\
+         126,Lily,Cancun,2,\n"
+    );
+}
+
+#[test]
+fn t4_example_writes_the_spec_table() {
+    let out = run_example("t4_scd2_track_history.sql", &[]);
+    assert_eq!(
+        read(out.path(), "users_history.csv"),
+        "userId,name,city,__START_AT,__END_AT\n\
+         123,Isabel,Chihuahua,1,6\n\
+         124,Raul,Oaxaca,1,\n\
+         125,Mercedes,Guadalajara,2,\n\
+         126,Lily,Cancun,2,\n"
+    );
+}
+
+/// The change feed without its `_commit_timestamp` column (the last one).
+fn without_timestamps(feed: &str) -> Vec<String> {
+    feed.lines()
+        .map(|l| l.rsplit_once(',').map_or(l, |(head, _)| head).to_string())
+        .collect()
+}
+
+#[test]
+fn workers_do_not_change_outputs() {
+    for example in ["t3_scd2.sql", "customers_multi_file.sql"] {
+        let one = run_example(example, &["--workers", "1"]);
+        let four = run_example(example, &["--workers", "4"]);
+        for entry in std::fs::read_dir(one.path()).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let (a, b) = (read(one.path(), &name), read(four.path(), &name));
+            if name.ends_with(".changes.csv") {
+                assert_eq!(
+                    without_timestamps(&a),
+                    without_timestamps(&b),
+                    "{example}: {name}"
+                );
+            } else if name != "metrics.json" {
+                assert_eq!(a, b, "{example}: {name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn change_feed_and_metrics_of_the_late_batch() {
+    let out = run_example("t3_scd2.sql", &[]);
+    let feed = without_timestamps(&read(out.path(), "users_history.changes.csv"));
+    let commit2: Vec<&str> = feed
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.ends_with(",2"))
+        .collect();
+    assert_eq!(
+        commit2,
+        vec![
+            "123,Isabel,Monterrey,1,6,update_preimage,2",
+            "123,Isabel,Monterrey,1,5,update_postimage,2",
+            "123,Isabel,Chihuahua,5,6,insert,2",
+            "125,Mercedes,Tijuana,2,6,update_preimage,2",
+            "125,Mercedes,Tijuana,2,5,update_postimage,2",
+            "125,Mercedes,Mexicali,5,6,insert,2",
+        ]
+    );
+    let metrics: serde_json::Value =
+        serde_json::from_str(&read(out.path(), "metrics.json")).unwrap();
+    let commits = &metrics["flows"][0]["commits"];
+    assert_eq!(commits[1]["commit_version"], 2);
+    assert_eq!(commits[1]["num_input_rows"], 2);
+    assert_eq!(commits[1]["num_upserted_rows"], 4);
+    assert_eq!(commits[1]["num_deleted_rows"], 0);
+}
+
+#[test]
+fn jsonl_output() {
+    let out = run_example("t3_scd2.sql", &["--format", "jsonl"]);
+    let text = read(out.path(), "users_history.jsonl");
+    assert_eq!(
+        text.lines().next().unwrap(),
+        r#"{"userId":123,"name":"Isabel","city":"Monterrey","__START_AT":1,"__END_AT":5}"#
+    );
+    assert_eq!(text.lines().count(), 7);
+}
+
+/// A scratch pipeline directory with `p.sql` and data files.
+fn scratch(sql: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.sql"), sql).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
+const KV_SQL: &str = "CREATE STREAMING TABLE src AS SELECT * FROM STREAM read_files('data.csv', format => 'csv', \
+                      schema => 'k INT, v STRING, seq INT');\n\
+                      CREATE STREAMING TABLE t;\n\
+                      CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(src) KEYS (k) SEQUENCE BY seq;\n";
+
+/// Runs `p.sql` in `dir` expecting failure; returns the one-line message.
+fn fails(dir: &Path) -> String {
+    let out = scdflow(&["run", "p.sql", "--out", "out"], dir);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!dir.join("out").exists(), "a failed run must write nothing");
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    err.trim_end().to_string()
+}
+
+#[test]
+fn invalid_sql_names_file_and_line() {
+    let dir = scratch("CREATE STREAMING TABLE t;\nCREATE FLOW f AS AUTO CDC INTO t FROM STREAM(src) KEYS (k)\n  SEQUENCE BY;\n", &[]);
+    let err = fails(dir.path());
+    assert!(err.starts_with("error: p.sql:3: "), "{err}");
+}
+
+#[test]
+fn unknown_column_suggests_the_closest() {
+    let sql = KV_SQL.replace("KEYS (k)", "KEYS (kk)");
+    let dir = scratch(&sql, &[("data.csv", "k,v,seq\n1,a,1\n")]);
+    let err = fails(dir.path());
+    assert!(err.starts_with("error: p.sql:3: KEYS"), "{err}");
+    assert!(
+        err.contains("`kk`") && err.contains("did you mean `k`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn null_sequence_fails_the_update() {
+    let dir = scratch(KV_SQL, &[("data.csv", "k,v,seq\n1,a,1\n2,b,\n")]);
+    assert_eq!(
+        fails(dir.path()),
+        "error: data.csv:3: flow `f`: SEQUENCE BY: the sequence value is NULL"
+    );
+}
+
+#[test]
+fn null_key_fails_the_update() {
+    let dir = scratch(KV_SQL, &[("data.csv", "k,v,seq\n,a,1\n")]);
+    assert_eq!(
+        fails(dir.path()),
+        "error: data.csv:2: flow `f`: KEYS (k): the key value is NULL"
+    );
+}
+
+#[test]
+fn type_mismatch_names_the_column() {
+    let dir = scratch(KV_SQL, &[("data.csv", "k,v,seq\n1,a,abc\n")]);
+    assert_eq!(
+        fails(dir.path()),
+        "error: data.csv:2: column `seq`: `abc` is not a valid INT"
+    );
+}
+
+#[test]
+fn malformed_json_names_the_line() {
+    let sql = KV_SQL.replace(
+        "'data.csv', format => 'csv'",
+        "'data.jsonl', format => 'json'",
+    );
+    let dir = scratch(
+        &sql,
+        &[(
+            "data.jsonl",
+            "{\"k\": 1, \"v\": \"a\", \"seq\": 1}\n{\"k\": 2,\n",
+        )],
+    );
+    let err = fails(dir.path());
+    assert!(err.starts_with("error: data.jsonl:2: "), "{err}");
+}
+
+#[test]
+fn unreadable_input_names_the_file() {
+    let dir = scratch(KV_SQL, &[]);
+    let err = fails(dir.path());
+    assert!(
+        err.starts_with("error: ") && err.contains("data.csv"),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_pipeline_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = fails(dir.path());
+    assert!(err.contains("p.sql"), "{err}");
+}
+
+#[test]
+fn quarantine_sets_invalid_rows_aside() {
+    let dir = scratch(
+        KV_SQL,
+        &[("data.csv", "k,v,seq\n1,a,1\n2,b,\n3,c,x\n4,d,4\n")],
+    );
+    let out = scdflow(
+        &["run", "p.sql", "--out", "out", "--on-invalid", "quarantine"],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        read(&dir.path().join("out"), "t.csv"),
+        "k,v,seq\n1,a,1\n4,d,4\n"
+    );
+    let quarantine = read(&dir.path().join("out/_quarantine"), "f.jsonl");
+    assert_eq!(quarantine.lines().count(), 2, "{quarantine}");
+    assert!(
+        quarantine.contains("the sequence value is NULL") && quarantine.contains("not a valid INT")
+    );
+    let metrics: serde_json::Value =
+        serde_json::from_str(&read(&dir.path().join("out"), "metrics.json")).unwrap();
+    assert_eq!(metrics["flows"][0]["commits"][0]["num_quarantined_rows"], 2);
+}
+
+#[test]
+fn check_prints_the_plan() {
+    let out = scdflow(
+        &["check", dataflows().join("t3_scd2.sql").to_str().unwrap()],
+        &dataflows(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plan = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        plan.contains("users_history") && plan.contains("__START_AT") && plan.contains("INT"),
+        "{plan}"
+    );
+}
