@@ -107,6 +107,7 @@ fn main() {
                 .chunks(batch)
                 .map(|c| CommitEvents {
                     events: vec![c.to_vec()],
+                    timestamp: 0,
                 })
                 .collect();
             let started = Instant::now();

@@ -7,10 +7,11 @@
 
 use crate::plan::{ScdType, Target};
 use crate::value::{DataType, Row, Schema, Value};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The kind of a change-feed row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum ChangeType {
     /// The row before an update.
     UpdatePreimage,
@@ -60,23 +61,24 @@ pub fn schema(target: &Target) -> Schema {
     schema
 }
 
-/// The identity of a row: its keys, and for SCD2 its `__START_AT`.
-fn identity(target: &Target, row: &Row) -> Row {
-    let mut id: Row = target.keys.iter().map(|&k| row[k].clone()).collect();
-    if target.scd == ScdType::Type2 {
-        id.push(row[target.image_len].clone());
+/// The identity of a target's rows: its keys, and for SCD2 its `__START_AT` (D14).
+pub fn identity(target: &Target) -> impl Fn(&Row) -> Row + Clone + 'static {
+    let keys = target.keys.clone();
+    let start = (target.scd == ScdType::Type2).then_some(target.image_len);
+    move |row: &Row| {
+        keys.iter()
+            .chain(start.iter())
+            .map(|&i| row[i].clone())
+            .collect()
     }
-    id
 }
 
-/// The changes of consolidated `updates` (`(row, version, diff)`), in feed order.
-pub fn changes(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Change> {
+/// Labels the consolidated updates of one commit, in feed order (by identity, then kind).
+pub fn label<F: Fn(&Row) -> Row>(identity: F, updates: &[(Row, isize)]) -> Vec<(ChangeType, Row)> {
     type Sides = (Vec<Row>, Vec<Row>);
-    let mut grouped: BTreeMap<(u64, Row), Sides> = BTreeMap::new();
-    for (row, version, diff) in updates {
-        let sides = grouped
-            .entry((*version, identity(target, row)))
-            .or_default();
+    let mut grouped: BTreeMap<Row, Sides> = BTreeMap::new();
+    for (row, diff) in updates {
+        let sides = grouped.entry(identity(row)).or_default();
         let side = if *diff < 0 {
             &mut sides.0
         } else {
@@ -85,19 +87,38 @@ pub fn changes(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Change> {
         side.extend(std::iter::repeat_n(row.clone(), diff.unsigned_abs()));
     }
     let mut feed = Vec::new();
-    for ((version, _), (mut removed, mut added)) in grouped {
+    for (_, (mut removed, mut added)) in grouped {
         removed.sort();
         added.sort();
         let pairs = removed.len().min(added.len());
-        let change = |kind, row| Change { version, kind, row };
         for (pre, post) in removed.drain(..pairs).zip(added.drain(..pairs)) {
-            feed.push(change(ChangeType::UpdatePreimage, pre));
-            feed.push(change(ChangeType::UpdatePostimage, post));
+            feed.push((ChangeType::UpdatePreimage, pre));
+            feed.push((ChangeType::UpdatePostimage, post));
         }
-        feed.extend(removed.into_iter().map(|r| change(ChangeType::Delete, r)));
-        feed.extend(added.into_iter().map(|r| change(ChangeType::Insert, r)));
+        feed.extend(removed.into_iter().map(|r| (ChangeType::Delete, r)));
+        feed.extend(added.into_iter().map(|r| (ChangeType::Insert, r)));
     }
     feed
+}
+
+/// The changes of consolidated `updates` (`(row, version, diff)`), in feed order.
+pub fn changes(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Change> {
+    let mut by_version: BTreeMap<u64, Vec<(Row, isize)>> = BTreeMap::new();
+    for (row, version, diff) in updates {
+        by_version
+            .entry(*version)
+            .or_default()
+            .push((row.clone(), *diff));
+    }
+    let identity = identity(target);
+    by_version
+        .into_iter()
+        .flat_map(|(version, updates)| {
+            label(&identity, &updates)
+                .into_iter()
+                .map(move |(kind, row)| Change { version, kind, row })
+        })
+        .collect()
 }
 
 /// A change as a row of the feed schema.

@@ -18,7 +18,6 @@ use crate::Result;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What to do with invalid rows (D3).
@@ -85,26 +84,48 @@ pub struct Evaluation {
     pub metrics: Vec<Vec<FlowCommitMetrics>>,
     /// Rows set aside.
     pub quarantined: Vec<Quarantined>,
-    /// Wall-clock time (microseconds since the epoch) at which each commit completed.
+    /// Commit (ingestion) time of each commit, microseconds since the epoch.
     pub commit_timestamps: Vec<i64>,
     /// Number of events executed.
     pub events: u64,
 }
 
-/// Runs `pipeline` on `workers` threads.
+/// How to run a pipeline.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Worker threads (0 counts as 1).
+    pub workers: usize,
+    /// What to do with invalid rows.
+    pub on_invalid: OnInvalid,
+    /// Overrides every target's `pipelines.cdc.tombstoneGCThresholdInSeconds` (0 = never).
+    pub tombstone_gc_seconds: Option<u64>,
+}
+
+/// Runs `pipeline`.
 pub fn evaluate(
     pipeline: &Pipeline,
-    workers: usize,
-    on_invalid: OnInvalid,
+    options: &Options,
     progress: Option<Progress>,
 ) -> Result<Evaluation> {
+    let on_invalid = options.on_invalid;
+    let mut targets_run = pipeline.targets.clone();
+    if let Some(seconds) = options.tombstone_gc_seconds {
+        targets_run
+            .iter_mut()
+            .for_each(|t| t.tombstone_gc_seconds = seconds);
+    }
     let commits = ingest::read_commits(pipeline)?;
     let mut metrics: Vec<Vec<FlowCommitMetrics>> = vec![Vec::new(); pipeline.flows.len()];
     let mut quarantined = Vec::new();
     let mut inputs = Vec::with_capacity(commits.len());
     let mut events = 0u64;
     for (c, commit) in commits.iter().enumerate() {
-        let prepared = prepare_commit(pipeline, commit, c as u64 + 1, &mut metrics)?;
+        let mut prepared = prepare_commit(pipeline, commit, c as u64 + 1, &mut metrics)?;
+        // Commit time is ingestion time, never decreasing even if the wall clock steps back.
+        let last = inputs
+            .last()
+            .map_or(i64::MIN, |p: &CommitEvents| p.timestamp);
+        prepared.events.timestamp = now_micros().max(last);
         if let Some(first) = prepared.invalid.first() {
             if on_invalid == OnInvalid::Fail {
                 return Err(first.error.clone().into_error(&first.file));
@@ -120,16 +141,8 @@ pub fn evaluate(
         quarantined.extend(prepared.invalid);
         inputs.push(prepared.events);
     }
-    let stamps = Arc::new(Mutex::new(Vec::new()));
-    let recorder = Arc::clone(&stamps);
-    let report: Progress = Box::new(move |version| {
-        recorder.lock().expect("timestamps").push(now_micros());
-        if let Some(p) = &progress {
-            p(version);
-        }
-    });
-    let updates = runtime::execute(&pipeline.targets, inputs, workers, Some(report))?;
-    let commit_timestamps = std::mem::take(&mut *stamps.lock().expect("timestamps"));
+    let commit_timestamps: Vec<i64> = inputs.iter().map(|c| c.timestamp).collect();
+    let updates = runtime::execute(&targets_run, inputs, options.workers, progress)?;
     let mut targets = Vec::new();
     for (t, (target, updates)) in pipeline.targets.iter().zip(updates.rows).enumerate() {
         let changes = changefeed::changes(target, &updates);
@@ -206,7 +219,10 @@ fn prepare_commit(
     }
     invalid.sort_by_key(|q| q.error.line);
     Ok(PreparedCommit {
-        events: CommitEvents { events },
+        events: CommitEvents {
+            events,
+            timestamp: 0,
+        },
         invalid,
     })
 }

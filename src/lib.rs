@@ -1,4 +1,23 @@
 //! scdflow: AUTO CDC (SCD type 1 and 2) on differential dataflow.
+//!
+//! A pipeline file (SQL, the dialect of Lakeflow's `AUTO CDC`) declares append-only source
+//! tables and CDC flows into target tables. The layers, in the order data flows through them:
+//!
+//! - [`sql`] parses and validates a pipeline into a [`plan::Pipeline`] (all user errors are
+//!   found here), compiling expressions with [`expr`];
+//! - [`io`] reads CSV / JSON-lines sources into typed rows and writes outputs; [`ingest`] turns
+//!   input files into commits and [`prepare`] source rows into [`event::Event`]s;
+//! - [`operators`] are the differential-dataflow operators ([`operators::Scd1`],
+//!   [`operators::Scd2`]) over the per-key state machines of [`engine`]; [`runtime`] runs them on
+//!   timely workers, one timely time per commit;
+//! - [`driver`] runs a whole pipeline, [`changefeed`] derives each target's change feed from its
+//!   updates and [`output`] writes the CLI's files;
+//! - [`model`] is the reference model: the specification as plain functions of the event set.
+//!
+//! Every target is a function of the set of events it has seen, never of their arrival order,
+//! commit split or number of workers; the integration tests check that against [`model`].
+
+#![deny(missing_docs)]
 
 pub mod changefeed;
 pub mod driver;
@@ -6,6 +25,7 @@ pub mod engine;
 pub mod error;
 pub mod event;
 pub mod expr;
+pub mod flow_builder;
 pub mod ingest;
 pub mod io;
 pub mod model;
@@ -19,3 +39,8 @@ pub mod temporal;
 pub mod value;
 
 pub use error::{Error, ErrorKind, Result};
+
+/// The README's code blocks, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

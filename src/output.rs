@@ -47,6 +47,12 @@ pub fn write_all(
     Ok(written)
 }
 
+/// `metrics.json`: a struct rather than a JSON map, so keys keep this order.
+#[derive(Serialize)]
+struct Metrics<'a> {
+    flows: Vec<FlowMetrics<'a>>,
+}
+
 #[derive(Serialize)]
 struct FlowMetrics<'a> {
     flow: &'a str,
@@ -65,7 +71,7 @@ fn write_metrics(pipeline: &Pipeline, evaluation: &Evaluation, dir: &Path) -> Re
             commits,
         })
         .collect();
-    let text = serde_json::to_string_pretty(&serde_json::json!({ "flows": flows }))
+    let text = serde_json::to_string_pretty(&Metrics { flows })
         .map_err(|e| Error::new(crate::ErrorKind::Internal, e.to_string()))?;
     let path = dir.join("metrics.json");
     std::fs::write(&path, text + "\n").map_err(|e| Error::io(&path, &e))?;

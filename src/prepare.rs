@@ -8,9 +8,11 @@
 use crate::event::{Event, EventKind};
 use crate::plan::{CdcFlow, PartialUpdates, Target};
 use crate::value::{Schema, Value};
+use serde::{Deserialize, Serialize};
 
-/// Why a row cannot become an event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a row cannot become an event. Ordered, hashable and serializable so that rejected rows
+/// can form a differential collection of their own.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct InvalidRow {
     /// The clause or column at fault, e.g. `SEQUENCE BY` or `KEYS (userId)`.
     pub column: String,

@@ -1,9 +1,11 @@
 //! Executes SCD targets over a sequence of commits on timely workers.
 //!
-//! Commit `v` (1-based) is fed at timely time `v`; each worker feeds every `peers`-th event of
-//! each commit and steps until the commit is complete on every target, so memory stays bounded
-//! by one commit plus state. The captured updates are timestamped by commit, so the target after
-//! any commit is the sum of updates up to it.
+//! Commit `v` (1-based) is fed at timely time `v`; events are dealt round-robin to the workers
+//! before execution (each worker then owns its share and moves it into the dataflow), and every
+//! worker steps until the commit is complete on every target, so the dataflow holds one commit
+//! at a time besides the state. Each worker captures its updates locally; they are merged once
+//! at the end. The updates are timestamped by commit, so a target after any commit is the sum of
+//! the updates up to it.
 
 use crate::engine::CommitStats;
 use crate::event::Event;
@@ -13,7 +15,9 @@ use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use timely::dataflow::ProbeHandle;
 
@@ -22,19 +26,63 @@ use timely::dataflow::ProbeHandle;
 pub struct CommitEvents {
     /// Events per target.
     pub events: Vec<Vec<Event>>,
+    /// The commit (ingestion) time, microseconds since the epoch; it ages tombstones (D11) and
+    /// must not decrease from one commit to the next.
+    pub timestamp: i64,
 }
 
 /// Everything the targets emitted.
 #[derive(Debug, Default)]
 pub struct Updates {
-    /// Per target: `(row, commit version, diff)`, consolidated per commit.
+    /// Per target: `(row, commit version, diff)`, consolidated.
     pub rows: Vec<Vec<(Row, u64, isize)>>,
     /// Per target: counters per commit version, summed over workers.
     pub stats: Vec<BTreeMap<u64, CommitStats>>,
 }
 
+impl Updates {
+    fn new(targets: usize) -> Self {
+        Updates {
+            rows: vec![Vec::new(); targets],
+            stats: vec![BTreeMap::new(); targets],
+        }
+    }
+
+    fn merge(&mut self, other: Updates) {
+        for (mine, theirs) in self.rows.iter_mut().zip(other.rows) {
+            mine.extend(theirs);
+        }
+        for (mine, theirs) in self.stats.iter_mut().zip(other.stats) {
+            for (version, stats) in theirs {
+                mine.entry(version).or_default().merge(&stats);
+            }
+        }
+    }
+}
+
 /// Called by worker 0 after each commit completes, with the commit's version.
 pub type Progress = Box<dyn Fn(u64) + Send + Sync>;
+
+/// A worker's share of the input: per commit, per target.
+type Share = Vec<Vec<Vec<Event>>>;
+
+/// Deals each commit's events round-robin to `workers` shares.
+fn deal(commits: Vec<CommitEvents>, targets: usize, workers: usize) -> Vec<Share> {
+    let mut shares: Vec<Share> = (0..workers)
+        .map(|_| Vec::with_capacity(commits.len()))
+        .collect();
+    for commit in commits {
+        for share in &mut shares {
+            share.push(vec![Vec::new(); targets]);
+        }
+        for (t, events) in commit.events.into_iter().enumerate().take(targets) {
+            for (i, event) in events.into_iter().enumerate() {
+                shares[i % workers].last_mut().expect("pushed above")[t].push(event);
+            }
+        }
+    }
+    shares
+}
 
 /// Runs `targets` over `commits` (versions 1, 2, ...) on `workers` threads.
 pub fn execute(
@@ -43,20 +91,26 @@ pub fn execute(
     workers: usize,
     progress: Option<Progress>,
 ) -> Result<Updates> {
+    let workers = workers.max(1);
     let targets: Arc<Vec<Target>> = Arc::new(targets.to_vec());
-    let commits = Arc::new(commits);
-    let sink = Arc::new(Mutex::new(Updates {
-        rows: vec![Vec::new(); targets.len()],
-        stats: vec![BTreeMap::new(); targets.len()],
-    }));
+    let clock: Arc<Vec<i64>> = Arc::new(commits.iter().map(|c| c.timestamp).collect());
+    let shares: Arc<Vec<Mutex<Share>>> = Arc::new(
+        deal(commits, targets.len(), workers)
+            .into_iter()
+            .map(Mutex::new)
+            .collect(),
+    );
+    let sink = Arc::new(Mutex::new(Updates::new(targets.len())));
     let progress = Arc::new(progress);
     let config = match workers {
-        0 | 1 => timely::Config::thread(),
+        1 => timely::Config::thread(),
         n => timely::Config::process(n),
     };
     let worker_sink = Arc::clone(&sink);
     let guards = timely::execute(config, move |worker| {
-        let (index, peers) = (worker.index(), worker.peers());
+        let index = worker.index();
+        let share = std::mem::take(&mut *shares[index].lock().expect("share"));
+        let local = Rc::new(RefCell::new(Updates::new(targets.len())));
         let probe: ProbeHandle<u64> = ProbeHandle::new();
         let mut inputs: Vec<InputSession<u64, Event, isize>> =
             worker.dataflow::<u64, _, _>(|scope| {
@@ -65,23 +119,22 @@ pub fn execute(
                     .enumerate()
                     .map(|(t, target)| {
                         let (input, events) = scope.new_collection::<Event, isize>();
-                        let rows = render(t, target, events, &worker_sink);
-                        let sink = Arc::clone(&worker_sink);
-                        rows.inspect(move |(row, time, diff)| {
-                            sink.lock().expect("sink").rows[t].push((row.clone(), *time, *diff));
-                        })
-                        .probe_with(&probe);
+                        let capture = Rc::clone(&local);
+                        render(t, target, events, &clock, &local)
+                            .inspect_batch(move |_, updates| {
+                                capture.borrow_mut().rows[t].extend_from_slice(updates);
+                            })
+                            .probe_with(&probe);
                         input
                     })
                     .collect()
             });
-        for (c, commit) in commits.iter().enumerate() {
+        for (c, commit) in share.into_iter().enumerate() {
             let version = c as u64 + 1;
-            for (t, input) in inputs.iter_mut().enumerate() {
+            for (input, events) in inputs.iter_mut().zip(commit) {
                 input.advance_to(version);
-                let events = commit.events.get(t).map(Vec::as_slice).unwrap_or(&[]);
-                for event in events.iter().skip(index).step_by(peers) {
-                    input.insert(event.clone());
+                for event in events {
+                    input.insert(event);
                 }
                 input.advance_to(version + 1);
                 input.flush();
@@ -93,6 +146,10 @@ pub fn execute(
                 }
             }
         }
+        drop(inputs);
+        worker.step_while(|| !probe.done());
+        let local = std::mem::take(&mut *local.borrow_mut());
+        worker_sink.lock().expect("sink").merge(local);
     })
     .map_err(|e| Error::new(ErrorKind::Internal, format!("cannot start workers: {e}")))?;
     for result in guards.join() {
@@ -109,15 +166,20 @@ fn render<'s>(
     t: usize,
     target: &Target,
     events: VecCollection<'s, u64, Event>,
-    sink: &Arc<Mutex<Updates>>,
+    clock: &Arc<Vec<i64>>,
+    local: &Rc<RefCell<Updates>>,
 ) -> VecCollection<'s, u64, Row> {
-    let sink = Arc::clone(sink);
+    let local = Rc::clone(local);
     let on_stats = move |time: &u64, stats: CommitStats| {
-        let mut sink = sink.lock().expect("sink");
-        sink.stats[t].entry(*time).or_default().merge(&stats);
+        local.borrow_mut().stats[t]
+            .entry(*time)
+            .or_default()
+            .merge(&stats);
     };
+    let clock = Arc::clone(clock);
+    let clock = move |version: &u64| clock[*version as usize - 1];
     match target.scd {
-        ScdType::Type1 => events.scd1_with_stats(target.into(), on_stats),
-        ScdType::Type2 => events.scd2_with_stats(target.into(), on_stats),
+        ScdType::Type1 => events.scd1_with(target.into(), clock, on_stats),
+        ScdType::Type2 => events.scd2_with(target.into(), clock, on_stats),
     }
 }

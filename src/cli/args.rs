@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// What to do with invalid input rows.
     #[arg(long, value_enum, default_value_t = OnInvalidArg::Fail)]
     pub on_invalid: OnInvalidArg,
+    /// Keep delete tombstones this many seconds of commit time (0 = forever); overrides every
+    /// target's `pipelines.cdc.tombstoneGCThresholdInSeconds`.
+    #[arg(long, value_name = "SECONDS")]
+    pub tombstone_gc_seconds: Option<u64>,
 }
 
 /// `scdflow check`.

@@ -10,10 +10,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("warning: {warning}");
     }
     let progress = Progress::start();
+    let options = scdflow::driver::Options {
+        workers: usize::from(args.workers),
+        on_invalid: args.on_invalid.into(),
+        tombstone_gc_seconds: args.tombstone_gc_seconds,
+    };
     let evaluation = scdflow::driver::evaluate(
         &pipeline,
-        usize::from(args.workers),
-        args.on_invalid.into(),
+        &options,
         progress.as_ref().map(Progress::reporter),
     )?;
     if let Some(p) = &progress {

@@ -10,6 +10,7 @@
 mod scd1;
 mod scd2;
 mod stats;
+mod tombstones;
 
 pub use scd1::Scd1State;
 pub use scd2::Scd2State;
@@ -20,8 +21,15 @@ use crate::value::Row;
 
 /// The state of one SCD target on one worker.
 pub trait CdcState: 'static {
-    /// Applies one commit's events and appends the resulting row updates to `out`.
-    fn apply(&mut self, events: Vec<Event>, out: &mut Vec<(Row, isize)>, stats: &mut CommitStats);
+    /// Applies one commit's events and appends the resulting row updates to `out`. `now` is the
+    /// commit's time (microseconds since the epoch; never decreasing), which ages tombstones.
+    fn apply(
+        &mut self,
+        events: Vec<Event>,
+        now: i64,
+        out: &mut Vec<(Row, isize)>,
+        stats: &mut CommitStats,
+    );
 }
 
 /// Groups events by key (sorted by key, then by event order) and removes exact duplicates (D1).

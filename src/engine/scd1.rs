@@ -9,11 +9,15 @@
 //! A truncate at `t*` is a table-wide tombstone (D5): rows whose state is not newer than `t*`
 //! disappear, later events not newer than `t*` are stale, and keys whose whole state is covered
 //! by `t*` are dropped from memory. Truncates reach every worker (the operator broadcasts them).
+//! `t*` itself is a single value and is never collected.
+//!
+//! A key whose latest event is a delete is a tombstone: kept for the retention (D11), then the
+//! key is forgotten entirely, so a late upsert older than the delete re-creates it (R1.4).
 
+use super::tombstones::Tombstones;
 use super::{group_by_key, CdcState, CommitStats};
 use crate::event::{Event, EventKind};
 use crate::value::{Row, Value};
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 /// SCD1 state of the keys one worker owns.
@@ -23,6 +27,7 @@ pub struct Scd1State {
     partial: bool,
     truncated_at: Option<Value>,
     keys: HashMap<Row, KeyState>,
+    tombstones: Tombstones,
 }
 
 #[derive(Debug)]
@@ -41,13 +46,25 @@ struct Fields {
 }
 
 impl Scd1State {
-    /// An empty state for images of `image_len` columns; `partial` selects field-level folding.
-    pub fn new(image_len: usize, partial: bool) -> Self {
+    /// An empty state for images of `image_len` columns; `partial` selects field-level folding;
+    /// tombstones are kept for `retention` microseconds of commit time (`None`: forever).
+    pub fn new(image_len: usize, partial: bool, retention: Option<i64>) -> Self {
         Scd1State {
             image_len,
             partial,
             truncated_at: None,
             keys: HashMap::new(),
+            tombstones: Tombstones::new(retention),
+        }
+    }
+
+    /// Forgets the tombstones that expired by commit time `now`.
+    fn collect_tombstones(&mut self, now: i64, stats: &mut CommitStats) {
+        for (key, seq) in self.tombstones.expire(now) {
+            if self.keys.get(&key).and_then(KeyState::tombstone) == Some(&seq) {
+                self.keys.remove(&key);
+                stats.tombstones_collected += 1;
+            }
         }
     }
 
@@ -83,6 +100,7 @@ impl Scd1State {
         &mut self,
         key: Row,
         events: Vec<Event>,
+        now: i64,
         out: &mut Vec<(Row, isize)>,
         stats: &mut CommitStats,
     ) {
@@ -95,17 +113,22 @@ impl Scd1State {
             return;
         }
         let before = self.keys.get(&key).and_then(|s| s.visible(t.as_ref()));
+        let tombstone_before = self.keys.get(&key).and_then(KeyState::tombstone).cloned();
         let (partial, image_len) = (self.partial, self.image_len);
         let mut live = live.into_iter();
-        let state = match self.keys.entry(key) {
-            Entry::Occupied(o) => o.into_mut(),
-            Entry::Vacant(v) => {
-                let first = live.next().expect("`live` is not empty");
-                v.insert(KeyState::new(first, partial, image_len, stats))
-            }
-        };
+        if !self.keys.contains_key(&key) {
+            let first = live.next().expect("`live` is not empty");
+            let state = KeyState::new(first, partial, image_len, stats);
+            self.keys.insert(key.clone(), state);
+        }
+        let state = self.keys.get_mut(&key).expect("inserted above");
         for event in live {
             state.absorb(event, stats);
+        }
+        if let Some(seq) = state.tombstone() {
+            if tombstone_before.as_ref() != Some(seq) {
+                self.tombstones.record(now, &key, seq);
+            }
         }
         let after = state.visible(t.as_ref());
         if before != after {
@@ -116,7 +139,14 @@ impl Scd1State {
 }
 
 impl CdcState for Scd1State {
-    fn apply(&mut self, events: Vec<Event>, out: &mut Vec<(Row, isize)>, stats: &mut CommitStats) {
+    fn apply(
+        &mut self,
+        events: Vec<Event>,
+        now: i64,
+        out: &mut Vec<(Row, isize)>,
+        stats: &mut CommitStats,
+    ) {
+        self.collect_tombstones(now, stats);
         let (truncates, keyed): (Vec<Event>, Vec<Event>) = events
             .into_iter()
             .partition(|e| e.kind == EventKind::Truncate);
@@ -124,7 +154,7 @@ impl CdcState for Scd1State {
             self.truncate(t, out);
         }
         for (key, events) in group_by_key(keyed) {
-            self.apply_key(key, events, out, stats);
+            self.apply_key(key, events, now, out, stats);
         }
     }
 }
@@ -162,6 +192,17 @@ impl KeyState {
                 };
                 Some(f.columns.iter().map(value).collect())
             }
+        }
+    }
+
+    /// The sequence of the delete this key is a tombstone of, if its latest event is a delete.
+    fn tombstone(&self) -> Option<&Value> {
+        match self {
+            KeyState::Winner(w) => (w.kind == EventKind::Delete).then_some(&w.seq),
+            KeyState::Fields(f) => f
+                .delete
+                .as_ref()
+                .filter(|d| f.upsert.as_ref().is_none_or(|u| u <= *d)),
         }
     }
 
@@ -263,14 +304,14 @@ mod tests {
 
     fn run(state: &mut Scd1State, events: Vec<Event>) -> Vec<(Row, isize)> {
         let mut out = Vec::new();
-        state.apply(events, &mut out, &mut CommitStats::default());
+        state.apply(events, 0, &mut out, &mut CommitStats::default());
         out.sort();
         out
     }
 
     #[test]
     fn late_older_upsert_changes_nothing_and_tombstone_blocks() {
-        let mut s = Scd1State::new(2, false);
+        let mut s = Scd1State::new(2, false, None);
         assert_eq!(run(&mut s, vec![upsert(1, "a", 2), delete(9, 5)]).len(), 1);
         assert!(run(&mut s, vec![upsert(1, "old", 1), upsert(9, "z", 4)]).is_empty());
         let out = run(&mut s, vec![upsert(1, "b", 3)]);
@@ -278,8 +319,33 @@ mod tests {
     }
 
     #[test]
+    fn expired_tombstones_are_forgotten_and_older_upserts_recreate_the_key() {
+        let mut s = Scd1State::new(2, false, Some(10));
+        let mut stats = CommitStats::default();
+        let mut out = Vec::new();
+        s.apply(
+            vec![upsert(1, "a", 1), delete(1, 5)],
+            100,
+            &mut out,
+            &mut stats,
+        );
+        s.apply(vec![upsert(1, "old", 2)], 110, &mut out, &mut stats);
+        assert!(
+            out.is_empty(),
+            "within the retention the tombstone blocks the older upsert"
+        );
+        s.apply(vec![], 111, &mut out, &mut stats);
+        assert_eq!((s.len(), stats.tombstones_collected), (0, 1));
+        s.apply(vec![upsert(1, "old", 2)], 112, &mut out, &mut stats);
+        assert_eq!(
+            out,
+            vec![(vec![Value::Int(1), Value::Str("old".into())], 1)]
+        );
+    }
+
+    #[test]
     fn truncate_removes_older_rows_and_forgets_covered_keys() {
-        let mut s = Scd1State::new(2, false);
+        let mut s = Scd1State::new(2, false, None);
         run(&mut s, vec![upsert(1, "a", 1), upsert(2, "b", 5)]);
         let out = run(&mut s, vec![truncate(3)]);
         assert_eq!(out, vec![(vec![Value::Int(1), Value::Str("a".into())], -1)]);

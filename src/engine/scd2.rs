@@ -13,8 +13,13 @@
 //! change, so the walk continues until the folds agree again.
 //!
 //! Deletes stay in the history, so late events older than a delete never resurrect a version
-//! past it (tombstones; their retention is not collected yet).
+//! past it. A delete that closes a version is part of the table (it is that version's
+//! `__END_AT`) and stays as long as the history does. A delete that closes nothing (of a key
+//! never seen, or after another delete) is a tombstone: kept for the retention (D11), then
+//! forgotten; forgetting it changes no row, and afterwards a late, older upsert re-creates the
+//! key.
 
+use super::tombstones::Tombstones;
 use super::{group_by_key, CdcState, CommitStats};
 use crate::event::{Event, EventKind};
 use crate::value::{Row, Value};
@@ -27,6 +32,7 @@ use std::ops::Bound::{self, Excluded, Included, Unbounded};
 pub struct Scd2State {
     shape: Shape,
     keys: HashMap<Row, History>,
+    tombstones: Tombstones,
 }
 
 #[derive(Debug)]
@@ -59,8 +65,14 @@ struct Run {
 
 impl Scd2State {
     /// An empty state. `tracked[i]` says whether image column `i` opens a new version when it
-    /// changes; `partial` selects field-level folding of upserts (D6).
-    pub fn new(image_len: usize, tracked: Vec<bool>, partial: bool) -> Self {
+    /// changes; `partial` selects field-level folding of upserts (D6); tombstones are kept for
+    /// `retention` microseconds of commit time (`None`: forever).
+    pub fn new(
+        image_len: usize,
+        tracked: Vec<bool>,
+        partial: bool,
+        retention: Option<i64>,
+    ) -> Self {
         Scd2State {
             shape: Shape {
                 image_len,
@@ -68,6 +80,22 @@ impl Scd2State {
                 partial,
             },
             keys: HashMap::new(),
+            tombstones: Tombstones::new(retention),
+        }
+    }
+
+    /// Forgets the deletes that closed nothing and expired by commit time `now`.
+    fn collect_tombstones(&mut self, now: i64, stats: &mut CommitStats) {
+        for (key, seq) in self.tombstones.expire(now) {
+            let Some(history) = self.keys.get_mut(&key) else {
+                continue;
+            };
+            if history.forget_tombstone(&seq) {
+                stats.tombstones_collected += 1;
+                if history.events.is_empty() {
+                    self.keys.remove(&key);
+                }
+            }
         }
     }
 
@@ -83,8 +111,18 @@ impl Scd2State {
 }
 
 impl CdcState for Scd2State {
-    fn apply(&mut self, events: Vec<Event>, out: &mut Vec<(Row, isize)>, stats: &mut CommitStats) {
+    fn apply(
+        &mut self,
+        events: Vec<Event>,
+        now: i64,
+        out: &mut Vec<(Row, isize)>,
+        stats: &mut CommitStats,
+    ) {
+        self.collect_tombstones(now, stats);
         for (key, events) in group_by_key(events) {
+            for delete in events.iter().filter(|e| e.kind == EventKind::Delete) {
+                self.tombstones.record(now, &key, &delete.seq);
+            }
             let history = match self.keys.entry(key) {
                 Entry::Occupied(o) => o.into_mut(),
                 Entry::Vacant(v) => v.insert(History::default()),
@@ -137,6 +175,23 @@ impl Shape {
 }
 
 impl History {
+    /// Removes the delete at `seq` if it closes no version; returns whether it did.
+    fn forget_tombstone(&mut self, seq: &Value) -> bool {
+        let is_delete = self
+            .events
+            .get(seq)
+            .is_some_and(|e| e.kind == EventKind::Delete);
+        let closes = self
+            .events
+            .range((Unbounded, Excluded(seq)))
+            .next_back()
+            .is_some_and(|(_, e)| e.kind == EventKind::Upsert);
+        if is_delete && !closes {
+            self.events.remove(seq);
+        }
+        is_delete && !closes
+    }
+
     /// Stores the events (the greatest wins a sequence tie, D2) and returns the range of
     /// sequences whose event changed, if any.
     fn absorb(&mut self, events: Vec<Event>, stats: &mut CommitStats) -> Option<(Value, Value)> {
@@ -316,21 +371,23 @@ mod tests {
 
     #[test]
     fn late_events_splice_into_history() {
-        let mut s = Scd2State::new(2, vec![true, true], false);
+        let mut s = Scd2State::new(2, vec![true, true], false, None);
         let mut out = Vec::new();
         let mut st = CommitStats::default();
         s.apply(
             vec![ev(125, Some("Tijuana"), 2), ev(125, Some("Guadalajara"), 6)],
+            0,
             &mut out,
             &mut st,
         );
-        s.apply(vec![ev(125, Some("Mexicali"), 5)], &mut out, &mut st);
+        s.apply(vec![ev(125, Some("Mexicali"), 5)], 0, &mut out, &mut st);
         s.apply(
             vec![ev(123, Some("Monterrey"), 1), ev(123, None, 6)],
+            0,
             &mut out,
             &mut st,
         );
-        s.apply(vec![ev(123, Some("Chihuahua"), 5)], &mut out, &mut st);
+        s.apply(vec![ev(123, Some("Chihuahua"), 5)], 0, &mut out, &mut st);
         let mut expected = vec![
             r(123, "Monterrey", 1, Some(5)),
             r(123, "Chihuahua", 5, Some(6)),
@@ -344,18 +401,51 @@ mod tests {
 
     #[test]
     fn untracked_changes_stay_in_place_and_late_splits_skip_unchanged_runs() {
-        let mut s = Scd2State::new(2, vec![true, false], false);
+        let mut s = Scd2State::new(2, vec![true, false], false, None);
         let mut out = Vec::new();
         let mut st = CommitStats::default();
         let events: Vec<Event> = (1..=50)
             .map(|i| ev(1, Some(&format!("c{i}")), i * 10))
             .collect();
-        s.apply(events, &mut out, &mut st);
+        s.apply(events, 0, &mut out, &mut st);
         assert_eq!(table(&out), vec![r(1, "c50", 10, None)]);
-        s.apply(vec![ev(1, None, 255)], &mut out, &mut st);
+        s.apply(vec![ev(1, None, 255)], 0, &mut out, &mut st);
         assert_eq!(
             table(&out),
             vec![r(1, "c25", 10, Some(255)), r(1, "c50", 260, None)]
+        );
+    }
+
+    #[test]
+    fn only_deletes_that_close_nothing_expire() {
+        let mut s = Scd2State::new(2, vec![true, true], false, Some(10));
+        let mut out = Vec::new();
+        let mut st = CommitStats::default();
+        s.apply(
+            vec![ev(1, Some("a"), 1), ev(1, None, 6), ev(9, None, 5)],
+            100,
+            &mut out,
+            &mut st,
+        );
+        s.apply(vec![], 200, &mut out, &mut st);
+        assert_eq!(
+            st.tombstones_collected, 1,
+            "key 9's delete closed nothing; key 1's closed [1, 6)"
+        );
+        assert_eq!(s.len(), 1);
+        s.apply(
+            vec![ev(1, Some("b"), 3), ev(9, Some("z"), 4)],
+            201,
+            &mut out,
+            &mut st,
+        );
+        assert_eq!(
+            table(&out),
+            vec![
+                r(1, "a", 1, Some(3)),
+                r(1, "b", 3, Some(6)),
+                r(9, "z", 4, None)
+            ]
         );
     }
 }

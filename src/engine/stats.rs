@@ -9,6 +9,8 @@ pub struct CommitStats {
     pub stale_events: u64,
     /// Events that met a different event of the same key at the same sequence (D2).
     pub sequence_ties: u64,
+    /// Tombstones forgotten because older than the retention (D11).
+    pub tombstones_collected: u64,
 }
 
 impl CommitStats {
@@ -16,5 +18,6 @@ impl CommitStats {
     pub fn merge(&mut self, other: &CommitStats) {
         self.stale_events += other.stale_events;
         self.sequence_ties += other.sequence_ties;
+        self.tombstones_collected += other.tombstones_collected;
     }
 }

@@ -15,16 +15,19 @@ use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
 /// Routes `events` to `state` (one per worker) and returns the state's row updates.
-/// `on_stats` sees each completed time's counters on this worker.
-pub(crate) fn keyed_cdc<'s, T, S, F>(
+/// `clock` gives a time's commit time in microseconds; `on_stats` sees each completed time's
+/// counters on this worker.
+pub(crate) fn keyed_cdc<'s, T, S, C, F>(
     events: VecCollection<'s, T, Event>,
     name: &str,
     mut state: S,
+    clock: C,
     mut on_stats: F,
 ) -> VecCollection<'s, T, Row>
 where
     T: Timestamp + TotalOrder + timely::ExchangeData,
     S: CdcState,
+    C: Fn(&T) -> i64 + 'static,
     F: FnMut(&T, CommitStats) + 'static,
 {
     let keyed = events
@@ -68,7 +71,7 @@ where
                     let (time, (cap, events)) = entry.remove_entry();
                     let mut updates = Vec::new();
                     let mut stats = CommitStats::default();
-                    state.apply(events, &mut updates, &mut stats);
+                    state.apply(events, clock(&time), &mut updates, &mut stats);
                     on_stats(&time, stats);
                     consolidate(&mut updates);
                     let mut session = output.session(&cap);

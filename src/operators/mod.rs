@@ -9,9 +9,11 @@
 //! Limits: events are insert-only (a retraction of an event is ignored), and timestamps must be
 //! totally ordered.
 
+mod change_feed;
 mod keyed;
 mod scd1;
 mod scd2;
 
+pub use change_feed::ChangeFeed;
 pub use scd1::{Scd1, Scd1Config};
 pub use scd2::{Scd2, Scd2Config};

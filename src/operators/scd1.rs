@@ -6,6 +6,7 @@ use crate::event::Event;
 use crate::plan::Target;
 use crate::value::Row;
 use differential_dataflow::VecCollection;
+use std::time::Duration;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
@@ -16,6 +17,8 @@ pub struct Scd1Config {
     pub image_len: usize,
     /// Field-level folding of partial upserts (D6).
     pub partial: bool,
+    /// How long tombstones are kept, in the clock's time (D11); `None` keeps them forever.
+    pub tombstone_retention: Option<Duration>,
 }
 
 impl From<&Target> for Scd1Config {
@@ -23,6 +26,8 @@ impl From<&Target> for Scd1Config {
         Scd1Config {
             image_len: t.image_len,
             partial: t.partial,
+            tombstone_retention: (t.tombstone_gc_seconds > 0)
+                .then(|| Duration::from_secs(t.tombstone_gc_seconds)),
         }
     }
 }
@@ -50,7 +55,7 @@ impl From<&Target> for Scd1Config {
 ///         let (input, events) = scope.new_collection();
 ///         let sink = Arc::clone(&sink);
 ///         events
-///             .scd1(Scd1Config { image_len: 2, partial: false })
+///             .scd1(Scd1Config { image_len: 2, partial: false, tombstone_retention: None })
 ///             .inspect(move |u| sink.lock().unwrap().push(u.clone()));
 ///         input
 ///     });
@@ -66,9 +71,17 @@ impl From<&Target> for Scd1Config {
 pub trait Scd1<'s, T: Timestamp> {
     /// The SCD1 table of these events.
     fn scd1(self, config: Scd1Config) -> VecCollection<'s, T, Row>;
-    /// As [`Scd1::scd1`], also reporting each completed time's counters on this worker.
-    fn scd1_with_stats<F>(self, config: Scd1Config, on_stats: F) -> VecCollection<'s, T, Row>
+    /// As [`Scd1::scd1`], with a clock that gives each time's commit time in microseconds
+    /// (never decreasing; it ages tombstones), reporting each completed time's counters on this
+    /// worker. Plain [`Scd1::scd1`] uses a clock that never advances, so tombstones never expire.
+    fn scd1_with<C, F>(
+        self,
+        config: Scd1Config,
+        clock: C,
+        on_stats: F,
+    ) -> VecCollection<'s, T, Row>
     where
+        C: Fn(&T) -> i64 + 'static,
         F: FnMut(&T, CommitStats) + 'static;
 }
 
@@ -77,14 +90,18 @@ where
     T: Timestamp + TotalOrder + timely::ExchangeData,
 {
     fn scd1(self, config: Scd1Config) -> VecCollection<'s, T, Row> {
-        self.scd1_with_stats(config, |_, _| {})
+        self.scd1_with(config, |_| 0, |_, _| {})
     }
 
-    fn scd1_with_stats<F>(self, config: Scd1Config, on_stats: F) -> VecCollection<'s, T, Row>
+    fn scd1_with<C, F>(self, config: Scd1Config, clock: C, on_stats: F) -> VecCollection<'s, T, Row>
     where
+        C: Fn(&T) -> i64 + 'static,
         F: FnMut(&T, CommitStats) + 'static,
     {
-        let state = Scd1State::new(config.image_len, config.partial);
-        keyed_cdc(self, "Scd1", state, on_stats)
+        let retention = config
+            .tombstone_retention
+            .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+        let state = Scd1State::new(config.image_len, config.partial, retention);
+        keyed_cdc(self, "Scd1", state, clock, on_stats)
     }
 }

@@ -6,6 +6,7 @@ use crate::event::Event;
 use crate::plan::Target;
 use crate::value::Row;
 use differential_dataflow::VecCollection;
+use std::time::Duration;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
@@ -18,6 +19,8 @@ pub struct Scd2Config {
     pub tracked: Vec<bool>,
     /// Field-level folding of partial upserts (D6).
     pub partial: bool,
+    /// How long tombstones are kept, in the clock's time (D11); `None` keeps them forever.
+    pub tombstone_retention: Option<Duration>,
 }
 
 impl From<&Target> for Scd2Config {
@@ -26,6 +29,8 @@ impl From<&Target> for Scd2Config {
             image_len: t.image_len,
             tracked: t.tracked.clone(),
             partial: t.partial,
+            tombstone_retention: (t.tombstone_gc_seconds > 0)
+                .then(|| Duration::from_secs(t.tombstone_gc_seconds)),
         }
     }
 }
@@ -54,7 +59,7 @@ impl From<&Target> for Scd2Config {
 ///         let (input, events) = scope.new_collection();
 ///         let sink = Arc::clone(&sink);
 ///         events
-///             .scd2(Scd2Config { image_len: 2, tracked: vec![true, true], partial: false })
+///             .scd2(Scd2Config { image_len: 2, tracked: vec![true, true], partial: false, tombstone_retention: None })
 ///             .inspect(move |u| sink.lock().unwrap().push(u.clone()));
 ///         input
 ///     });
@@ -81,9 +86,17 @@ impl From<&Target> for Scd2Config {
 pub trait Scd2<'s, T: Timestamp> {
     /// The SCD2 table of these events.
     fn scd2(self, config: Scd2Config) -> VecCollection<'s, T, Row>;
-    /// As [`Scd2::scd2`], also reporting each completed time's counters on this worker.
-    fn scd2_with_stats<F>(self, config: Scd2Config, on_stats: F) -> VecCollection<'s, T, Row>
+    /// As [`Scd2::scd2`], with a clock that gives each time's commit time in microseconds
+    /// (never decreasing; it ages tombstones), reporting each completed time's counters on this
+    /// worker. Plain [`Scd2::scd2`] uses a clock that never advances, so tombstones never expire.
+    fn scd2_with<C, F>(
+        self,
+        config: Scd2Config,
+        clock: C,
+        on_stats: F,
+    ) -> VecCollection<'s, T, Row>
     where
+        C: Fn(&T) -> i64 + 'static,
         F: FnMut(&T, CommitStats) + 'static;
 }
 
@@ -92,14 +105,18 @@ where
     T: Timestamp + TotalOrder + timely::ExchangeData,
 {
     fn scd2(self, config: Scd2Config) -> VecCollection<'s, T, Row> {
-        self.scd2_with_stats(config, |_, _| {})
+        self.scd2_with(config, |_| 0, |_, _| {})
     }
 
-    fn scd2_with_stats<F>(self, config: Scd2Config, on_stats: F) -> VecCollection<'s, T, Row>
+    fn scd2_with<C, F>(self, config: Scd2Config, clock: C, on_stats: F) -> VecCollection<'s, T, Row>
     where
+        C: Fn(&T) -> i64 + 'static,
         F: FnMut(&T, CommitStats) + 'static,
     {
-        let state = Scd2State::new(config.image_len, config.tracked, config.partial);
-        keyed_cdc(self, "Scd2", state, on_stats)
+        let retention = config
+            .tombstone_retention
+            .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+        let state = Scd2State::new(config.image_len, config.tracked, config.partial, retention);
+        keyed_cdc(self, "Scd2", state, clock, on_stats)
     }
 }

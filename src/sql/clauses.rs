@@ -21,7 +21,7 @@ pub(crate) fn parse_clauses(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> 
 }
 
 /// Stores a clause, rejecting a second occurrence.
-fn once<T>(slot: &mut Option<T>, value: T, clause: &str, line: u64) -> Result<()> {
+pub(crate) fn once<T>(slot: &mut Option<T>, value: T, clause: &str, line: u64) -> Result<()> {
     if slot.is_some() {
         return Err(syntax(line, format!("{clause}: clause given twice")));
     }

@@ -11,17 +11,19 @@
 //! Invariant: every user error is found here, before anything runs, and carries the pipeline
 //! file and the line of the token it is about; its message starts with the clause it concerns.
 
-mod catalog;
-mod clauses;
-mod cursor;
+// Crate-visible for `crate::flow_builder`, which lowers its options to this module's statements
+// and validates them with the same functions as a pipeline file.
+pub(crate) mod catalog;
+pub(crate) mod clauses;
+pub(crate) mod cursor;
 mod describe;
 mod flows;
 mod query;
 mod schema;
 mod sources;
 mod statement;
-mod syntax;
-mod targets;
+pub(crate) mod syntax;
+pub(crate) mod targets;
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! copy of `shared/spec/seed_vectors.json`) and decision vectors T12–T19, run through the SQL
 //! front end and the driver with 1, 2 and 4 workers; tables must match to the row.
 
-use scdflow::driver::{evaluate, OnInvalid};
+use scdflow::driver::{evaluate, Options};
 use scdflow::io::value_to_json;
 use scdflow::plan::Pipeline;
 use serde_json::{json, Value as Json};
@@ -44,7 +44,15 @@ impl Case {
 
 /// The target's rows after commit `version` (all commits when `None`) as JSON objects, sorted.
 fn table_json(p: &Pipeline, workers: usize, version: Option<u64>) -> Vec<Json> {
-    let eval = evaluate(p, workers, OnInvalid::Fail, None).unwrap();
+    let eval = evaluate(
+        p,
+        &Options {
+            workers,
+            ..Options::default()
+        },
+        None,
+    )
+    .unwrap();
     let target = &p.targets[0];
     let updates: Vec<_> = eval.targets[0]
         .updates

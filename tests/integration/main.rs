@@ -6,5 +6,7 @@ mod prop;
 mod golden;
 // The binary: bundled examples, outputs, and each bad-input class.
 mod cli;
+// Tombstone retention through the dataflow.
+mod tombstones;
 // Shared builders for targets and events.
 mod util;

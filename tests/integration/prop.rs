@@ -143,6 +143,7 @@ fn check(
     for cut in cuts.into_iter().chain(std::iter::once(events.len())) {
         commits.push(CommitEvents {
             events: vec![events[from..cut].to_vec()],
+            timestamp: 0,
         });
         prefixes.push(cut);
         from = cut;
