@@ -8,6 +8,10 @@
 //! the ratio says what incremental, per-commit maintenance costs relative to one batch pass.
 //! Machines here have 2 noisy cores: compare ratios, not absolute figures, across runs.
 
+// The binary's allocator, so the figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use scdflow::event::{Event, EventKind};
 use scdflow::plan::{ScdType, Target};
 use scdflow::runtime::{execute, CommitEvents};

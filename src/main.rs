@@ -4,6 +4,11 @@ mod cli;
 
 use std::process::ExitCode;
 
+// Rows of owned values are allocated on one worker thread and freed on another all the time;
+// mimalloc ran `benches/ingest.rs` 1.3-1.5x faster than the system allocator with 2 workers.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     match cli::run(cli::parse()) {
         Ok(code) => code,

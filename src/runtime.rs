@@ -19,6 +19,8 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::ProbeHandle;
 
 /// One commit's events, per target (indexed like the targets passed to [`execute`]).
@@ -34,7 +36,9 @@ pub struct CommitEvents {
 /// Everything the targets emitted.
 #[derive(Debug, Default)]
 pub struct Updates {
-    /// Per target: `(row, commit version, diff)`, consolidated.
+    /// Per target: `(row, commit version, diff)`, in no particular order. Each commit's updates
+    /// are consolidated (a key's rows live on one worker, which emits them consolidated per
+    /// commit), so no `(row, version)` appears twice.
     pub rows: Vec<Vec<(Row, u64, isize)>>,
     /// Per target: counters per commit version, summed over workers.
     pub stats: Vec<BTreeMap<u64, CommitStats>>,
@@ -120,11 +124,15 @@ pub fn execute(
                     .map(|(t, target)| {
                         let (input, events) = scope.new_collection::<Event, isize>();
                         let capture = Rc::clone(&local);
+                        // A sink moves the updates out; `inspect` would clone every row.
                         render(t, target, events, &clock, &local)
-                            .inspect_batch(move |_, updates| {
-                                capture.borrow_mut().rows[t].extend_from_slice(updates);
-                            })
-                            .probe_with(&probe);
+                            .probe_with(&probe)
+                            .inner
+                            .sink(Pipeline, "Capture", move |(input, _)| {
+                                input.for_each(|_, updates| {
+                                    capture.borrow_mut().rows[t].append(updates)
+                                });
+                            });
                         input
                     })
                     .collect()
@@ -155,10 +163,7 @@ pub fn execute(
     for result in guards.join() {
         result.map_err(|e| Error::new(ErrorKind::Internal, format!("worker failed: {e}")))?;
     }
-    let mut updates = std::mem::take(&mut *sink.lock().expect("sink"));
-    for rows in &mut updates.rows {
-        differential_dataflow::consolidation::consolidate_updates(rows);
-    }
+    let updates = std::mem::take(&mut *sink.lock().expect("sink"));
     Ok(updates)
 }
 

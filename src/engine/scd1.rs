@@ -15,10 +15,9 @@
 //! key is forgotten entirely, so a late upsert older than the delete re-creates it (R1.4).
 
 use super::tombstones::Tombstones;
-use super::{group_by_key, CdcState, CommitStats};
+use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::value::{Row, Value};
-use std::collections::HashMap;
 
 /// SCD1 state of the keys one worker owns.
 #[derive(Debug)]
@@ -26,7 +25,7 @@ pub struct Scd1State {
     image_len: usize,
     partial: bool,
     truncated_at: Option<Value>,
-    keys: HashMap<Row, KeyState>,
+    keys: KeyMap<KeyState>,
     tombstones: Tombstones,
 }
 
@@ -53,7 +52,7 @@ impl Scd1State {
             image_len,
             partial,
             truncated_at: None,
-            keys: HashMap::new(),
+            keys: KeyMap::default(),
             tombstones: Tombstones::new(retention),
         }
     }
@@ -112,30 +111,85 @@ impl Scd1State {
         if live.is_empty() {
             return;
         }
-        let before = self.keys.get(&key).and_then(|s| s.visible(t.as_ref()));
-        let tombstone_before = self.keys.get(&key).and_then(KeyState::tombstone).cloned();
+        let t = t.as_ref();
         let (partial, image_len) = (self.partial, self.image_len);
-        let mut live = live.into_iter();
-        if !self.keys.contains_key(&key) {
+        let Some(state) = self.keys.get_mut(&key) else {
+            let mut live = live.into_iter();
             let first = live.next().expect("`live` is not empty");
-            let state = KeyState::new(first, partial, image_len, stats);
-            self.keys.insert(key.clone(), state);
-        }
-        let state = self.keys.get_mut(&key).expect("inserted above");
-        for event in live {
-            state.absorb(event, stats);
+            let mut state = KeyState::new(first, partial, image_len, stats);
+            for event in live {
+                state.absorb(event, stats);
+            }
+            out.extend(state.visible(t).map(|r| (r, 1)));
+            if let Some(seq) = state.tombstone() {
+                self.tombstones.record(now, &key, seq);
+            }
+            self.keys.insert(key, state);
+            return;
+        };
+        let tombstone_before = state.tombstone().cloned();
+        match state {
+            KeyState::Winner(winner) => {
+                // The first displaced winner is the row as it was: moved out, never cloned.
+                let mut displaced = None;
+                for event in live {
+                    if let Some(old) = absorb_winner(winner, event, stats) {
+                        displaced.get_or_insert(old);
+                    }
+                }
+                if let Some(old) = displaced {
+                    let (before, after) = (shown(old, t), shown_ref(winner, t));
+                    if before != after {
+                        out.extend(before.map(|r| (r, -1)));
+                        out.extend(after.map(|r| (r, 1)));
+                    }
+                }
+            }
+            KeyState::Fields(fields) => {
+                let before = fields.visible(t);
+                for event in live {
+                    fields.absorb(event, stats);
+                }
+                let after = fields.visible(t);
+                if before != after {
+                    out.extend(before.map(|r| (r, -1)));
+                    out.extend(after.map(|r| (r, 1)));
+                }
+            }
         }
         if let Some(seq) = state.tombstone() {
             if tombstone_before.as_ref() != Some(seq) {
                 self.tombstones.record(now, &key, seq);
             }
         }
-        let after = state.visible(t.as_ref());
-        if before != after {
-            out.extend(before.map(|r| (r, -1)));
-            out.extend(after.map(|r| (r, 1)));
-        }
     }
+}
+
+/// Lets `event` compete with the key's winner; returns the winner it displaced, if any.
+fn absorb_winner(winner: &mut Event, event: Event, stats: &mut CommitStats) -> Option<Event> {
+    if event.seq == winner.seq && event.tie_rank() != winner.tie_rank() {
+        stats.sequence_ties += 1;
+    }
+    if (&event.seq, event.tie_rank()) > (&winner.seq, winner.tie_rank()) {
+        return Some(std::mem::replace(winner, event));
+    }
+    if event.seq < winner.seq {
+        stats.stale_events += 1;
+    }
+    None
+}
+
+/// Whether a winning event shows a row, given the table's truncate sequence.
+fn shows(winner: &Event, truncated_at: Option<&Value>) -> bool {
+    winner.kind == EventKind::Upsert && truncated_at.is_none_or(|t| winner.seq > *t)
+}
+
+fn shown(winner: Event, truncated_at: Option<&Value>) -> Option<Row> {
+    shows(&winner, truncated_at).then_some(winner.image)
+}
+
+fn shown_ref(winner: &Event, truncated_at: Option<&Value>) -> Option<Row> {
+    shows(winner, truncated_at).then(|| winner.image.clone())
 }
 
 impl CdcState for Scd1State {
@@ -176,22 +230,8 @@ impl KeyState {
     /// The row this key shows given the table's truncate sequence, if any.
     fn visible(&self, truncated_at: Option<&Value>) -> Option<Row> {
         match self {
-            KeyState::Winner(w) => {
-                let newer = truncated_at.is_none_or(|t| w.seq > *t);
-                (w.kind == EventKind::Upsert && newer).then(|| w.image.clone())
-            }
-            KeyState::Fields(f) => {
-                let reset = f.delete.as_ref().max(truncated_at);
-                let upsert = f.upsert.as_ref()?;
-                if reset.is_some_and(|r| upsert <= r) {
-                    return None;
-                }
-                let value = |c: &Option<(Value, Value)>| match c {
-                    Some((seq, v)) if reset.is_none_or(|r| seq > r) => v.clone(),
-                    _ => Value::Null,
-                };
-                Some(f.columns.iter().map(value).collect())
-            }
+            KeyState::Winner(w) => shown_ref(w, truncated_at),
+            KeyState::Fields(f) => f.visible(truncated_at),
         }
     }
 
@@ -220,14 +260,7 @@ impl KeyState {
     fn absorb(&mut self, event: Event, stats: &mut CommitStats) {
         match self {
             KeyState::Winner(w) => {
-                if event.seq == w.seq && event.tie_rank() != w.tie_rank() {
-                    stats.sequence_ties += 1;
-                }
-                if (&event.seq, event.tie_rank()) > (&w.seq, w.tie_rank()) {
-                    *w = event;
-                } else if event.seq < w.seq {
-                    stats.stale_events += 1;
-                }
+                absorb_winner(w, event, stats);
             }
             KeyState::Fields(f) => f.absorb(event, stats),
         }
@@ -235,6 +268,20 @@ impl KeyState {
 }
 
 impl Fields {
+    /// The row these fields show, given the table's truncate sequence, if any.
+    fn visible(&self, truncated_at: Option<&Value>) -> Option<Row> {
+        let reset = self.delete.as_ref().max(truncated_at);
+        let upsert = self.upsert.as_ref()?;
+        if reset.is_some_and(|r| upsert <= r) {
+            return None;
+        }
+        let value = |c: &Option<(Value, Value)>| match c {
+            Some((seq, v)) if reset.is_none_or(|r| seq > r) => v.clone(),
+            _ => Value::Null,
+        };
+        Some(self.columns.iter().map(value).collect())
+    }
+
     fn absorb(&mut self, event: Event, stats: &mut CommitStats) {
         if event.kind == EventKind::Delete {
             if self.delete.as_ref().is_some_and(|d| *d >= event.seq) {

@@ -20,18 +20,18 @@
 //! key.
 
 use super::tombstones::Tombstones;
-use super::{group_by_key, CdcState, CommitStats};
+use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::value::{Row, Value};
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Bound::{self, Excluded, Included, Unbounded};
 
 /// SCD2 state of the keys one worker owns.
 #[derive(Debug)]
 pub struct Scd2State {
     shape: Shape,
-    keys: HashMap<Row, History>,
+    keys: KeyMap<History>,
     tombstones: Tombstones,
 }
 
@@ -57,10 +57,12 @@ struct Stored {
     folded: Option<Row>,
 }
 
+/// A version: from its key (the start) to `end`, showing the folded image of its latest upsert,
+/// `last`. Runs point into the events instead of copying images.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Run {
     end: Option<Value>,
-    image: Row,
+    last: Value,
 }
 
 impl Scd2State {
@@ -79,7 +81,7 @@ impl Scd2State {
                 tracked,
                 partial,
             },
-            keys: HashMap::new(),
+            keys: KeyMap::default(),
             tombstones: Tombstones::new(retention),
         }
     }
@@ -127,8 +129,9 @@ impl CdcState for Scd2State {
                 Entry::Occupied(o) => o.into_mut(),
                 Entry::Vacant(v) => v.insert(History::default()),
             };
-            if let Some((lo, hi)) = history.absorb(events, stats) {
-                history.rederive(&lo, &hi, &self.shape, out);
+            let mut before = BTreeMap::new();
+            if let Some((lo, hi)) = history.absorb(events, &mut before, stats) {
+                history.rederive(&lo, &hi, &self.shape, before, out);
             }
         }
     }
@@ -150,6 +153,10 @@ impl Stored {
 
     fn folded(&self) -> &Row {
         self.folded.as_ref().unwrap_or(&self.image)
+    }
+
+    fn into_folded(self) -> Row {
+        self.folded.unwrap_or(self.image)
     }
 }
 
@@ -193,8 +200,13 @@ impl History {
     }
 
     /// Stores the events (the greatest wins a sequence tie, D2) and returns the range of
-    /// sequences whose event changed, if any.
-    fn absorb(&mut self, events: Vec<Event>, stats: &mut CommitStats) -> Option<(Value, Value)> {
+    /// sequences whose event changed, if any. Images that a tie replaced go to `before`.
+    fn absorb(
+        &mut self,
+        events: Vec<Event>,
+        before: &mut BTreeMap<Value, Row>,
+        stats: &mut CommitStats,
+    ) -> Option<(Value, Value)> {
         let mut changed: Option<(Value, Value)> = None;
         for event in events {
             let seq = event.seq.clone();
@@ -211,7 +223,10 @@ impl History {
                     if ord.is_lt() {
                         continue;
                     }
-                    o.insert(Stored::from_event(event));
+                    let old = o.insert(Stored::from_event(event));
+                    before
+                        .entry(seq.clone())
+                        .or_insert_with(|| old.into_folded());
                 }
             }
             changed = Some(match changed {
@@ -223,80 +238,23 @@ impl History {
     }
 
     /// Re-derives the runs affected by events changed in `lo..=hi` and emits the difference.
-    fn rederive(&mut self, lo: &Value, hi: &Value, shape: &Shape, out: &mut Vec<(Row, isize)>) {
-        let nulls = vec![Value::Null; shape.image_len];
+    /// `before` holds the images (folded) that changed in this commit, as they were.
+    fn rederive(
+        &mut self,
+        lo: &Value,
+        hi: &Value,
+        shape: &Shape,
+        mut before: BTreeMap<Value, Row>,
+        out: &mut Vec<(Row, isize)>,
+    ) {
+        let (from, derived, stop, refolded) = self.walk(lo, hi, shape);
         let History { events, runs } = self;
-        let (from, mut open, mut folded) = match events.range(..lo).next_back() {
-            Some((p, pe)) if pe.kind == EventKind::Upsert => {
-                let (start, _) = runs
-                    .range((Unbounded, Included(p)))
-                    .next_back()
-                    .expect("an upsert always lies inside a run");
-                let image = pe.folded().clone();
-                (start.clone(), Some((start.clone(), image.clone())), image)
-            }
-            _ => (lo.clone(), None, nulls.clone()),
-        };
-        let mut derived: Vec<(Value, Run)> = Vec::new();
-        let close = |open: &mut Option<(Value, Row)>,
-                     end: Option<Value>,
-                     derived: &mut Vec<(Value, Run)>| {
-            if let Some((start, image)) = open.take() {
-                derived.push((start, Run { end, image }));
-            }
-        };
-        let mut stop: Bound<Value> = Unbounded;
-        let mut cursor: Bound<Value> = Included(lo.clone());
-        while let Some((seq, ev)) = events.range_mut((cursor.clone(), Unbounded)).next() {
-            let seq = seq.clone();
-            cursor = Excluded(seq.clone());
-            let past = seq > *hi;
-            if ev.kind != EventKind::Upsert {
-                close(&mut open, Some(seq.clone()), &mut derived);
-                folded = nulls.clone();
-                if past {
-                    stop = Excluded(seq);
-                    break;
-                }
-                continue;
-            }
-            let image = shape.fold(&folded, ev);
-            let starts = open
-                .as_ref()
-                .is_none_or(|(_, o)| !shape.tracked_eq(o, &image));
-            if past && starts && runs.contains_key(&seq) && *ev.folded() == image {
-                close(&mut open, Some(seq.clone()), &mut derived);
-                stop = Excluded(seq);
-                break;
-            }
-            if past && !starts && !shape.partial {
-                let (_, run) = runs
-                    .range((Unbounded, Included(&seq)))
-                    .next_back()
-                    .expect("an unchanged upsert lies inside an old run");
-                if let Some((_, o)) = open.as_mut() {
-                    o.clone_from(&run.image);
-                }
-                folded.clone_from(&run.image);
-                match &run.end {
-                    Some(end) => cursor = Included(end.clone()),
-                    None => break,
-                }
-                continue;
-            }
-            if starts {
-                close(&mut open, Some(seq.clone()), &mut derived);
-                open = Some((seq.clone(), image.clone()));
-            } else if let Some((_, o)) = open.as_mut() {
-                o.clone_from(&image);
-            }
-            if shape.partial {
-                ev.folded = Some(image.clone());
-            }
-            folded = image;
-        }
-        if stop == Unbounded {
-            close(&mut open, None, &mut derived);
+        for (seq, folded) in refolded {
+            let ev = events.get_mut(&seq).expect("refolded events exist");
+            let old = std::mem::replace(&mut ev.folded, Some(folded));
+            before
+                .entry(seq)
+                .or_insert_with(|| old.unwrap_or_else(|| ev.image.clone()));
         }
         let stale: Vec<Value> = runs
             .range((Included(from), stop))
@@ -307,21 +265,122 @@ impl History {
             .filter_map(|s| runs.remove_entry(&s))
             .collect();
         for (start, run) in derived {
-            if old.get(&start) == Some(&run) {
+            let same = old.get(&start) == Some(&run) && !before.contains_key(&run.last);
+            if same {
                 old.remove(&start);
             } else {
-                out.push((row(&start, &run), 1));
+                out.push((row(&start, &run, events[&run.last].folded()), 1));
             }
             runs.insert(start, run);
         }
         for (start, run) in old {
-            out.push((row(&start, &run), -1));
+            let image = before
+                .get(&run.last)
+                .unwrap_or_else(|| events[&run.last].folded());
+            out.push((row(&start, &run, image), -1));
         }
+    }
+
+    /// Derives runs from the run open just before `lo` until the derivation meets the old runs
+    /// again after `hi`. Returns where the derivation starts, the runs, the bound that ends the
+    /// range of old runs they replace, and the new folded images (partial targets).
+    fn walk(
+        &self,
+        lo: &Value,
+        hi: &Value,
+        shape: &Shape,
+    ) -> (Value, Vec<(Value, Run)>, Bound<Value>, Vec<(Value, Row)>) {
+        let History { events, runs } = self;
+        let nulls = vec![Value::Null; shape.image_len];
+        // The open run as `(start, last upsert)`, and (partial targets) the folded image before
+        // the current event, which is the open run's image, or all NULL after a delete.
+        let (from, mut open, mut folded) = match events.range(..lo).next_back() {
+            Some((p, pe)) if pe.kind == EventKind::Upsert => {
+                let (start, _) = runs
+                    .range((Unbounded, Included(p)))
+                    .next_back()
+                    .expect("an upsert always lies inside a run");
+                (
+                    start.clone(),
+                    Some((start.clone(), p.clone())),
+                    pe.folded().clone(),
+                )
+            }
+            _ => (lo.clone(), None, nulls.clone()),
+        };
+        let mut derived: Vec<(Value, Run)> = Vec::new();
+        let mut refolded: Vec<(Value, Row)> = Vec::new();
+        let close = |open: &mut Option<(Value, Value)>,
+                     end: Option<Value>,
+                     derived: &mut Vec<(Value, Run)>| {
+            if let Some((start, last)) = open.take() {
+                derived.push((start, Run { end, last }));
+            }
+        };
+        let mut cursor: Bound<Value> = Included(lo.clone());
+        while let Some((seq, ev)) = events.range((cursor.clone(), Unbounded)).next() {
+            cursor = Excluded(seq.clone());
+            let past = seq > hi;
+            if ev.kind != EventKind::Upsert {
+                close(&mut open, Some(seq.clone()), &mut derived);
+                if shape.partial {
+                    folded.clone_from(&nulls);
+                }
+                if past {
+                    return (from, derived, Excluded(seq.clone()), refolded);
+                }
+                continue;
+            }
+            let image = if shape.partial {
+                shape.fold(&folded, ev)
+            } else {
+                ev.image.clone()
+            };
+            let starts = match &open {
+                None => true,
+                Some(_) if shape.partial => !shape.tracked_eq(&folded, &image),
+                Some((_, last)) => !shape.tracked_eq(events[last].folded(), &image),
+            };
+            if past && starts && runs.contains_key(seq) && *ev.folded() == image {
+                close(&mut open, Some(seq.clone()), &mut derived);
+                return (from, derived, Excluded(seq.clone()), refolded);
+            }
+            if past && !starts && !shape.partial {
+                // Whole images: the old run holding `seq` goes on unchanged to its end.
+                let (_, run) = runs
+                    .range((Unbounded, Included(seq)))
+                    .next_back()
+                    .expect("an unchanged upsert lies inside an old run");
+                if let Some((_, last)) = open.as_mut() {
+                    last.clone_from(&run.last);
+                }
+                match &run.end {
+                    Some(end) => cursor = Included(end.clone()),
+                    None => break,
+                }
+                continue;
+            }
+            if starts {
+                close(&mut open, Some(seq.clone()), &mut derived);
+                open = Some((seq.clone(), seq.clone()));
+            } else if let Some((_, last)) = open.as_mut() {
+                last.clone_from(seq);
+            }
+            if shape.partial {
+                if *ev.folded() != image {
+                    refolded.push((seq.clone(), image.clone()));
+                }
+                folded = image;
+            }
+        }
+        close(&mut open, None, &mut derived);
+        (from, derived, Unbounded, refolded)
     }
 }
 
-fn row(start: &Value, run: &Run) -> Row {
-    let mut row = run.image.clone();
+fn row(start: &Value, run: &Run, image: &Row) -> Row {
+    let mut row = Vec::with_capacity(image.len() + 2);
+    row.extend_from_slice(image);
     row.push(start.clone());
     row.push(run.end.clone().unwrap_or(Value::Null));
     row

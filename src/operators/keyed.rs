@@ -9,7 +9,7 @@ use differential_dataflow::{AsCollection, Hashable, VecCollection};
 use std::collections::BTreeMap;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
-use timely::dataflow::operators::vec::{Broadcast, Filter};
+use timely::dataflow::operators::vec::{Broadcast, Partition};
 use timely::dataflow::operators::Capability;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
@@ -30,14 +30,12 @@ where
     C: Fn(&T) -> i64 + 'static,
     F: FnMut(&T, CommitStats) + 'static,
 {
-    let keyed = events
-        .inner
-        .clone()
-        .filter(|(e, _, _): &(Event, T, isize)| e.kind != EventKind::Truncate);
-    let truncates = events
-        .inner
-        .filter(|(e, _, _): &(Event, T, isize)| e.kind == EventKind::Truncate)
-        .broadcast();
+    // One partition moves each event once; two filters on the same stream would clone them all.
+    let mut parts = events.inner.partition(2, |update: (Event, T, isize)| {
+        (u64::from(update.0.kind == EventKind::Truncate), update)
+    });
+    let truncates = parts.pop().expect("two parts").broadcast();
+    let keyed = parts.pop().expect("two parts");
     let exchange = Exchange::new(|(e, _, _): &(Event, T, isize)| e.key.hashed());
     keyed
         .binary_frontier(truncates, exchange, Pipeline, name, move |_, _| {
