@@ -251,7 +251,7 @@ impl History {
         let History { events, runs } = self;
         for (seq, folded) in refolded {
             let ev = events.get_mut(&seq).expect("refolded events exist");
-            let old = std::mem::replace(&mut ev.folded, Some(folded));
+            let old = ev.folded.replace(folded);
             before
                 .entry(seq)
                 .or_insert_with(|| old.unwrap_or_else(|| ev.image.clone()));
