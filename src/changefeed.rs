@@ -74,17 +74,17 @@ pub fn identity(target: &Target) -> impl Fn(&Row) -> Row + Clone + 'static {
 }
 
 /// Labels the consolidated updates of one commit, in feed order (by identity, then kind).
-pub fn label<F: Fn(&Row) -> Row>(identity: F, updates: &[(Row, isize)]) -> Vec<(ChangeType, Row)> {
-    type Sides = (Vec<Row>, Vec<Row>);
+pub fn label<'a, F, I>(identity: F, updates: I) -> Vec<(ChangeType, &'a Row)>
+where
+    F: Fn(&Row) -> Row,
+    I: IntoIterator<Item = (&'a Row, isize)>,
+{
+    type Sides<'a> = (Vec<&'a Row>, Vec<&'a Row>);
     let mut grouped: BTreeMap<Row, Sides> = BTreeMap::new();
     for (row, diff) in updates {
         let sides = grouped.entry(identity(row)).or_default();
-        let side = if *diff < 0 {
-            &mut sides.0
-        } else {
-            &mut sides.1
-        };
-        side.extend(std::iter::repeat_n(row.clone(), diff.unsigned_abs()));
+        let side = if diff < 0 { &mut sides.0 } else { &mut sides.1 };
+        side.extend(std::iter::repeat_n(row, diff.unsigned_abs()));
     }
     let mut feed = Vec::new();
     for (_, (mut removed, mut added)) in grouped {
@@ -103,20 +103,21 @@ pub fn label<F: Fn(&Row) -> Row>(identity: F, updates: &[(Row, isize)]) -> Vec<(
 
 /// The changes of consolidated `updates` (`(row, version, diff)`), in feed order.
 pub fn changes(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Change> {
-    let mut by_version: BTreeMap<u64, Vec<(Row, isize)>> = BTreeMap::new();
+    let mut by_version: BTreeMap<u64, Vec<(&Row, isize)>> = BTreeMap::new();
     for (row, version, diff) in updates {
-        by_version
-            .entry(*version)
-            .or_default()
-            .push((row.clone(), *diff));
+        by_version.entry(*version).or_default().push((row, *diff));
     }
     let identity = identity(target);
     by_version
         .into_iter()
         .flat_map(|(version, updates)| {
-            label(&identity, &updates)
+            label(&identity, updates)
                 .into_iter()
-                .map(move |(kind, row)| Change { version, kind, row })
+                .map(move |(kind, row)| Change {
+                    version,
+                    kind,
+                    row: row.clone(),
+                })
         })
         .collect()
 }

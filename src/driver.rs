@@ -114,13 +114,16 @@ pub fn evaluate(
             .iter_mut()
             .for_each(|t| t.tombstone_gc_seconds = seconds);
     }
-    let commits = ingest::read_commits(pipeline)?;
+    // Commits are read one at a time: a file's rows are dropped once they are events.
+    let files = ingest::input_files(pipeline)?;
     let mut metrics: Vec<Vec<FlowCommitMetrics>> = vec![Vec::new(); pipeline.flows.len()];
     let mut quarantined = Vec::new();
-    let mut inputs = Vec::with_capacity(commits.len());
+    let mut inputs = Vec::new();
     let mut events = 0u64;
-    for (c, commit) in commits.iter().enumerate() {
-        let mut prepared = prepare_commit(pipeline, commit, c as u64 + 1, &mut metrics)?;
+    for (c, (table, file)) in files.into_iter().enumerate() {
+        let commit = ingest::read_commit(pipeline, table, file)?;
+        let mut prepared = prepare_commit(pipeline, &commit, c as u64 + 1, &mut metrics)?;
+        drop(commit);
         // Commit time is ingestion time, never decreasing even if the wall clock steps back.
         let last = inputs
             .last()

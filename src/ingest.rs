@@ -19,37 +19,45 @@ pub struct SourceCommit {
     pub invalid: Vec<(usize, RowError)>,
 }
 
-/// Reads every input file of `pipeline` into commits, in commit order.
-pub fn read_commits(pipeline: &Pipeline) -> Result<Vec<SourceCommit>> {
-    let mut commits = Vec::new();
+/// The input files of `pipeline` in commit order, each with the table it feeds. Listing them
+/// first reports a missing input before anything is read.
+pub fn input_files(pipeline: &Pipeline) -> Result<Vec<(usize, PathBuf)>> {
+    let mut files = Vec::new();
     for (t, table) in pipeline.tables.iter().enumerate() {
-        let SourceInput::Files {
-            path,
-            format,
-            header,
-            file_schema,
-            ..
-        } = &table.input
-        else {
-            continue;
-        };
-        for file in io::list_files(path)? {
-            let mut commit = SourceCommit {
-                file: file.clone(),
-                rows: vec![Vec::new(); pipeline.tables.len()],
-                invalid: Vec::new(),
-            };
-            for read in io::read_file(&file, *format, *header, file_schema)? {
-                match read {
-                    Ok(row) => commit.rows[t].push(row),
-                    Err(e) => commit.invalid.push((t, e)),
-                }
-            }
-            derive(pipeline, t, &mut commit);
-            commits.push(commit);
+        if let SourceInput::Files { path, .. } = &table.input {
+            files.extend(io::list_files(path)?.into_iter().map(|f| (t, f)));
         }
     }
-    Ok(commits)
+    Ok(files)
+}
+
+/// Reads one input file of table `t` as a commit.
+pub fn read_commit(pipeline: &Pipeline, t: usize, file: PathBuf) -> Result<SourceCommit> {
+    let SourceInput::Files {
+        format,
+        header,
+        file_schema,
+        ..
+    } = &pipeline.tables[t].input
+    else {
+        return Err(crate::Error::new(
+            crate::ErrorKind::Internal,
+            format!("table `{}` does not read files", pipeline.tables[t].name),
+        ));
+    };
+    let mut commit = SourceCommit {
+        rows: vec![Vec::new(); pipeline.tables.len()],
+        invalid: Vec::new(),
+        file,
+    };
+    for read in io::read_file(&commit.file, *format, *header, file_schema)? {
+        match read {
+            Ok(row) => commit.rows[t].push(row),
+            Err(e) => commit.invalid.push((t, e)),
+        }
+    }
+    derive(pipeline, t, &mut commit);
+    Ok(commit)
 }
 
 /// Applies projections and filters, from the file-backed table `first` to every table reading

@@ -36,12 +36,24 @@ pub trait CdcState: 'static {
     );
 }
 
-/// Groups events by key (sorted by key, then by event order) and removes exact duplicates (D1).
-fn group_by_key(mut events: Vec<Event>) -> Vec<(Row, Vec<Event>)> {
-    events.sort_by(|a, b| a.key.cmp(&b.key).then_with(|| a.cmp(b)));
-    events.dedup();
+/// Groups events by key and removes exact duplicates (D1); within a group events are in event
+/// order. Groups come in key-hash order: sorting on a precomputed hash first keeps a large
+/// commit's sort away from comparing keys value by value.
+fn group_by_key(events: Vec<Event>) -> Vec<(Row, Vec<Event>)> {
+    use std::hash::BuildHasher;
+    let hasher = foldhash::fast::FixedState::default();
+    let mut hashed: Vec<(u64, Event)> = events
+        .into_iter()
+        .map(|e| (hasher.hash_one(&e.key), e))
+        .collect();
+    hashed.sort_unstable_by(|(ha, a), (hb, b)| {
+        ha.cmp(hb)
+            .then_with(|| a.key.cmp(&b.key))
+            .then_with(|| a.cmp(b))
+    });
+    hashed.dedup_by(|(_, a), (_, b)| a == b);
     let mut groups: Vec<(Row, Vec<Event>)> = Vec::new();
-    for event in events {
+    for (_, event) in hashed {
         match groups.last_mut() {
             Some((key, group)) if *key == event.key => group.push(event),
             _ => groups.push((event.key.clone(), vec![event])),

@@ -90,8 +90,8 @@ where
                         let (time, (cap, mut updates)) = entry.remove_entry();
                         differential_dataflow::consolidation::consolidate(&mut updates);
                         let mut session = output.session(&cap);
-                        for change in label(&identity, &updates) {
-                            session.give((change, time.clone(), 1));
+                        for (kind, row) in label(&identity, updates.iter().map(|(r, d)| (r, *d))) {
+                            session.give(((kind, row.clone()), time.clone(), 1));
                         }
                     }
                 }
