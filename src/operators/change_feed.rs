@@ -1,12 +1,12 @@
 //! `ChangeFeed`: a target's row updates → its change data feed (D14).
 
+use super::keyed::{stash_by_time, Stash};
 use crate::changefeed::{label, ChangeType};
 use crate::value::Row;
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
 use std::collections::BTreeMap;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
-use timely::dataflow::operators::Capability;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
@@ -73,15 +73,11 @@ where
         let exchange = Exchange::new(move |(row, _, _): &(Row, T, isize)| route(row).hashed());
         self.inner
             .unary_frontier(exchange, "ChangeFeed", move |_, _| {
-                let mut stash: BTreeMap<T, (Capability<T>, Vec<(Row, isize)>)> = BTreeMap::new();
+                let mut stash: Stash<T, (Row, isize)> = BTreeMap::new();
                 move |(input, frontier), output| {
                     input.for_each(|cap, data| {
-                        for (row, time, diff) in data.drain(..) {
-                            let slot = stash
-                                .entry(time.clone())
-                                .or_insert_with(|| (cap.delayed(&time, 0), Vec::new()));
-                            slot.1.push((row, diff));
-                        }
+                        let updates = data.drain(..).map(|(row, time, diff)| ((row, diff), time));
+                        stash_by_time(&mut stash, &cap, updates);
                     });
                     while let Some(entry) = stash.first_entry() {
                         if frontier.less_equal(entry.key()) {

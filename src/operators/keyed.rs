@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::{Broadcast, Partition};
-use timely::dataflow::operators::Capability;
+use timely::dataflow::operators::{Capability, InputCapability};
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
@@ -39,27 +39,16 @@ where
     let exchange = Exchange::new(|(e, _, _): &(Event, T, isize)| e.key.hashed());
     keyed
         .binary_frontier(truncates, exchange, Pipeline, name, move |_, _| {
-            let mut stash: BTreeMap<T, (Capability<T>, Vec<Event>)> = BTreeMap::new();
+            let mut stash: Stash<T, Event> = BTreeMap::new();
             move |(keyed, keyed_frontier), (truncates, truncate_frontier), output| {
+                // Retractions of events are not supported (see the module docs): they are dropped.
                 keyed.for_each(|cap, data| {
-                    for (event, time, diff) in data.drain(..) {
-                        if diff > 0 {
-                            let slot = stash
-                                .entry(time.clone())
-                                .or_insert_with(|| (cap.delayed(&time, 0), Vec::new()));
-                            slot.1.push(event);
-                        }
-                    }
+                    let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(e, t, _)| (e, t));
+                    stash_by_time(&mut stash, &cap, inserted);
                 });
                 truncates.for_each(|cap, data| {
-                    for (event, time, diff) in data.drain(..) {
-                        if diff > 0 {
-                            let slot = stash
-                                .entry(time.clone())
-                                .or_insert_with(|| (cap.delayed(&time, 0), Vec::new()));
-                            slot.1.push(event);
-                        }
-                    }
+                    let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(e, t, _)| (e, t));
+                    stash_by_time(&mut stash, &cap, inserted);
                 });
                 while let Some(entry) = stash.first_entry() {
                     let time = entry.key();
@@ -80,4 +69,21 @@ where
             }
         })
         .as_collection()
+}
+
+/// Items waiting for their time to complete, with a capability to emit at that time.
+pub(crate) type Stash<T, D> = BTreeMap<T, (Capability<T>, Vec<D>)>;
+
+/// Adds a message's `(item, time)`s to `stash`, retaining a capability for each new time.
+pub(crate) fn stash_by_time<T: Timestamp, D>(
+    stash: &mut Stash<T, D>,
+    cap: &InputCapability<T>,
+    items: impl Iterator<Item = (D, T)>,
+) {
+    for (item, time) in items {
+        let slot = stash
+            .entry(time)
+            .or_insert_with_key(|time| (cap.delayed(time, 0), Vec::new()));
+        slot.1.push(item);
+    }
 }
