@@ -99,9 +99,14 @@ impl Error {
         &self.message
     }
 
-    /// An I/O error on `path`.
-    pub fn io(path: &Path, err: &std::io::Error) -> Self {
-        Error::new(ErrorKind::Io, format!("cannot read or write: {err}")).in_file(path)
+    /// A failure to read `path`.
+    pub fn read(path: &Path, err: &std::io::Error) -> Self {
+        Error::new(ErrorKind::Io, format!("cannot read: {err}")).in_file(path)
+    }
+
+    /// A failure to write `path`.
+    pub fn write(path: &Path, err: &std::io::Error) -> Self {
+        Error::new(ErrorKind::Io, format!("cannot write: {err}")).in_file(path)
     }
 }
 

@@ -19,7 +19,7 @@ pub fn write_all(
     dir: &Path,
     format: OutputFormat,
 ) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, &e))?;
     let mut written = Vec::new();
     let ext = format.extension();
     for (target, result) in pipeline.targets.iter().zip(&evaluation.targets) {
@@ -74,7 +74,7 @@ fn write_metrics(pipeline: &Pipeline, evaluation: &Evaluation, dir: &Path) -> Re
     let text = serde_json::to_string_pretty(&Metrics { flows })
         .map_err(|e| Error::new(crate::ErrorKind::Internal, e.to_string()))?;
     let path = dir.join("metrics.json");
-    std::fs::write(&path, text + "\n").map_err(|e| Error::io(&path, &e))?;
+    std::fs::write(&path, text + "\n").map_err(|e| Error::write(&path, &e))?;
     Ok(path)
 }
 
@@ -90,12 +90,12 @@ fn write_quarantine(evaluation: &Evaluation, dir: &Path) -> Result<Vec<PathBuf>>
         return Ok(Vec::new());
     }
     let qdir = dir.join("_quarantine");
-    std::fs::create_dir_all(&qdir).map_err(|e| Error::io(&qdir, &e))?;
+    std::fs::create_dir_all(&qdir).map_err(|e| Error::write(&qdir, &e))?;
     let mut written = Vec::new();
     for (owner, records) in by_owner {
         let path = qdir.join(format!("{owner}.jsonl"));
         if path.exists() {
-            std::fs::remove_file(&path).map_err(|e| Error::io(&path, &e))?;
+            std::fs::remove_file(&path).map_err(|e| Error::write(&path, &e))?;
         }
         io::append_quarantine(&path, &records)?;
         written.push(path);

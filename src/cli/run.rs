@@ -2,6 +2,7 @@
 
 use super::args::RunArgs;
 use super::progress::Progress;
+use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -29,6 +30,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             q.error.clone().into_error(&q.file)
         );
     }
-    scdflow::output::write_all(&pipeline, &evaluation, &args.out, args.format.into())?;
+    let format: scdflow::io::OutputFormat = args.format.into();
+    scdflow::output::write_all(&pipeline, &evaluation, &args.out, format)?;
+    let mut stdout = std::io::stdout().lock();
+    for (target, result) in pipeline.targets.iter().zip(&evaluation.targets) {
+        let path = args
+            .out
+            .join(format!("{}.{}", target.name, format.extension()));
+        writeln!(
+            stdout,
+            "{}: {} rows -> {}",
+            target.name,
+            result.rows.len(),
+            path.display()
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }

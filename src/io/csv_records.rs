@@ -83,8 +83,18 @@ impl<'a> CsvRecords<'a> {
             .as_bytes()
             .get(self.offset..end)
             .unwrap_or_default();
-        let (skipped_lines, quoted) = quoted_fields(span);
+        let (skipped_lines, quoted, unterminated) = quoted_fields(span);
         let line = self.line + skipped_lines;
+        if unterminated {
+            // The parser accepts a quote left open at the end of the file and swallows the rest
+            // of the file into one field; name the real problem instead of a field count.
+            return Err(Error::new(
+                ErrorKind::Format,
+                "malformed CSV: a quoted field opened here is not closed before the end of the file",
+            )
+            .at_line(line)
+            .in_file(self.path));
+        }
         self.line += span.iter().filter(|&&b| b == b'\n').count() as u64;
         self.offset = end;
         if quoted.len() != self.record.len() {
@@ -135,9 +145,10 @@ enum Scan {
 }
 
 /// For the raw span of one record (possibly led by blank lines and followed by its line
-/// ending): the number of `\n` before the record starts, and per field whether it starts with a
-/// quote. Mirrors `csv-core` with the default dialect so field boundaries agree exactly.
-fn quoted_fields(span: &[u8]) -> (u64, Vec<bool>) {
+/// ending): the number of `\n` before the record starts, per field whether it starts with a
+/// quote, and whether the span ends inside an open quoted field. Mirrors `csv-core` with the
+/// default dialect so field boundaries agree exactly.
+fn quoted_fields(span: &[u8]) -> (u64, Vec<bool>, bool) {
     let is_term = |b: u8| b == b'\r' || b == b'\n';
     let mut skipped_lines = 0;
     let mut quoted = Vec::new();
@@ -159,7 +170,7 @@ fn quoted_fields(span: &[u8]) -> (u64, Vec<bool>) {
                 }
                 _ if is_term(b) => {
                     quoted.push(false);
-                    return (skipped_lines, quoted);
+                    return (skipped_lines, quoted, false);
                 }
                 _ => {
                     quoted.push(false);
@@ -168,7 +179,7 @@ fn quoted_fields(span: &[u8]) -> (u64, Vec<bool>) {
             },
             Scan::InField | Scan::InDoubleEscapedQuote if b == b',' => Scan::StartField,
             Scan::InField | Scan::InDoubleEscapedQuote if is_term(b) => {
-                return (skipped_lines, quoted)
+                return (skipped_lines, quoted, false)
             }
             Scan::InField => Scan::InField,
             Scan::InDoubleEscapedQuote if b == b'"' => Scan::InQuotedField,
@@ -182,7 +193,7 @@ fn quoted_fields(span: &[u8]) -> (u64, Vec<bool>) {
     if matches!(state, Scan::StartField) {
         quoted.push(false);
     }
-    (skipped_lines, quoted)
+    (skipped_lines, quoted, matches!(state, Scan::InQuotedField))
 }
 
 #[cfg(test)]
@@ -234,12 +245,18 @@ mod tests {
     }
 
     #[test]
-    fn unterminated_quote_runs_to_end_of_input() {
-        assert_eq!(
-            records("x,\"abc\n1,2"),
-            [rec(1, &[Some("x"), Some("abc\n1,2")])]
-        );
-        assert_eq!(records("x,\""), [rec(1, &[Some("x"), Some("")])]);
+    fn unterminated_quote_is_a_format_error_at_its_line() {
+        for text in ["h\nx,\"abc\n1,2", "h\nx,\""] {
+            let err = CsvRecords::new(Path::new("t.csv"), text)
+                .collect::<Result<Vec<_>>>()
+                .unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Format);
+            assert!(
+                err.to_string()
+                    .starts_with("t.csv:2: malformed CSV: a quoted field"),
+                "{err}"
+            );
+        }
     }
 
     /// The scan must agree with the csv crate on every input, or reads fail with an internal
@@ -257,7 +274,10 @@ mod tests {
                 }
                 let text = std::str::from_utf8(&buf).unwrap();
                 let all: Result<Vec<_>> = CsvRecords::new(Path::new("t"), text).collect();
-                assert!(all.is_ok(), "{text:?}: {all:?}");
+                // An unclosed quote is the input's fault (Format); a disagreement would be ours.
+                if let Err(e) = &all {
+                    assert_eq!(e.kind(), ErrorKind::Format, "{text:?}: {e}");
+                }
             }
         }
     }

@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 /// The data files behind `path`: the file itself, or a directory's visible regular files in name
 /// order. A missing or unreadable path is an `Io` error naming it.
 pub fn list_files(path: &Path) -> Result<Vec<PathBuf>> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, &e))?;
+    let meta = std::fs::metadata(path).map_err(|e| Error::read(path, &e))?;
     if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut files = Vec::new();
-    for entry in std::fs::read_dir(path).map_err(|e| Error::io(path, &e))? {
-        let entry = entry.map_err(|e| Error::io(path, &e))?;
+    for entry in std::fs::read_dir(path).map_err(|e| Error::read(path, &e))? {
+        let entry = entry.map_err(|e| Error::read(path, &e))?;
         let name = entry.file_name();
         let hidden = name
             .to_str()
@@ -28,7 +28,7 @@ pub fn list_files(path: &Path) -> Result<Vec<PathBuf>> {
         // `metadata` follows symlinks, so a link to a file counts as a file.
         let file = entry.path();
         let is_file = std::fs::metadata(&file)
-            .map_err(|e| Error::io(&file, &e))?
+            .map_err(|e| Error::read(&file, &e))?
             .is_file();
         if is_file {
             files.push(file);
@@ -53,7 +53,7 @@ pub fn first_file(path: &Path) -> Result<PathBuf> {
 /// Reads `path` as UTF-8 text, dropping a leading byte-order mark. Invalid UTF-8 is a `Format`
 /// error at the line and column of the first bad byte.
 pub fn read_text(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, &e))?;
+    let bytes = std::fs::read(path).map_err(|e| Error::read(path, &e))?;
     let mut text = String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = 1 + valid.iter().filter(|&&b| b == b'\n').count() as u64;

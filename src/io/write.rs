@@ -93,9 +93,9 @@ pub fn append_quarantine(path: &Path, records: &[(PathBuf, RowError)]) -> Result
         .create(true)
         .append(true)
         .open(path)
-        .map_err(|e| Error::io(path, &e))?;
+        .map_err(|e| Error::write(path, &e))?;
     file.write_all(out.as_bytes())
-        .map_err(|e| Error::io(path, &e))
+        .map_err(|e| Error::write(path, &e))
 }
 
 fn check_width(path: &Path, schema: &Schema, row: &Row) -> Result<()> {
@@ -155,9 +155,9 @@ fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    let written = std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, &e));
+    let written = std::fs::write(&tmp, bytes).map_err(|e| Error::write(&tmp, &e));
     let renamed =
-        written.and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io(path, &e)));
+        written.and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::write(path, &e)));
     if renamed.is_err() {
         // Best effort: the error that matters is the one being returned.
         let _ = std::fs::remove_file(&tmp);
@@ -168,7 +168,7 @@ fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
 fn create_parent(path: &Path) -> Result<()> {
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))
+            std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, &e))
         }
         _ => Ok(()),
     }

@@ -36,7 +36,7 @@ use std::path::Path;
 
 /// Reads and parses the pipeline file at `path`.
 pub fn load(path: &Path) -> Result<Pipeline> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, &e))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, &e))?;
     parse(&text, path)
 }
 

@@ -297,3 +297,21 @@ fn check_prints_the_plan() {
         "{plan}"
     );
 }
+
+#[test]
+fn malformed_csv_names_the_line() {
+    let dir = scratch(KV_SQL, &[("data.csv", "k,v,seq\n1,a,1\n2,\"b,2\n3,c,3\n")]);
+    assert_eq!(
+        fails(dir.path()),
+        "error: data.csv:3: malformed CSV: a quoted field opened here is not closed before the end of the file"
+    );
+}
+
+#[test]
+fn a_short_csv_row_names_the_line() {
+    let dir = scratch(KV_SQL, &[("data.csv", "k,v,seq\n1,a\n")]);
+    assert_eq!(
+        fails(dir.path()),
+        "error: data.csv:2: expected 3 fields, found 2"
+    );
+}
