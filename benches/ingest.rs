@@ -13,7 +13,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use scdflow::event::{Event, EventKind};
-use scdflow::plan::{ScdType, Target};
+use scdflow::plan::{ScdType, Target, TargetKind};
 use scdflow::runtime::{execute, CommitEvents};
 use scdflow::value::{DataType, Schema, Value};
 use std::time::Instant;
@@ -73,6 +73,7 @@ fn target(scd: ScdType) -> Target {
         cols.push(("__END_AT".to_string(), DataType::BigInt));
     }
     Target {
+        kind: TargetKind::AutoCdc,
         name: "t".into(),
         schema: Schema::new(cols),
         image_len: 3,

@@ -134,7 +134,7 @@ pub fn to_row(change: &Change, commit_timestamp: i64) -> Row {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Target;
+    use crate::plan::{Target, TargetKind};
 
     fn target(scd: ScdType) -> Target {
         let mut cols = vec![
@@ -146,6 +146,7 @@ mod tests {
             cols.push(("__END_AT".to_string(), DataType::Int));
         }
         Target {
+            kind: TargetKind::AutoCdc,
             name: "t".into(),
             schema: Schema::new(cols),
             image_len: 2,

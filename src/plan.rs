@@ -24,6 +24,10 @@ pub struct Pipeline {
     pub targets: Vec<Target>,
     /// AUTO CDC flows, in declaration order.
     pub flows: Vec<CdcFlow>,
+    /// AUTO CDC FROM SNAPSHOT flows, in declaration order.
+    pub snapshot_flows: Vec<SnapshotFlow>,
+    /// REPLACE USING flows, in declaration order.
+    pub replace_flows: Vec<ReplaceFlow>,
     /// Problems that do not stop the pipeline (e.g. D9), each `file:line: message`.
     pub warnings: Vec<String>,
 }
@@ -70,8 +74,50 @@ pub struct SourceTable {
     pub projection: Option<Vec<Expr>>,
     /// `WHERE` predicate compiled against the input's schema.
     pub filter: Option<Expr>,
+    /// `CONSTRAINT ... EXPECT` on the table, compiled against [`SourceTable::schema`] and
+    /// checked on every row after projection.
+    pub expectations: Vec<Expectation>,
     /// Line of the defining statement in the pipeline file.
     pub line: u64,
+}
+
+/// What a violated expectation does (SPEC 2.6, issue "expectations").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum OnViolation {
+    /// Keep the row and count the violation (the default).
+    Warn,
+    /// Remove the row before any CDC logic; it sets no sequence floor.
+    DropRow,
+    /// Fail the commit with the constraint's name and the row; nothing of it is applied.
+    FailUpdate,
+}
+
+/// `CONSTRAINT name EXPECT (expr) [ON VIOLATION ...]`.
+#[derive(Clone, Debug)]
+pub struct Expectation {
+    /// Constraint name.
+    pub name: String,
+    /// The condition, compiled against the schema of the rows it checks; a row violates the
+    /// expectation unless the condition is TRUE.
+    pub condition: Expr,
+    /// What a violation does.
+    pub action: OnViolation,
+    /// Line of the constraint in the pipeline file.
+    pub line: u64,
+}
+
+/// Which kind of flow maintains a target (a target has flows of one kind only).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum TargetKind {
+    /// `AUTO CDC` change-feed flows ([`CdcFlow`]).
+    #[default]
+    AutoCdc,
+    /// One `AUTO CDC FROM SNAPSHOT` flow ([`SnapshotFlow`]); the sequence is the snapshot
+    /// version (BIGINT).
+    Snapshot,
+    /// One `REPLACE USING` flow ([`ReplaceFlow`]); `keys` are the replace keys, `scd` is
+    /// `Type1`, and rows are whole source rows (several per key).
+    ReplaceUsing,
 }
 
 /// SCD type of a target.
@@ -89,6 +135,8 @@ pub enum ScdType {
 pub struct Target {
     /// Table name.
     pub name: String,
+    /// The kind of flow that maintains it.
+    pub kind: TargetKind,
     /// Output schema: the image columns, then `__START_AT`, `__END_AT` for SCD2.
     pub schema: Schema,
     /// Number of image columns (the schema's prefix that flows write).
@@ -142,6 +190,88 @@ pub struct CdcFlow {
     /// Partial update mode.
     pub partial: PartialUpdates,
     /// `AUTO CDC ONCE`.
+    pub once: bool,
+    /// The target's expectations, compiled against the source schema; checked on every source
+    /// row before it becomes an event.
+    pub expectations: Vec<Expectation>,
+    /// Line of the defining statement.
+    pub line: u64,
+}
+
+/// Where a snapshot flow's snapshots come from (SPEC 2.3, 2.4, D12).
+#[derive(Clone, Debug)]
+pub enum SnapshotSource {
+    /// `FROM SNAPSHOT read_files('dir', ..., version => 'regex')`: each file whose name matches
+    /// the pattern is a full snapshot; the first capture group, as BIGINT, is its version.
+    /// Files that do not match are ignored.
+    Files {
+        /// The directory (or file), joined to the pipeline file's directory.
+        path: PathBuf,
+        /// The `version` regular expression, matched against the whole file name.
+        version_pattern: String,
+        /// File format.
+        format: Format,
+        /// CSV only: whether the first line is a header.
+        header: bool,
+        /// The files' schema (declared or inferred).
+        file_schema: Schema,
+    },
+    /// `FROM SNAPSHOT (SELECT ... FROM table [WHERE ...])`: every commit of `table` is a full
+    /// snapshot, versioned by the commit number (periodic snapshots, D12).
+    Table {
+        /// Index into [`Pipeline::tables`].
+        table: usize,
+    },
+}
+
+/// One `AUTO CDC FROM SNAPSHOT` flow.
+#[derive(Clone, Debug)]
+pub struct SnapshotFlow {
+    /// Flow name.
+    pub name: String,
+    /// Index into [`Pipeline::targets`].
+    pub target: usize,
+    /// Where snapshots come from.
+    pub source: SnapshotSource,
+    /// The `SELECT` list (for `Table` sources: compiled against the table's schema; for
+    /// `Files`: against the file schema); `None` for `SELECT *` or a files source without one.
+    pub projection: Option<Vec<Expr>>,
+    /// `WHERE`, compiled like `projection`.
+    pub filter: Option<Expr>,
+    /// Schema of a snapshot's rows (after projection): the target's image.
+    pub schema: Schema,
+    /// Key columns as indices into `schema`, in `KEYS` order.
+    pub keys: Vec<usize>,
+    /// The target's expectations, compiled against `schema`.
+    pub expectations: Vec<Expectation>,
+    /// `AUTO CDC ONCE`.
+    pub once: bool,
+    /// Line of the defining statement.
+    pub line: u64,
+}
+
+/// One `REPLACE USING` flow (SPEC 2.6, 3.12).
+#[derive(Clone, Debug)]
+pub struct ReplaceFlow {
+    /// Flow name.
+    pub name: String,
+    /// Index into [`Pipeline::targets`].
+    pub target: usize,
+    /// Index into [`Pipeline::tables`] (`FROM STREAM(src)`).
+    pub source: usize,
+    /// The `SELECT` list compiled against the source schema (`None` for `SELECT *`); its output
+    /// is matched to the target's columns by name (`BY NAME`).
+    pub projection: Option<Vec<Expr>>,
+    /// `WHERE`, compiled against the source schema.
+    pub filter: Option<Expr>,
+    /// Replace-key columns as indices into the target's schema.
+    pub keys: Vec<usize>,
+    /// The `SEQUENCE BY` column as an index into the target's schema.
+    pub sequence: usize,
+    /// The target's expectations, compiled against the target's schema; checked on every
+    /// projected row before per-key deduplication.
+    pub expectations: Vec<Expectation>,
+    /// `INSERT ONCE`.
     pub once: bool,
     /// Line of the defining statement.
     pub line: u64,

@@ -2,7 +2,7 @@
 
 use super::{evaluate, scd1, scd2};
 use crate::event::{Event, EventKind};
-use crate::plan::{ScdType, Target, DEFAULT_TOMBSTONE_GC_SECONDS};
+use crate::plan::{ScdType, Target, TargetKind, DEFAULT_TOMBSTONE_GC_SECONDS};
 use crate::value::{DataType, Row, Schema, Value};
 
 const N: Value = Value::Null;
@@ -33,6 +33,7 @@ fn target(
         schema.push(("__END_AT".into(), DataType::Int));
     }
     Target {
+        kind: TargetKind::AutoCdc,
         name: "t".into(),
         schema: Schema::new(schema),
         image_len: columns.len(),

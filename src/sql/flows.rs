@@ -94,6 +94,7 @@ pub(crate) fn build_flow(
         partial: partial != PartialUpdates::Off,
     };
     let flow = CdcFlow {
+        expectations: Vec::new(),
         name: flow.name.text.clone(),
         target: target_index,
         source: source_index,

@@ -59,6 +59,8 @@ fn build(text: &str, given: &Path) -> Result<Pipeline> {
         .map(|(line, message)| format!("{}:{line}: {message}", given.display()))
         .collect();
     Ok(Pipeline {
+        snapshot_flows: Vec::new(),
+        replace_flows: Vec::new(),
         file,
         tables,
         targets,

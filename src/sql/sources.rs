@@ -112,6 +112,7 @@ fn build_one(
         check_declared(declared, &schema, &stmt.name.text, "the query", stmt.line)?;
     }
     Ok(SourceTable {
+        expectations: Vec::new(),
         name: stmt.name.text.clone(),
         schema,
         input,

@@ -5,7 +5,9 @@ use super::catalog::Catalog;
 use super::cursor::invalid;
 use super::flows::{build_flow, Shape};
 use super::schema::check_declared;
-use crate::plan::{CdcFlow, ScdType, SourceTable, Target, DEFAULT_TOMBSTONE_GC_SECONDS};
+use crate::plan::{
+    CdcFlow, ScdType, SourceTable, Target, TargetKind, DEFAULT_TOMBSTONE_GC_SECONDS,
+};
 use crate::value::Column;
 use crate::Result;
 
@@ -155,6 +157,7 @@ fn target(catalog: &Catalog, t: usize, first: Option<First>) -> Result<Target> {
         check_declared(declared, &schema, &stmt.name.text, &writer, stmt.line)?;
     }
     Ok(Target {
+        kind: TargetKind::AutoCdc,
         name: stmt.name.text.clone(),
         schema,
         image_len: shape.image.len(),

@@ -1,6 +1,6 @@
 //! Builders shared by the integration tests.
 
-use scdflow::plan::{ScdType, Target};
+use scdflow::plan::{ScdType, Target, TargetKind};
 use scdflow::value::{DataType, Row, Schema};
 use std::collections::BTreeMap;
 
@@ -14,6 +14,7 @@ pub fn target(scd: ScdType, values: usize, tracked: Vec<bool>, partial: bool) ->
         cols.push(("__END_AT".to_string(), DataType::Int));
     }
     Target {
+        kind: TargetKind::AutoCdc,
         name: "t".into(),
         schema: Schema::new(cols),
         image_len,
