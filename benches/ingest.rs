@@ -113,6 +113,7 @@ fn main() {
                 .map(|c| CommitEvents {
                     events: vec![c.to_vec()],
                     timestamp: 0,
+                    ..CommitEvents::default()
                 })
                 .collect();
             let started = Instant::now();

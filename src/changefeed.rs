@@ -5,7 +5,7 @@
 //! insertions are `insert`s and other retractions `delete`s. Rows are ordered by commit, then
 //! identity, then change type, so the feed is the same for any number of workers.
 
-use crate::plan::{ScdType, Target};
+use crate::plan::{ScdType, Target, TargetKind};
 use crate::value::{DataType, Row, Schema, Value};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -62,8 +62,13 @@ pub fn schema(target: &Target) -> Schema {
 }
 
 /// The identity of a target's rows: its keys, and for SCD2 its `__START_AT` (D14).
+/// REPLACE USING rows have no identity beyond themselves (a key holds many rows), so their
+/// changes are inserts and deletes only.
 pub fn identity(target: &Target) -> impl Fn(&Row) -> Row + Clone + 'static {
-    let keys = target.keys.clone();
+    let keys = match target.kind {
+        TargetKind::ReplaceUsing { .. } => (0..target.image_len).collect(),
+        _ => target.keys.clone(),
+    };
     let start = (target.scd == ScdType::Type2).then_some(target.image_len);
     move |row: &Row| {
         keys.iter()
@@ -134,7 +139,7 @@ pub fn to_row(change: &Change, commit_timestamp: i64) -> Row {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Target, TargetKind};
+    use crate::plan::Target;
 
     fn target(scd: ScdType) -> Target {
         let mut cols = vec![

@@ -2,8 +2,10 @@
 //! directory in name order; tables in pipeline order). Tables reading `STREAM(other)` receive
 //! the projected, filtered rows of the same commit.
 
+use crate::driver::expect::{self, ExpectationCount, Verdict};
+use crate::expr::Expr;
 use crate::io::{self, RowError, SourceRow};
-use crate::plan::{Pipeline, SourceInput, SourceTable};
+use crate::plan::{Pipeline, SourceInput};
 use crate::value::{Row, Schema, Value};
 use crate::Result;
 use std::path::PathBuf;
@@ -17,6 +19,8 @@ pub struct SourceCommit {
     pub rows: Vec<Vec<SourceRow>>,
     /// Rows that could not be read or projected, with the table they belong to.
     pub invalid: Vec<(usize, RowError)>,
+    /// Per table, the counts of its expectations in this commit (empty when not involved).
+    pub expectations: Vec<Vec<ExpectationCount>>,
 }
 
 /// The input files of `pipeline` in commit order, each with the table it feeds. Listing them
@@ -48,6 +52,7 @@ pub fn read_commit(pipeline: &Pipeline, t: usize, file: PathBuf) -> Result<Sourc
     let mut commit = SourceCommit {
         rows: vec![Vec::new(); pipeline.tables.len()],
         invalid: Vec::new(),
+        expectations: vec![Vec::new(); pipeline.tables.len()],
         file,
     };
     for read in io::read_file(&commit.file, *format, *header, file_schema)? {
@@ -56,76 +61,134 @@ pub fn read_commit(pipeline: &Pipeline, t: usize, file: PathBuf) -> Result<Sourc
             Err(e) => commit.invalid.push((t, e)),
         }
     }
-    derive(pipeline, t, &mut commit);
+    derive(pipeline, t, &mut commit)?;
     Ok(commit)
 }
 
-/// Applies projections and filters, from the file-backed table `first` to every table reading
-/// it (directly or through others; tables are in dependency order).
-fn derive(pipeline: &Pipeline, first: usize, commit: &mut SourceCommit) {
+/// Applies projections, filters and expectations, from the file-backed table `first` to every
+/// table reading it (directly or through others; tables are in dependency order). A violated
+/// `FAIL UPDATE` expectation fails the commit.
+fn derive(pipeline: &Pipeline, first: usize, commit: &mut SourceCommit) -> Result<()> {
     let raw = std::mem::take(&mut commit.rows[first]);
-    commit.rows[first] = shape(pipeline, first, raw, &mut commit.invalid);
+    commit.rows[first] = shape(pipeline, first, raw, commit)?;
     for (t, table) in pipeline.tables.iter().enumerate().skip(first + 1) {
         if let SourceInput::Table(parent) = table.input {
             if !commit.rows[parent].is_empty() {
                 let input = commit.rows[parent].clone();
-                commit.rows[t] = shape(pipeline, t, input, &mut commit.invalid);
+                commit.rows[t] = shape(pipeline, t, input, commit)?;
             }
         }
     }
+    Ok(())
 }
 
-/// Filters and projects rows of table `t`'s input into its schema.
+/// Filters and projects rows of table `t`'s input into its schema, then checks the table's
+/// expectations.
 fn shape(
     pipeline: &Pipeline,
     t: usize,
     rows: Vec<SourceRow>,
-    invalid: &mut Vec<(usize, RowError)>,
-) -> Vec<SourceRow> {
+    commit: &mut SourceCommit,
+) -> Result<Vec<SourceRow>> {
     let table = &pipeline.tables[t];
     let input_schema = match &table.input {
         SourceInput::Files { file_schema, .. } => file_schema,
         SourceInput::Table(parent) => &pipeline.tables[*parent].schema,
     };
+    let mut counts = expect::counts(&table.expectations);
     let mut kept = Vec::with_capacity(rows.len());
     for source in rows {
-        match shape_row(table, &source.row) {
-            Ok(Some(row)) => kept.push(SourceRow {
+        let projected = project(
+            table.projection.as_deref(),
+            table.filter.as_ref(),
+            &table.schema,
+            &source.row,
+        );
+        let row = match projected {
+            Ok(Some(row)) => row,
+            Ok(None) => continue,
+            Err((column, reason)) => {
+                let raw = row_to_json(&source.row, input_schema);
+                let line = source.line;
+                commit.invalid.push((
+                    t,
+                    RowError {
+                        line,
+                        column: Some(column),
+                        reason,
+                        raw,
+                    },
+                ));
+                continue;
+            }
+        };
+        match expect::check(&table.expectations, &row, &mut counts) {
+            Verdict::Keep => kept.push(SourceRow {
                 line: source.line,
                 row,
             }),
-            Ok(None) => {}
-            Err((column, reason)) => invalid.push((
-                t,
-                RowError {
-                    line: source.line,
-                    column: Some(column),
-                    reason,
-                    raw: row_to_json(&source.row, input_schema),
-                },
-            )),
+            Verdict::Drop => {}
+            Verdict::Fail(name) => {
+                return Err(expectation_failed(&name, &table.name, &row, &table.schema)
+                    .at_line(source.line)
+                    .in_file(&commit.file))
+            }
         }
     }
-    kept
+    if !table.expectations.is_empty() {
+        commit.expectations[t] = counts;
+    }
+    Ok(kept)
 }
 
-fn shape_row(table: &SourceTable, row: &Row) -> Result<Option<Row>, (String, String)> {
-    if let Some(filter) = &table.filter {
+/// The error of a violated `ON VIOLATION FAIL UPDATE` expectation.
+pub fn expectation_failed(name: &str, owner: &str, row: &[Value], schema: &Schema) -> crate::Error {
+    crate::Error::new(
+        crate::ErrorKind::InvalidRow,
+        format!(
+            "expectation `{name}` of `{owner}` failed (ON VIOLATION FAIL UPDATE) on {}",
+            row_to_json_text(row, schema)
+        ),
+    )
+}
+
+/// Filters `row` with `filter` and projects it with `projection` (whose outputs are the columns
+/// of `output`); `None` when filtered out, `Err((column, reason))` when an expression fails.
+pub fn project(
+    projection: Option<&[Expr]>,
+    filter: Option<&Expr>,
+    output: &Schema,
+    row: &[Value],
+) -> Result<Option<Row>, (String, String)> {
+    if let Some(filter) = filter {
         match filter.eval(row) {
             Ok(Value::Bool(true)) => {}
             Ok(_) => return Ok(None),
             Err(e) => return Err(("WHERE".to_string(), e)),
         }
     }
-    let Some(projection) = &table.projection else {
-        return Ok(Some(row.clone()));
+    let Some(projection) = projection else {
+        return Ok(Some(row.to_vec()));
     };
     projection
         .iter()
-        .zip(&table.schema.columns)
+        .zip(&output.columns)
         .map(|(e, c)| e.eval(row).map_err(|err| (c.name.clone(), err)))
         .collect::<Result<Row, _>>()
         .map(Some)
+}
+
+/// The record as compact JSON object text, keys in column order (for messages).
+pub fn row_to_json_text(row: &[Value], schema: &Schema) -> String {
+    let fields = schema
+        .columns
+        .iter()
+        .map(|c| (c.name.clone(), c.ty.clone()))
+        .collect();
+    io::value_to_json_text(
+        &Value::Struct(row.to_vec()),
+        &crate::value::DataType::Struct(fields),
+    )
 }
 
 /// The record as a JSON object, for quarantine output.

@@ -47,10 +47,12 @@ pub fn write_all(
     Ok(written)
 }
 
-/// `metrics.json`: a struct rather than a JSON map, so keys keep this order.
+/// `metrics.json`: structs rather than JSON maps, so keys keep this order.
 #[derive(Serialize)]
 struct Metrics<'a> {
     flows: Vec<FlowMetrics<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tables: Vec<TableMetrics<'a>>,
 }
 
 #[derive(Serialize)]
@@ -60,8 +62,14 @@ struct FlowMetrics<'a> {
     commits: &'a [crate::driver::FlowCommitMetrics],
 }
 
+#[derive(Serialize)]
+struct TableMetrics<'a> {
+    table: &'a str,
+    commits: &'a [crate::driver::TableCommitMetrics],
+}
+
 fn write_metrics(pipeline: &Pipeline, evaluation: &Evaluation, dir: &Path) -> Result<PathBuf> {
-    let flows: Vec<FlowMetrics> = pipeline
+    let flows = evaluation
         .flows
         .iter()
         .zip(&evaluation.metrics)
@@ -71,7 +79,17 @@ fn write_metrics(pipeline: &Pipeline, evaluation: &Evaluation, dir: &Path) -> Re
             commits,
         })
         .collect();
-    let text = serde_json::to_string_pretty(&Metrics { flows })
+    let tables = pipeline
+        .tables
+        .iter()
+        .zip(&evaluation.table_metrics)
+        .filter(|(table, _)| !table.expectations.is_empty())
+        .map(|(table, commits)| TableMetrics {
+            table: &table.name,
+            commits,
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&Metrics { flows, tables })
         .map_err(|e| Error::new(crate::ErrorKind::Internal, e.to_string()))?;
     let path = dir.join("metrics.json");
     std::fs::write(&path, text + "\n").map_err(|e| Error::write(&path, &e))?;

@@ -117,7 +117,11 @@ pub enum TargetKind {
     Snapshot,
     /// One `REPLACE USING` flow ([`ReplaceFlow`]); `keys` are the replace keys, `scd` is
     /// `Type1`, and rows are whole source rows (several per key).
-    ReplaceUsing,
+    ReplaceUsing {
+        /// The `SEQUENCE BY` column, as an index into the target's schema (the same as
+        /// [`ReplaceFlow::sequence`]).
+        sequence: usize,
+    },
 }
 
 /// SCD type of a target.

@@ -1,4 +1,5 @@
-//! Executes SCD targets over a sequence of commits on timely workers.
+//! Executes targets over a sequence of commits on timely workers: AUTO CDC targets from events,
+//! snapshot targets from full snapshots (diffed, then SCD1/SCD2), REPLACE USING targets from rows.
 //!
 //! Commit `v` (1-based) is fed at timely time `v`; events are dealt round-robin to the workers
 //! before execution (each worker then owns its share and moves it into the dataflow), and every
@@ -9,8 +10,8 @@
 
 use crate::engine::CommitStats;
 use crate::event::Event;
-use crate::operators::{Scd1, Scd2};
-use crate::plan::{ScdType, Target};
+use crate::operators::{ReplaceConfig, ReplaceUsing, Scd1, Scd2, SnapshotDiff};
+use crate::plan::{ScdType, Target, TargetKind};
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::input::{Input, InputSession};
@@ -23,11 +24,26 @@ use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::ProbeHandle;
 
-/// One commit's events, per target (indexed like the targets passed to [`execute`]).
+/// A full snapshot for a snapshot target: its version and its rows (in the target's image
+/// layout, one row per key).
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// The snapshot version (the sequence of its changes).
+    pub version: i64,
+    /// The rows.
+    pub rows: Vec<Row>,
+}
+
+/// One commit's input, per target (indexed like the targets passed to [`execute`]; shorter
+/// vectors mean no input for the remaining targets).
 #[derive(Clone, Debug, Default)]
 pub struct CommitEvents {
-    /// Events per target.
+    /// Events of AUTO CDC targets.
     pub events: Vec<Vec<Event>>,
+    /// Snapshots of snapshot targets.
+    pub snapshots: Vec<Option<Snapshot>>,
+    /// Incoming rows of REPLACE USING targets.
+    pub rows: Vec<Vec<Row>>,
     /// The commit (ingestion) time, microseconds since the epoch; it ages tombstones (D11) and
     /// must not decrease from one commit to the next.
     pub timestamp: i64,
@@ -67,25 +83,95 @@ impl Updates {
 /// Called by worker 0 after each commit completes, with the commit's version.
 pub type Progress = Box<dyn Fn(u64) + Send + Sync>;
 
-/// A worker's share of the input: per commit, per target.
-type Share = Vec<Vec<Vec<Event>>>;
+/// One worker's input for one target in one commit.
+#[derive(Debug, Default)]
+struct TargetShare {
+    events: Vec<Event>,
+    snapshot: Vec<(Row, Row)>,
+    version: Option<i64>,
+    rows: Vec<Row>,
+}
 
-/// Deals each commit's events round-robin to `workers` shares.
-fn deal(commits: Vec<CommitEvents>, targets: usize, workers: usize) -> Vec<Share> {
+/// A worker's share of the input: per commit, per target.
+type Share = Vec<Vec<TargetShare>>;
+
+/// Deals each commit's input round-robin to `workers` shares; every worker learns of every
+/// snapshot version, so each can delete the keys it owns that a snapshot no longer has.
+fn deal(commits: Vec<CommitEvents>, targets: &[Target], workers: usize) -> Vec<Share> {
     let mut shares: Vec<Share> = (0..workers)
         .map(|_| Vec::with_capacity(commits.len()))
         .collect();
     for commit in commits {
         for share in &mut shares {
-            share.push(vec![Vec::new(); targets]);
+            share.push((0..targets.len()).map(|_| TargetShare::default()).collect());
         }
-        for (t, events) in commit.events.into_iter().enumerate().take(targets) {
+        for (t, events) in commit.events.into_iter().enumerate().take(targets.len()) {
             for (i, event) in events.into_iter().enumerate() {
-                shares[i % workers].last_mut().expect("pushed above")[t].push(event);
+                slot(&mut shares, i % workers, t).events.push(event);
+            }
+        }
+        for (t, rows) in commit.rows.into_iter().enumerate().take(targets.len()) {
+            for (i, row) in rows.into_iter().enumerate() {
+                slot(&mut shares, i % workers, t).rows.push(row);
+            }
+        }
+        for (t, snapshot) in commit.snapshots.into_iter().enumerate().take(targets.len()) {
+            let Some(snapshot) = snapshot else { continue };
+            for w in 0..workers {
+                slot(&mut shares, w, t).version = Some(snapshot.version);
+            }
+            for (i, row) in snapshot.rows.into_iter().enumerate() {
+                let key = targets[t].keys.iter().map(|&k| row[k].clone()).collect();
+                slot(&mut shares, i % workers, t).snapshot.push((key, row));
             }
         }
     }
     shares
+}
+
+/// Worker `w`'s input for target `t` in the commit being dealt (the last one pushed).
+fn slot(shares: &mut [Share], w: usize, t: usize) -> &mut TargetShare {
+    &mut shares[w]
+        .last_mut()
+        .expect("the commit is pushed before it is dealt")[t]
+}
+
+/// One worker's input handles for one target.
+struct Inputs {
+    events: InputSession<u64, Event, isize>,
+    snapshot: InputSession<u64, (Row, Row), isize>,
+    versions: InputSession<u64, i64, isize>,
+    rows: InputSession<u64, Row, isize>,
+}
+
+impl Inputs {
+    fn feed(&mut self, version: u64, share: TargetShare) {
+        self.advance_to(version);
+        for event in share.events {
+            self.events.insert(event);
+        }
+        for row in share.snapshot {
+            self.snapshot.insert(row);
+        }
+        if let Some(v) = share.version {
+            self.versions.insert(v);
+        }
+        for row in share.rows {
+            self.rows.insert(row);
+        }
+        self.advance_to(version + 1);
+        self.events.flush();
+        self.snapshot.flush();
+        self.versions.flush();
+        self.rows.flush();
+    }
+
+    fn advance_to(&mut self, time: u64) {
+        self.events.advance_to(time);
+        self.snapshot.advance_to(time);
+        self.versions.advance_to(time);
+        self.rows.advance_to(time);
+    }
 }
 
 /// Runs `targets` over `commits` (versions 1, 2, ...) on `workers` threads.
@@ -99,7 +185,7 @@ pub fn execute(
     let targets: Arc<Vec<Target>> = Arc::new(targets.to_vec());
     let clock: Arc<Vec<i64>> = Arc::new(commits.iter().map(|c| c.timestamp).collect());
     let shares: Arc<Vec<Mutex<Share>>> = Arc::new(
-        deal(commits, targets.len(), workers)
+        deal(commits, &targets, workers)
             .into_iter()
             .map(Mutex::new)
             .collect(),
@@ -116,36 +202,45 @@ pub fn execute(
         let share = std::mem::take(&mut *shares[index].lock().expect("share"));
         let local = Rc::new(RefCell::new(Updates::new(targets.len())));
         let probe: ProbeHandle<u64> = ProbeHandle::new();
-        let mut inputs: Vec<InputSession<u64, Event, isize>> =
-            worker.dataflow::<u64, _, _>(|scope| {
-                targets
-                    .iter()
-                    .enumerate()
-                    .map(|(t, target)| {
-                        let (input, events) = scope.new_collection::<Event, isize>();
-                        let capture = Rc::clone(&local);
-                        // A sink moves the updates out; `inspect` would clone every row.
-                        render(t, target, events, &clock, &local)
-                            .probe_with(&probe)
-                            .inner
-                            .sink(Pipeline, "Capture", move |(input, _)| {
-                                input.for_each(|_, updates| {
-                                    capture.borrow_mut().rows[t].append(updates)
-                                });
+        let mut inputs: Vec<Inputs> = worker.dataflow::<u64, _, _>(|scope| {
+            targets
+                .iter()
+                .enumerate()
+                .map(|(t, target)| {
+                    let (events, event_collection) = scope.new_collection::<Event, isize>();
+                    let (snapshot, snapshot_collection) =
+                        scope.new_collection::<(Row, Row), isize>();
+                    let (versions, version_collection) = scope.new_collection::<i64, isize>();
+                    let (rows, row_collection) = scope.new_collection::<Row, isize>();
+                    let events_in = match target.kind {
+                        TargetKind::Snapshot => {
+                            snapshot_collection.snapshot_diff(version_collection)
+                        }
+                        _ => event_collection,
+                    };
+                    let capture = Rc::clone(&local);
+                    // A sink moves the updates out; `inspect` would clone every row.
+                    render(t, target, events_in, row_collection, &clock, &local)
+                        .probe_with(&probe)
+                        .inner
+                        .sink(Pipeline, "Capture", move |(input, _)| {
+                            input.for_each(|_, updates| {
+                                capture.borrow_mut().rows[t].append(updates)
                             });
-                        input
-                    })
-                    .collect()
-            });
+                        });
+                    Inputs {
+                        events,
+                        snapshot,
+                        versions,
+                        rows,
+                    }
+                })
+                .collect()
+        });
         for (c, commit) in share.into_iter().enumerate() {
             let version = c as u64 + 1;
-            for (input, events) in inputs.iter_mut().zip(commit) {
-                input.advance_to(version);
-                for event in events {
-                    input.insert(event);
-                }
-                input.advance_to(version + 1);
-                input.flush();
+            for (input, target_share) in inputs.iter_mut().zip(commit) {
+                input.feed(version, target_share);
             }
             worker.step_while(|| probe.less_than(&(version + 1)));
             if index == 0 {
@@ -171,6 +266,7 @@ fn render<'s>(
     t: usize,
     target: &Target,
     events: VecCollection<'s, u64, Event>,
+    rows: VecCollection<'s, u64, Row>,
     clock: &Arc<Vec<i64>>,
     local: &Rc<RefCell<Updates>>,
 ) -> VecCollection<'s, u64, Row> {
@@ -183,6 +279,10 @@ fn render<'s>(
     };
     let clock = Arc::clone(clock);
     let clock = move |version: &u64| clock[*version as usize - 1];
+    if let TargetKind::ReplaceUsing { sequence } = target.kind {
+        let keys = target.keys.clone();
+        return rows.replace_using(ReplaceConfig { keys, sequence });
+    }
     match target.scd {
         ScdType::Type1 => events.scd1_with(target.into(), clock, on_stats),
         ScdType::Type2 => events.scd2_with(target.into(), clock, on_stats),

@@ -24,6 +24,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &progress {
         p.finish(evaluation.events);
     }
+    for warning in &evaluation.warnings {
+        eprintln!("warning: {warning}");
+    }
     for q in &evaluation.quarantined {
         eprintln!(
             "warning: quarantined {}",

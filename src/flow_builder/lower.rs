@@ -9,14 +9,15 @@ use crate::sql::catalog::Catalog;
 use crate::sql::clauses::once;
 use crate::sql::cursor::{Cursor, Name};
 use crate::sql::syntax::{
-    CdcClauses, FlowStmt, From, Located, Query, ReadFiles, Selection, Statement, TableStmt,
+    CdcClauses, FlowBody, FlowStmt, From, Located, Query, ReadFiles, Selection, Statement,
+    TableStmt,
 };
 use crate::sql::targets::build_targets;
 use crate::value::Schema;
 use crate::{Error, ErrorKind, Result};
 use sqlparser::ast;
 use sqlparser::tokenizer::Token;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The line of every synthesised statement and clause; `build` drops it (there is no file).
 const NO_LINE: u64 = 0;
@@ -38,7 +39,7 @@ impl AutoCdcFlow {
             name: name(self.name.as_deref().unwrap_or(&self.target)),
             line: NO_LINE,
             target: name(&self.target),
-            clauses: self.clauses()?,
+            body: FlowBody::AutoCdc(Box::new(self.clauses()?)),
         };
         let catalog = Catalog::new(vec![
             Statement::Table(Box::new(source_stmt(&self.source_name))),
@@ -62,9 +63,10 @@ impl AutoCdcFlow {
             line: NO_LINE,
         };
         let mut warnings = Vec::new();
-        // The source is catalog table 0, the only table with a query.
-        let (mut targets, mut flows) =
-            build_targets(&catalog, std::slice::from_ref(&source), &[0], &mut warnings)?;
+        // The source is catalog table 0, the only table with a query; no path is read.
+        let tables = std::slice::from_ref(&source);
+        let built = build_targets(&catalog, tables, &[0], Path::new(""), &mut warnings)?;
+        let (mut targets, mut flows) = (built.targets, built.flows);
         match (targets.pop(), flows.pop()) {
             (Some(target), Some(flow)) => Ok(BuiltFlow::new(
                 target,
@@ -187,6 +189,7 @@ fn table_stmt(table: &str, query: Option<Query>) -> TableStmt {
         name: name(table),
         line: NO_LINE,
         columns: None,
+        constraints: Vec::new(),
         properties: Vec::new(),
         query,
         flow: None,
@@ -201,11 +204,13 @@ fn source_stmt(source: &str) -> TableStmt {
         format: None,
         header: None,
         schema: None,
+        version: None,
         line: NO_LINE,
     });
     let query = Query {
         projection: None,
         from,
+        streamed: false,
         filter: None,
     };
     table_stmt(source, Some(query))

@@ -1,13 +1,16 @@
 //! The reference model: the executable specification of what an AUTO CDC target contains.
 //!
-//! Every function here is a pure function of the *set* of events delivered to one target (SPEC
-//! section 8: "every target is a pure function of the set of retained events"). It builds no
-//! dataflow and keeps no state: plain loops over `BTreeMap`s and `BTreeSet`s, written to be
-//! obviously correct rather than fast. The incremental engine is property-tested against it on
-//! every prefix of random arrival orders, so when the two disagree, decide which one matches the
-//! rules below before changing anything — never "fix" the model to match the engine.
+//! Change-feed targets ([`evaluate`], [`scd1()`], [`scd2()`]) are pure functions of the *set* of
+//! events delivered to one target (SPEC section 8: "every target is a pure function of the set of
+//! retained events"); snapshot targets ([`snapshots()`]) are functions of the sequence of
+//! snapshots in arrival order, and REPLACE USING targets ([`replace_using()`]) of the multiset of
+//! incoming rows. The model builds no dataflow and keeps no state between calls: plain loops
+//! over `BTreeMap`s and `BTreeSet`s, written to be obviously correct rather than fast. The
+//! incremental engine is property-tested against it on every prefix of random arrival orders, so
+//! when the two disagree, decide which one matches the rules below before changing anything —
+//! never "fix" the model to match the engine.
 //!
-//! # Common rules
+//! # Common rules of change-feed targets
 //!
 //! * Events are grouped by [`Event::key`] (in `KEYS` order). TRUNCATE events have an empty key
 //!   and act on the whole table (SCD1 only).
@@ -58,19 +61,68 @@
 //! At the end the open version is emitted with `__END_AT` NULL. Intervals are half-open (D10)
 //! and, thanks to the tie rule, never empty: every version starts at a distinct sequence.
 //!
+//! # AUTO CDC FROM SNAPSHOT — [`snapshots()`]
+//!
+//! SPEC 1.4, 3.7 and D12. The input is the list of `(version, rows)` snapshots in arrival order;
+//! rows are images and keys are `target.keys`. The state is one current row per live key (with
+//! its start version, for SCD2) plus, for SCD2, the closed versions. Snapshots are taken in
+//! order:
+//!
+//! * A version `<=` the last applied one is skipped and counted ([`snapshots_with_skips`]); a
+//!   skipped snapshot is not inspected at all, so duplicate keys in it are not an error (the
+//!   engine never reads it).
+//! * A snapshot with two rows of one key — even two identical rows — is an error,
+//!   [`SnapshotError::DuplicateKey`]; the model stops there (the engine fails the update).
+//!   Keys compare with plain [`Value`] equality; NULL keys are not the model's concern.
+//! * Otherwise snapshot `v` is diffed against the current rows. A key new to the current rows is
+//!   inserted (SCD2: opened at `v`). A key whose image is unchanged is left alone. A changed
+//!   image is overwritten (SCD1); under SCD2, if a tracked column (`target.tracked`) changed,
+//!   the current version is closed with `__END_AT = v` and a new one opened at `v`, otherwise
+//!   the current version is overwritten in place and keeps its `__START_AT` (T16). A key
+//!   missing from the snapshot is deleted (SCD1) or has its current version closed at `v`
+//!   (SCD2); if it reappears in a later snapshot `w` it opens a new version at `w`.
+//!
+//! Versions are BIGINT: `__START_AT` / `__END_AT` are `Value::Int`. An SCD1 target after
+//! version `v` equals snapshot `v`.
+//!
+//! # REPLACE USING — [`replace_using()`]
+//!
+//! SPEC 1.6, 3.12. The input is the multiset of incoming rows after the expectations (a row an
+//! expectation drops is simply not passed, so it sets no sequence floor). Rows are grouped by
+//! their replace-key value (`target.keys`, plain [`Value`] equality: NULL keys match NULL
+//! keys). Per key value, the table holds every offered row whose sequence equals the greatest
+//! sequence offered for that key, duplicates kept.
+//!
+//! This is what SPEC 3.12's batch-by-batch algorithm produces for any order and split into
+//! commits: by induction, after any prefix of batches the key's stored rows are exactly the
+//! rows offered so far at the greatest sequence offered so far. A batch carrying the key at a
+//! higher sequence replaces them with its own rows at that sequence (the new maximum); at an
+//! equal sequence it appends its rows (the maximum is unchanged); at a lower sequence it is
+//! ignored (those rows are below the maximum). Within a batch only the batch's highest rows
+//! count, which again are exactly its rows that can be at the overall maximum. So the result
+//! depends only on the multiset of rows. NULL sequences are rejected upstream (D3); the model
+//! orders them like any [`Value`] (lowest).
+//!
 //! # Output
 //!
 //! Rows are sorted ascending by the key columns (in `target.keys` order), then by `__START_AT`
-//! (SCD2), then by the whole row, so tables can be compared with `==`.
+//! (SCD2), then by the whole row, so tables can be compared with `==`. REPLACE USING tables
+//! are sorted by the key columns, then the whole row.
 
+mod replace_using;
 mod scd1;
 mod scd2;
+mod snapshot;
 
+#[cfg(test)]
+mod snapshot_tests;
 #[cfg(test)]
 mod tests;
 
+pub use replace_using::replace_using;
 pub use scd1::scd1;
 pub use scd2::scd2;
+pub use snapshot::{snapshots, snapshots_with_skips, SnapshotError, SnapshotOutcome};
 
 use crate::event::{Event, EventKind};
 use crate::plan::{ScdType, Target};

@@ -1,5 +1,5 @@
 //! The declarations of a file, indexed by name: every `CREATE STREAMING TABLE` and every flow
-//! (inline `FLOW AUTO CDC` flows become flows named after their table). Names are unique,
+//! (inline `FLOW AUTO CDC` / `FLOW REPLACE USING` flows become flows named after their table). Names are unique,
 //! case-insensitively, within tables and within flows.
 
 use super::cursor::{invalid, Name};
@@ -23,12 +23,12 @@ impl Catalog {
         for statement in statements {
             match statement {
                 Statement::Table(mut table) => {
-                    if let Some(clauses) = table.flow.take() {
+                    if let Some(body) = table.flow.take() {
                         catalog.add_flow(FlowStmt {
                             name: table.name.clone(),
                             line: table.line,
                             target: table.name.clone(),
-                            clauses,
+                            body,
                         })?;
                     }
                     catalog.add_table(*table)?;

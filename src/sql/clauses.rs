@@ -1,14 +1,17 @@
 //! The clauses of an AUTO CDC flow (`FROM`, `KEYS`, `SEQUENCE BY`, ...), accepted in any order,
 //! each at most once, up to the end of the statement. Shared by `CREATE FLOW ... AS AUTO CDC
-//! INTO t` and the inline `CREATE STREAMING TABLE t FLOW AUTO CDC` form.
+//! INTO t` and the inline `CREATE STREAMING TABLE t FLOW AUTO CDC` form, for change-feed and
+//! snapshot flows alike: which clauses a kind of flow allows is checked when the flow is
+//! resolved, so the message can say why (and does not depend on clause order).
 
 use super::cursor::{invalid, syntax, Cursor, Name};
-use super::syntax::{CdcClauses, Located, Selection};
+use super::query::{query, read_files};
+use super::syntax::{CdcClauses, From, Located, Query, Selection};
 use crate::plan::ScdType;
 use crate::Result;
 use sqlparser::tokenizer::Token;
 
-const CLAUSES: &str = "FROM, KEYS, IGNORE NULL UPDATES, APPLY AS DELETE WHEN, \
+const CLAUSES: &str = "FROM, FROM SNAPSHOT, KEYS, IGNORE NULL UPDATES, APPLY AS DELETE WHEN, \
 APPLY AS TRUNCATE WHEN, SEQUENCE BY, COLUMNS, STORED AS, TRACK HISTORY ON, COLUMNS TO UPDATE, \
 `;` or end of file";
 
@@ -35,9 +38,21 @@ fn located<T>(value: T, line: u64) -> Located<T> {
 
 fn clause(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> {
     let line = c.line();
-    if c.eat_words(&["FROM"]) {
+    if c.eat_words(&["FROM", "SNAPSHOT"]) {
+        let snapshot = snapshot(c)?;
+        no_source_yet(out, line)?;
+        out.snapshot = Some(located(snapshot, line));
+        Ok(())
+    } else if c.eat_words(&["FROM"]) {
         let source = source(c)?;
-        once(&mut out.source, source, "FROM", line)
+        no_source_yet(out, line)?;
+        out.source = Some(source);
+        Ok(())
+    } else if c.is_words(&["WITH", "VERSION"]) {
+        Err(invalid(
+            line,
+            "WITH VERSION is not supported yet; use read_files(..., version => 'pattern')",
+        ))
     } else if c.eat_words(&["KEYS"]) {
         let keys = c.column_list("KEYS")?;
         once(&mut out.keys, located(keys, line), "KEYS", line)
@@ -72,11 +87,14 @@ fn clause(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> {
     } else if c.eat_words(&["SEQUENCE", "BY"]) {
         let e = c.expr("SEQUENCE BY")?;
         once(&mut out.sequence_by, located(e, line), "SEQUENCE BY", line)
-    } else if c.is_words(&["SYSTEM", "SEQUENCE", "BY"]) {
-        Err(invalid(
+    } else if c.eat_words(&["SYSTEM", "SEQUENCE", "BY"]) {
+        c.expr("SYSTEM SEQUENCE BY")?;
+        once(
+            &mut out.system_sequence_by,
             line,
-            "SYSTEM SEQUENCE BY (bitemporal flows) is not supported yet",
-        ))
+            "SYSTEM SEQUENCE BY",
+            line,
+        )
     } else if c.eat_words(&["COLUMNS", "TO", "UPDATE"]) {
         let column = c.column_name("COLUMNS TO UPDATE")?;
         once(
@@ -89,8 +107,15 @@ fn clause(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> {
         let selection = selection(c, "COLUMNS")?;
         once(&mut out.columns, located(selection, line), "COLUMNS", line)
     } else if c.eat_words(&["STORED", "AS"]) {
-        let scd = stored_as(c)?;
-        once(&mut out.stored_as, located(scd, line), "STORED AS", line)
+        if out.stored_as.is_some() || out.bitemporal.is_some() {
+            return Err(syntax(line, "STORED AS: clause given twice"));
+        }
+        let word_line = c.line();
+        match stored_as(c)? {
+            Some(scd) => out.stored_as = Some(located(scd, line)),
+            None => out.bitemporal = Some(word_line),
+        }
+        Ok(())
     } else if c.eat_words(&["TRACK", "HISTORY", "ON"]) {
         let selection = selection(c, "TRACK HISTORY ON")?;
         once(
@@ -104,14 +129,36 @@ fn clause(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> {
     }
 }
 
-/// `STREAM(name)`, `STREAM name` or `name`; `SNAPSHOT` sources are recognised and rejected.
-fn source(c: &mut Cursor) -> Result<Name> {
-    if c.is_word_at(0, "SNAPSHOT") {
-        return Err(invalid(
-            c.line(),
-            "AUTO CDC FROM SNAPSHOT is not supported yet",
-        ));
+/// `FROM` and `FROM SNAPSHOT` exclude each other and may appear once.
+fn no_source_yet(out: &CdcClauses, line: u64) -> Result<()> {
+    if out.source.is_some() || out.snapshot.is_some() {
+        return Err(syntax(line, "FROM: clause given twice"));
     }
+    Ok(())
+}
+
+/// After `FROM SNAPSHOT`: `(SELECT ...)`, `read_files(...)` or a table name, each as a query.
+fn snapshot(c: &mut Cursor) -> Result<Query> {
+    if c.eat(&Token::LParen) {
+        let q = query(c, "FROM SNAPSHOT (")?;
+        c.expect(&Token::RParen, "FROM SNAPSHOT (SELECT ...")?;
+        return Ok(q);
+    }
+    let from = if c.is_word_at(0, "read_files") {
+        From::ReadFiles(read_files(c)?)
+    } else {
+        From::Table(c.table_name("FROM SNAPSHOT")?)
+    };
+    Ok(Query {
+        projection: None,
+        from,
+        streamed: false,
+        filter: None,
+    })
+}
+
+/// `STREAM(name)`, `STREAM name` or `name`.
+fn source(c: &mut Cursor) -> Result<Name> {
     if c.eat_words(&["STREAM"]) && c.eat(&Token::LParen) {
         let name = c.table_name("FROM STREAM")?;
         c.expect(&Token::RParen, "FROM STREAM")?;
@@ -134,13 +181,11 @@ fn selection(c: &mut Cursor, context: &str) -> Result<Selection> {
     Ok(Selection::Only(c.column_list(context)?))
 }
 
-/// `SCD TYPE 1 | SCD TYPE 2`; `BITEMPORAL` is recognised and rejected.
-fn stored_as(c: &mut Cursor) -> Result<ScdType> {
-    if c.is_word_at(0, "BITEMPORAL") {
-        return Err(invalid(
-            c.line(),
-            "STORED AS BITEMPORAL is not supported yet",
-        ));
+/// `SCD TYPE 1 | SCD TYPE 2`, or `BITEMPORAL` as `None` (recognised, so that flow
+/// validation can reject it by name).
+fn stored_as(c: &mut Cursor) -> Result<Option<ScdType>> {
+    if c.eat_words(&["BITEMPORAL"]) {
+        return Ok(None);
     }
     c.expect_words(&["SCD", "TYPE"], "STORED AS")?;
     let scd = match c.peek() {
@@ -149,5 +194,5 @@ fn stored_as(c: &mut Cursor) -> Result<ScdType> {
         _ => return Err(c.unexpected("STORED AS SCD TYPE", "1 or 2")),
     };
     c.next();
-    Ok(scd)
+    Ok(Some(scd))
 }

@@ -4,10 +4,12 @@
 //! pipeline file's directory are shown relative to it, so the output is the same wherever the
 //! project is checked out.
 
+use super::describe_flows::{replace_flow_text, snapshot_flow_text};
 use super::targets::scd_name;
 use crate::expr::Expr;
 use crate::plan::{
-    CdcFlow, Format, PartialUpdates, Pipeline, ScdType, SourceInput, SourceTable, Target,
+    CdcFlow, Expectation, Format, OnViolation, PartialUpdates, Pipeline, ScdType, SourceInput,
+    SourceTable, Target, TargetKind,
 };
 use crate::value::Schema;
 use std::fmt::Write;
@@ -25,6 +27,12 @@ pub fn describe(p: &Pipeline) -> String {
     }
     for flow in &p.flows {
         flow_text(&mut out, flow, p);
+    }
+    for flow in &p.snapshot_flows {
+        snapshot_flow_text(&mut out, flow, p, base);
+    }
+    for flow in &p.replace_flows {
+        replace_flow_text(&mut out, flow, p);
     }
     if !p.warnings.is_empty() {
         out.push_str("\nwarnings\n");
@@ -45,13 +53,9 @@ fn source(out: &mut String, t: &SourceTable, p: &Pipeline, base: &Path) {
             file_schema,
             declared,
         } => {
-            let shown = path.strip_prefix(base).unwrap_or(path);
-            let format = match (format, header) {
-                (Format::Csv, true) => "csv with header",
-                (Format::Csv, false) => "csv without header",
-                (Format::Json, _) => "json lines",
-            };
-            let _ = writeln!(out, "  input: read_files {} ({format})", shown.display());
+            let shown = shown_path(path, base);
+            let format = format_text(*format, *header);
+            let _ = writeln!(out, "  input: read_files {shown} ({format})");
             let how = if *declared { "declared" } else { "inferred" };
             let _ = writeln!(out, "  file schema ({how}): {file_schema}");
         }
@@ -67,9 +71,42 @@ fn source(out: &mut String, t: &SourceTable, p: &Pipeline, base: &Path) {
         let _ = writeln!(out, "  where: {filter}");
     }
     let _ = writeln!(out, "  schema: {}", t.schema);
+    expectations_text(out, &t.expectations);
 }
 
-fn select_list(items: &[Expr], schema: &Schema) -> String {
+/// `path` relative to the pipeline file's directory when under it.
+pub(super) fn shown_path(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+pub(super) fn format_text(format: Format, header: bool) -> &'static str {
+    match (format, header) {
+        (Format::Csv, true) => "csv with header",
+        (Format::Csv, false) => "csv without header",
+        (Format::Json, _) => "json lines",
+    }
+}
+
+/// One line per expectation: name, condition and action.
+pub(super) fn expectations_text(out: &mut String, expectations: &[Expectation]) {
+    for e in expectations {
+        let action = match e.action {
+            OnViolation::Warn => "warn",
+            OnViolation::DropRow => "drop row",
+            OnViolation::FailUpdate => "fail update",
+        };
+        let _ = writeln!(
+            out,
+            "  expect {}: {} (on violation: {action})",
+            e.name, e.condition
+        );
+    }
+}
+
+pub(super) fn select_list(items: &[Expr], schema: &Schema) -> String {
     let items = items.iter().zip(&schema.columns).map(|(e, c)| {
         if e.text() == c.name {
             c.name.clone()
@@ -80,7 +117,7 @@ fn select_list(items: &[Expr], schema: &Schema) -> String {
     items.collect::<Vec<_>>().join(", ")
 }
 
-fn names(schema: &Schema, indices: impl IntoIterator<Item = usize>) -> String {
+pub(super) fn names(schema: &Schema, indices: impl IntoIterator<Item = usize>) -> String {
     let names: Vec<&str> = indices
         .into_iter()
         .filter_map(|i| schema.columns.get(i).map(|c| c.name.as_str()))
@@ -90,20 +127,38 @@ fn names(schema: &Schema, indices: impl IntoIterator<Item = usize>) -> String {
 
 fn target_text(out: &mut String, t: &Target) {
     let _ = writeln!(out, "\ntarget {} (line {})", t.name, t.line);
-    let _ = writeln!(out, "  stored as: {}", scd_name(t.scd));
+    let kind = match t.kind {
+        TargetKind::AutoCdc => "AUTO CDC",
+        TargetKind::Snapshot => "AUTO CDC FROM SNAPSHOT",
+        TargetKind::ReplaceUsing { .. } => "REPLACE USING (rows replaced per key)",
+    };
+    let _ = writeln!(out, "  maintained by: {kind}");
+    let replace = matches!(t.kind, TargetKind::ReplaceUsing { .. });
+    if !replace {
+        let _ = writeln!(out, "  stored as: {}", scd_name(t.scd));
+    }
     let _ = writeln!(out, "  schema: {}", t.schema);
     let _ = writeln!(out, "  keys: {}", names(&t.schema, t.keys.iter().copied()));
     let _ = writeln!(out, "  sequence type: {}", t.sequence_type);
     if t.scd == ScdType::Type2 {
-        let tracked = (0..t.image_len).filter(|i| t.tracked[*i] && !t.keys.contains(i));
-        let _ = writeln!(out, "  tracked columns: {}", names(&t.schema, tracked));
+        let _ = writeln!(out, "  tracked columns: {}", tracked_columns(t));
     }
-    let _ = writeln!(
-        out,
-        "  partial updates: {}",
-        if t.partial { "yes" } else { "no" }
-    );
-    let _ = writeln!(out, "  tombstone GC: {} s", t.tombstone_gc_seconds);
+    if t.kind == TargetKind::AutoCdc {
+        let partial = if t.partial { "yes" } else { "no" };
+        let _ = writeln!(out, "  partial updates: {partial}");
+    }
+    if !replace {
+        let _ = writeln!(out, "  tombstone GC: {} s", t.tombstone_gc_seconds);
+    }
+}
+
+/// The non-key image columns whose changes open a new SCD2 version.
+pub(super) fn tracked_columns(t: &Target) -> String {
+    let tracked = (0..t.image_len).filter(|i| t.tracked[*i] && !t.keys.contains(i));
+    match names(&t.schema, tracked) {
+        none if none.is_empty() => "(none)".to_string(),
+        some => some,
+    }
 }
 
 fn flow_text(out: &mut String, f: &CdcFlow, p: &Pipeline) {
@@ -146,4 +201,5 @@ fn flow_text(out: &mut String, f: &CdcFlow, p: &Pipeline) {
         PartialUpdates::ColumnsToUpdate(c) => format!("COLUMNS TO UPDATE {}", names(schema, [*c])),
     };
     let _ = writeln!(out, "  partial updates: {partial}");
+    expectations_text(out, &f.expectations);
 }

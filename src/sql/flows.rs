@@ -7,7 +7,7 @@ use super::sources::predicate;
 use super::syntax::{CdcClauses, FlowStmt, Located, Selection};
 use crate::expr::compile;
 use crate::plan::{CdcFlow, PartialUpdates, ScdType, SourceTable};
-use crate::value::{closest, DataType, Schema};
+use crate::value::{closest, Column, DataType, Schema};
 use crate::Result;
 
 /// What a flow says about its target.
@@ -29,23 +29,20 @@ pub(crate) struct Shape {
 /// Names reserved for the SCD2 interval columns of AUTO CDC targets (SPEC 2.7).
 const RESERVED: [&str; 2] = ["__START_AT", "__END_AT"];
 
-/// Resolves `flow` against `source` (index `source_index` into `Pipeline::tables`) for target
-/// `target_index`. TRACK HISTORY names that are not target columns become `warnings`
-/// (`(line, message)`, D9).
+/// Resolves `flow` (whose clauses are `clauses`) against `source` (index `source_index` into
+/// `Pipeline::tables`) for target `target_index`. TRACK HISTORY names that are not target
+/// columns become `warnings` (`(line, message)`, D9). The flow's expectations are left empty
+/// for the caller, which knows the target's constraints.
 pub(crate) fn build_flow(
     flow: &FlowStmt,
+    clauses: &CdcClauses,
     source: &SourceTable,
-    source_index: usize,
-    target_index: usize,
+    (source_index, target_index): (usize, usize),
     warnings: &mut Vec<(u64, String)>,
 ) -> Result<(CdcFlow, Shape)> {
-    let clauses = &flow.clauses;
     let schema = &source.schema;
-    if let Some(column) = schema
-        .columns
-        .iter()
-        .find(|c| RESERVED.iter().any(|r| r.eq_ignore_ascii_case(&c.name)))
-    {
+    check_not_supported(clauses)?;
+    if let Some(column) = reserved_column(schema) {
         let line = clauses.source.as_ref().map_or(flow.line, |s| s.line);
         let message = format!(
             "FROM: source `{}` has a column named `{}`, which is reserved for AUTO CDC targets; rename it in the source's query",
@@ -54,7 +51,8 @@ pub(crate) fn build_flow(
         return Err(invalid(line, message));
     }
     let keys = required(&clauses.keys, "KEYS", flow.line)?;
-    let key_indices = keys_of(keys, source)?;
+    let what = format!("source `{}`", source.name);
+    let key_indices = key_columns("KEYS", keys, schema, &what)?;
     let sequence = required(&clauses.sequence_by, "SEQUENCE BY", flow.line)?;
     let sequence =
         compile(&sequence.value, schema).map_err(|e| in_clause("SEQUENCE BY", e, sequence.line))?;
@@ -110,7 +108,29 @@ pub(crate) fn build_flow(
     Ok((flow, shape))
 }
 
-fn required<'a, T>(
+/// The bitemporal clauses, recognised by the parser so that snapshot flows can reject them
+/// with their own reason.
+fn check_not_supported(clauses: &CdcClauses) -> Result<()> {
+    if let Some(line) = clauses.bitemporal {
+        return Err(invalid(line, "STORED AS BITEMPORAL is not supported yet"));
+    }
+    if let Some(line) = clauses.system_sequence_by {
+        let message = "SYSTEM SEQUENCE BY (bitemporal flows) is not supported yet";
+        return Err(invalid(line, message));
+    }
+    Ok(())
+}
+
+/// A column of `schema` named like an SCD2 interval column (SPEC 2.7, 2.11).
+pub(crate) fn reserved_column(schema: &Schema) -> Option<&Column> {
+    schema
+        .columns
+        .iter()
+        .find(|c| RESERVED.iter().any(|r| r.eq_ignore_ascii_case(&c.name)))
+}
+
+/// The clause, or "AUTO CDC: the `name` clause is required" at `line`.
+pub(crate) fn required<'a, T>(
     clause: &'a Option<Located<T>>,
     name: &str,
     line: u64,
@@ -130,14 +150,18 @@ fn optional_predicate(
 
 /// Index of a source column, or "`clause`: unknown column `x` in source `s` (did you mean ...)".
 fn resolve(clause: &str, name: &Name, source: &SourceTable) -> Result<usize> {
-    source.schema.index_of(&name.text).ok_or_else(|| {
-        let hint = closest(&name.text, source.schema.names())
+    let what = format!("source `{}`", source.name);
+    resolve_in(clause, name, &source.schema, &what)
+}
+
+/// Index of a column of `schema`, or "`clause`: unknown column `x` in `what` (did you mean
+/// ...)".
+pub(crate) fn resolve_in(clause: &str, name: &Name, schema: &Schema, what: &str) -> Result<usize> {
+    schema.index_of(&name.text).ok_or_else(|| {
+        let hint = closest(&name.text, schema.names())
             .map(|c| format!(" (did you mean `{c}`?)"))
             .unwrap_or_default();
-        let message = format!(
-            "{clause}: unknown column `{}` in source `{}`{hint}",
-            name.text, source.name
-        );
+        let message = format!("{clause}: unknown column `{}` in {what}{hint}", name.text);
         invalid(name.line, message)
     })
 }
@@ -146,21 +170,28 @@ fn resolve_all(clause: &str, names: &[Name], source: &SourceTable) -> Result<Vec
     names.iter().map(|n| resolve(clause, n, source)).collect()
 }
 
-fn keys_of(keys: &Located<Vec<Name>>, source: &SourceTable) -> Result<Vec<usize>> {
+/// The key list of `clause` (`KEYS`, `REPLACE USING`) as indices into `schema` (described as
+/// `what` in messages): at least one, all known, none twice.
+pub(crate) fn key_columns(
+    clause: &str,
+    keys: &Located<Vec<Name>>,
+    schema: &Schema,
+    what: &str,
+) -> Result<Vec<usize>> {
     if keys.value.is_empty() {
-        return Err(invalid(
-            keys.line,
-            "KEYS: at least one key column is required",
-        ));
+        let message = format!("{clause}: at least one key column is required");
+        return Err(invalid(keys.line, message));
     }
-    let indices = resolve_all("KEYS", &keys.value, source)?;
+    let indices = keys
+        .value
+        .iter()
+        .map(|n| resolve_in(clause, n, schema, what))
+        .collect::<Result<Vec<_>>>()?;
     for (n, i) in indices.iter().enumerate() {
         if indices[..n].contains(i) {
             let name = &keys.value[n];
-            return Err(invalid(
-                name.line,
-                format!("KEYS: duplicate key column `{}`", name.text),
-            ));
+            let message = format!("{clause}: duplicate key column `{}`", name.text);
+            return Err(invalid(name.line, message));
         }
     }
     Ok(indices)
@@ -190,16 +221,24 @@ fn check_combinations(clauses: &CdcClauses, scd: ScdType) -> Result<()> {
             "APPLY AS TRUNCATE WHEN: truncates are only supported with STORED AS SCD TYPE 1";
         return Err(invalid(truncate.line, message));
     }
-    if let (Some(track), ScdType::Type1) = (&clauses.track_history, scd) {
-        let message =
-            "TRACK HISTORY: only valid with STORED AS SCD TYPE 2 (SCD type 1 keeps no history)";
-        return Err(invalid(track.line, message));
-    }
+    check_track_history(clauses, scd)?;
     if let (Some(column), Some(_)) = (&clauses.columns_to_update, &clauses.ignore_null_updates) {
         let message = "COLUMNS TO UPDATE: cannot be combined with IGNORE NULL UPDATES";
         return Err(invalid(column.line, message));
     }
     Ok(())
+}
+
+/// TRACK HISTORY needs SCD type 2.
+pub(crate) fn check_track_history(clauses: &CdcClauses, scd: ScdType) -> Result<()> {
+    match (&clauses.track_history, scd) {
+        (Some(track), ScdType::Type1) => {
+            let message =
+                "TRACK HISTORY: only valid with STORED AS SCD TYPE 2 (SCD type 1 keeps no history)";
+            Err(invalid(track.line, message))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Source indices selected by `sel`, in source order.
@@ -244,7 +283,7 @@ fn check_keys_selected(
 }
 
 /// Per image column, whether SCD2 tracks it; names outside the image are warned about (D9).
-fn tracked(
+pub(crate) fn tracked(
     clauses: &CdcClauses,
     image: &Schema,
     source: &str,

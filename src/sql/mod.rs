@@ -6,7 +6,9 @@
 //!    Embedded expressions are parsed by sqlparser; the statement grammar is ours.
 //! 2. `catalog`: statements → tables and flows by (case-insensitive) name.
 //! 3. `sources`: source tables in dependency order, with files and schemas resolved.
-//! 4. `flows` + `targets`: every flow checked against its source, targets derived from flows.
+//! 4. `targets`: every flow checked against its source (`flows` for change feeds, `snapshots` +
+//!    `snapshot_files` for AUTO CDC FROM SNAPSHOT, `replace` for REPLACE USING), targets derived
+//!    from flows, and constraints compiled by `expectations`.
 //!
 //! Invariant: every user error is found here, before anything runs, and carries the pipeline
 //! file and the line of the token it is about; its message starts with the clause it concerns.
@@ -17,9 +19,15 @@ pub(crate) mod catalog;
 pub(crate) mod clauses;
 pub(crate) mod cursor;
 mod describe;
+mod describe_flows;
+mod expectations;
 mod flows;
+mod insert;
 mod query;
+mod replace;
 mod schema;
+mod snapshot_files;
+mod snapshots;
 mod sources;
 mod statement;
 pub(crate) mod syntax;
@@ -53,18 +61,18 @@ fn build(text: &str, given: &Path) -> Result<Pipeline> {
     let catalog = catalog::Catalog::new(statement::parse_statements(text)?)?;
     let (tables, sources) = sources::build_sources(&catalog, base)?;
     let mut warnings = Vec::new();
-    let (targets, flows) = targets::build_targets(&catalog, &tables, &sources, &mut warnings)?;
+    let built = targets::build_targets(&catalog, &tables, &sources, base, &mut warnings)?;
     let warnings = warnings
         .into_iter()
         .map(|(line, message)| format!("{}:{line}: {message}", given.display()))
         .collect();
     Ok(Pipeline {
-        snapshot_flows: Vec::new(),
-        replace_flows: Vec::new(),
         file,
         tables,
-        targets,
-        flows,
+        targets: built.targets,
+        flows: built.flows,
+        snapshot_flows: built.snapshot_flows,
+        replace_flows: built.replace_flows,
         warnings,
     })
 }

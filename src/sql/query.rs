@@ -2,39 +2,95 @@
 //! the `AS SELECT ... FROM STREAM ... [WHERE ...]` query of a source table.
 
 use super::cursor::{invalid, syntax, Cursor, Name};
-use super::syntax::{ColumnDecl, From, Located, Query, ReadFiles, SelectItem};
+use super::syntax::{ColumnDecl, ConstraintDecl, From, Located, Query, ReadFiles, SelectItem};
 use crate::expr::parse_type;
+use crate::plan::OnViolation;
 use crate::Result;
 use sqlparser::tokenizer::Token;
 
-/// `( name TYPE [NOT NULL] [COMMENT '...'], ... )`. Types are read as text by
-/// [`parse_type`], so they share one grammar with `read_files` schema strings.
-pub(crate) fn column_decls(c: &mut Cursor) -> Result<Vec<ColumnDecl>> {
+/// `( item, ... )` where an item is `name TYPE [NOT NULL] [COMMENT '...']` or
+/// `CONSTRAINT name EXPECT (expr) [ON VIOLATION ...]`, in any mix. Types are read as text by
+/// [`parse_type`], so they share one grammar with `read_files` schema strings. The columns are
+/// `None` when only constraints are listed (the table then has no declared column list).
+pub(crate) fn column_decls(
+    c: &mut Cursor,
+) -> Result<(Option<Vec<ColumnDecl>>, Vec<ConstraintDecl>)> {
     c.expect(&Token::LParen, "column list")?;
     let mut columns = Vec::new();
+    let mut constraints: Vec<ConstraintDecl> = Vec::new();
     loop {
         if c.is_word_at(0, "CONSTRAINT") {
-            return Err(invalid(
-                c.line(),
-                "CONSTRAINT ... EXPECT (expectations) is not supported yet",
-            ));
+            let constraint = constraint(c)?;
+            let name = &constraint.name;
+            if let Some(other) = constraints
+                .iter()
+                .find(|o| o.name.text.eq_ignore_ascii_case(&name.text))
+            {
+                let message = format!(
+                    "CONSTRAINT {}: the name is already used by the constraint at line {}",
+                    name.text, other.condition.line
+                );
+                return Err(invalid(name.line, message));
+            }
+            constraints.push(constraint);
+        } else {
+            columns.push(column_decl(c)?);
         }
-        let name = c.name("column list")?;
-        let ty_line = c.line();
-        let text = type_text(c);
-        let ty = parse_type(&text)
-            .map_err(|m| syntax(ty_line, format!("column `{}`: {m}", name.text)))?;
-        // Accepted for compatibility; NULL keys and sequences are rejected at run time anyway.
-        c.eat_words(&["NOT", "NULL"]);
-        if c.eat_words(&["COMMENT"]) {
-            c.string("COMMENT")?;
-        }
-        columns.push(ColumnDecl { name, ty });
         if c.eat(&Token::RParen) {
-            return Ok(columns);
+            let columns = (!columns.is_empty()).then_some(columns);
+            return Ok((columns, constraints));
         }
         c.expect(&Token::Comma, "column list")?;
     }
+}
+
+fn column_decl(c: &mut Cursor) -> Result<ColumnDecl> {
+    let name = c.name("column list")?;
+    let ty_line = c.line();
+    let text = type_text(c);
+    let ty =
+        parse_type(&text).map_err(|m| syntax(ty_line, format!("column `{}`: {m}", name.text)))?;
+    // Accepted for compatibility; NULL keys and sequences are rejected at run time anyway.
+    c.eat_words(&["NOT", "NULL"]);
+    if c.eat_words(&["COMMENT"]) {
+        c.string("COMMENT")?;
+    }
+    Ok(ColumnDecl { name, ty })
+}
+
+/// `CONSTRAINT name EXPECT (expr) [ON VIOLATION DROP ROW | ON VIOLATION FAIL UPDATE]`; the
+/// action defaults to warning.
+fn constraint(c: &mut Cursor) -> Result<ConstraintDecl> {
+    let line = c.line();
+    c.expect_words(&["CONSTRAINT"], "column list")?;
+    let name = c.name("CONSTRAINT")?;
+    let context = format!("CONSTRAINT {}", name.text);
+    c.expect_words(&["EXPECT"], &context)?;
+    c.expect(&Token::LParen, &format!("{context} EXPECT"))?;
+    let condition = c.expr(&format!("{context} EXPECT"))?;
+    c.expect(&Token::RParen, &format!("{context} EXPECT"))?;
+    let action = if c.eat_words(&["ON", "VIOLATION"]) {
+        if c.eat_words(&["DROP", "ROW"]) {
+            OnViolation::DropRow
+        } else if c.eat_words(&["FAIL", "UPDATE"]) {
+            OnViolation::FailUpdate
+        } else {
+            return Err(c.unexpected(
+                &format!("{context} ON VIOLATION"),
+                "`DROP ROW` or `FAIL UPDATE`",
+            ));
+        }
+    } else {
+        OnViolation::Warn
+    };
+    Ok(ConstraintDecl {
+        name,
+        condition: Located {
+            value: condition,
+            line,
+        },
+        action,
+    })
 }
 
 /// The tokens of a type, up to the `,` or `)` ending the column (or NOT NULL / COMMENT),
@@ -101,11 +157,12 @@ fn dotted_name(c: &mut Cursor) -> Result<String> {
     Ok(key)
 }
 
-/// `SELECT <projection> FROM <source> [WHERE <predicate>]`.
-pub(crate) fn query(c: &mut Cursor) -> Result<Query> {
-    c.expect_words(&["SELECT"], "AS")?;
+/// `SELECT <projection> FROM <source> [WHERE <predicate>]`; `context` names what precedes it.
+pub(crate) fn query(c: &mut Cursor, context: &str) -> Result<Query> {
+    c.expect_words(&["SELECT"], context)?;
     let projection = select_list(c)?;
     c.expect_words(&["FROM"], "SELECT")?;
+    let streamed = c.is_word_at(0, "STREAM");
     let from = from(c)?;
     let filter = if c.is_word_at(0, "WHERE") {
         let line = c.line();
@@ -120,6 +177,7 @@ pub(crate) fn query(c: &mut Cursor) -> Result<Query> {
     Ok(Query {
         projection,
         from,
+        streamed,
         filter,
     })
 }
@@ -173,21 +231,22 @@ fn from(c: &mut Cursor) -> Result<From> {
 
 fn from_target(c: &mut Cursor) -> Result<From> {
     if c.is_word_at(0, "read_files") {
-        let line = c.line();
-        c.next();
-        return read_files(c, line).map(From::ReadFiles);
+        return read_files(c).map(From::ReadFiles);
     }
     c.table_name("FROM").map(From::Table)
 }
 
-/// `( 'path' [, option => value ...] )`.
-fn read_files(c: &mut Cursor, line: u64) -> Result<ReadFiles> {
+/// `read_files( 'path' [, option => value ...] )`, starting at the `read_files` word.
+pub(crate) fn read_files(c: &mut Cursor) -> Result<ReadFiles> {
+    let line = c.line();
+    c.expect_words(&["read_files"], "FROM")?;
     c.expect(&Token::LParen, "read_files")?;
     let mut spec = ReadFiles {
         path: c.string("read_files path")?,
         format: None,
         header: None,
         schema: None,
+        version: None,
         line,
     };
     while c.eat(&Token::Comma) {
@@ -198,13 +257,14 @@ fn read_files(c: &mut Cursor, line: u64) -> Result<ReadFiles> {
             "format" => spec.format.replace(c.string(&context)?).is_some(),
             "schema" => spec.schema.replace(c.string(&context)?).is_some(),
             "header" => spec.header.replace(boolean(c, &context)?).is_some(),
+            "version" => spec.version.replace(c.string(&context)?).is_some(),
             _ => {
                 return Err(syntax(
                     option.line,
                     format!(
-                        "read_files: unknown option `{}` (supported: format, header, schema)",
-                        option.text
-                    ),
+                    "read_files: unknown option `{}` (supported: format, header, schema, version)",
+                    option.text
+                ),
                 ))
             }
         };

@@ -71,6 +71,30 @@ pub(crate) fn check_declared(
     writer: &str,
     table_line: u64,
 ) -> Result<()> {
+    check_declared_by_name(declared, computed, table, writer, table_line)?;
+    let in_order = declared
+        .iter()
+        .zip(&computed.columns)
+        .all(|(d, c)| d.name.text.eq_ignore_ascii_case(&c.name));
+    if !in_order {
+        let names: Vec<&str> = computed.names().collect();
+        let message = format!(
+            "CREATE STREAMING TABLE {table}: declare the columns in the order {writer} produces them: {}",
+            names.join(", ")
+        );
+        return Err(invalid(table_line, message));
+    }
+    Ok(())
+}
+
+/// [`check_declared`] without the order: the same columns, by name, with the same types.
+pub(crate) fn check_declared_by_name(
+    declared: &[ColumnDecl],
+    computed: &Schema,
+    table: &str,
+    writer: &str,
+    table_line: u64,
+) -> Result<()> {
     let context = format!("CREATE STREAMING TABLE {table}");
     for (n, decl) in declared.iter().enumerate() {
         if declared[..n]
@@ -101,7 +125,10 @@ pub(crate) fn check_declared(
             .iter()
             .any(|d| d.name.text.eq_ignore_ascii_case(&c.name))
     }) {
-        let message = if missing.name.starts_with("__") {
+        let interval = ["__START_AT", "__END_AT"]
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case(&missing.name));
+        let message = if interval {
             format!(
                 "{context}: an SCD TYPE 2 target must declare `__START_AT {ty}` and `__END_AT {ty}` (the sequence type)",
                 ty = missing.ty
@@ -112,18 +139,6 @@ pub(crate) fn check_declared(
                 missing.name, missing.ty
             )
         };
-        return Err(invalid(table_line, message));
-    }
-    let in_order = declared
-        .iter()
-        .zip(&computed.columns)
-        .all(|(d, c)| d.name.text.eq_ignore_ascii_case(&c.name));
-    if !in_order {
-        let names: Vec<&str> = computed.names().collect();
-        let message = format!(
-            "{context}: declare the columns in the order {writer} produces them: {}",
-            names.join(", ")
-        );
         return Err(invalid(table_line, message));
     }
     Ok(())

@@ -1,9 +1,11 @@
 //! Source tables (`CREATE STREAMING TABLE s AS SELECT ... FROM STREAM ...`): resolved in
 //! dependency order, so a table only reads tables before it in `Pipeline::tables`, with
-//! `read_files` paths resolved against the pipeline file's directory and projections and filters compiled.
+//! `read_files` paths resolved against the pipeline file's directory and projections, filters
+//! and constraints (`SourceTable::expectations`, against the table's own rows) compiled.
 
 use super::catalog::Catalog;
 use super::cursor::{in_clause, invalid, syntax, Name};
+use super::expectations::compile_expectations;
 use super::schema::{check_declared, parse_schema_text};
 use super::syntax::{From, Located, Query, ReadFiles, SelectItem};
 use crate::expr::{compile, Expr};
@@ -111,8 +113,9 @@ fn build_one(
     if let Some(declared) = &stmt.columns {
         check_declared(declared, &schema, &stmt.name.text, "the query", stmt.line)?;
     }
+    let rows = format!("the rows of `{}`", stmt.name.text);
     Ok(SourceTable {
-        expectations: Vec::new(),
+        expectations: compile_expectations(&stmt.constraints, &schema, &rows)?,
         name: stmt.name.text.clone(),
         schema,
         input,
@@ -143,21 +146,12 @@ pub(crate) fn predicate(
 }
 
 fn read_files(spec: &ReadFiles, base: &Path) -> Result<(SourceInput, Schema)> {
+    if spec.version.is_some() {
+        let message = "read_files: version => is only valid in AUTO CDC FROM SNAPSHOT read_files(...) (a source table reads every file)";
+        return Err(invalid(spec.line, message));
+    }
     let path = base.join(&spec.path);
-    let format = match &spec.format {
-        Some(f) => match f.to_ascii_lowercase().as_str() {
-            "csv" => Format::Csv,
-            "json" => Format::Json,
-            _ => return Err(syntax(spec.line, format!("read_files: unsupported format `{f}` (supported: csv, json)"))),
-        },
-        None => format_from_extension(&path).ok_or_else(|| {
-            let message = format!(
-                "read_files: cannot tell the format of `{}` from its name; add format => 'csv' or 'json'",
-                spec.path
-            );
-            invalid(spec.line, message)
-        })?,
-    };
+    let format = file_format(spec, &path)?;
     let header = spec.header.unwrap_or(true);
     let (file_schema, declared) = match &spec.schema {
         Some(text) => (parse_schema_text(text, spec.line)?, true),
@@ -174,6 +168,27 @@ fn read_files(spec: &ReadFiles, base: &Path) -> Result<(SourceInput, Schema)> {
     Ok((input, schema))
 }
 
+/// The `format =>` option, or else the format the file name's extension implies.
+pub(crate) fn file_format(spec: &ReadFiles, path: &Path) -> Result<Format> {
+    match &spec.format {
+        Some(f) => match f.to_ascii_lowercase().as_str() {
+            "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
+            _ => Err(syntax(
+                spec.line,
+                format!("read_files: unsupported format `{f}` (supported: csv, json)"),
+            )),
+        },
+        None => format_from_extension(path).ok_or_else(|| {
+            let message = format!(
+                "read_files: cannot tell the format of `{}` from its name; add format => 'csv' or 'json'",
+                spec.path
+            );
+            invalid(spec.line, message)
+        }),
+    }
+}
+
 fn format_from_extension(path: &Path) -> Option<Format> {
     let extension = path.extension()?.to_str()?.to_ascii_lowercase();
     match extension.as_str() {
@@ -183,8 +198,8 @@ fn format_from_extension(path: &Path) -> Option<Format> {
     }
 }
 
-/// The compiled SELECT list and the table's schema; `SELECT *` is `None` and keeps the input.
-fn project(query: &Query, input: &Schema) -> Result<(Option<Vec<Expr>>, Schema)> {
+/// The compiled SELECT list and its output schema; `SELECT *` is `None` and keeps the input.
+pub(crate) fn project(query: &Query, input: &Schema) -> Result<(Option<Vec<Expr>>, Schema)> {
     let Some(items) = &query.projection else {
         return Ok((None, input.clone()));
     };

@@ -1,12 +1,14 @@
 //! Statement grammar: the file is a `;`-separated list of
-//! `CREATE [OR REFRESH] STREAMING TABLE ...` and `CREATE FLOW ... AS AUTO CDC INTO ...`.
+//! `CREATE [OR REFRESH] STREAMING TABLE ...`, `CREATE FLOW ... AS AUTO CDC INTO ...` and
+//! `CREATE FLOW ... AS INSERT INTO ...` (REPLACE USING, in `insert`).
 //! Syntax we recognise but do not implement yet is rejected here with a validation error
 //! saying so, rather than a confusing syntax error further on.
 
 use super::clauses::parse_clauses;
 use super::cursor::{invalid, Cursor};
+use super::insert::{insert_flow, replace_using};
 use super::query::{column_decls, query, table_properties};
-use super::syntax::{CdcClauses, FlowStmt, Statement, TableStmt};
+use super::syntax::{CdcClauses, FlowBody, FlowStmt, Statement, TableStmt};
 use crate::Result;
 use sqlparser::tokenizer::Token;
 
@@ -29,7 +31,8 @@ pub(crate) fn parse_statements(text: &str) -> Result<Vec<Statement>> {
 fn statement(c: &mut Cursor) -> Result<Statement> {
     let line = c.line();
     if c.is_word_at(0, "INSERT") {
-        return Err(insert_flow(c));
+        let message = "INSERT: declare a flow with CREATE FLOW name AS INSERT INTO ..., or inline with CREATE STREAMING TABLE t FLOW REPLACE USING ...";
+        return Err(invalid(line, message));
     }
     c.expect_words(&["CREATE"], "statement")?;
     c.eat_words(&["OR", "REFRESH"]);
@@ -42,27 +45,11 @@ fn statement(c: &mut Cursor) -> Result<Statement> {
     }
 }
 
-/// `INSERT [ONCE] INTO t BY NAME [REPLACE USING ...] query`: append and REPLACE USING flows
-/// are future work; say which one the user wrote.
-fn insert_flow(c: &mut Cursor) -> crate::Error {
-    let line = c.line();
-    let mut replace_using = false;
-    while !c.at_end() {
-        replace_using |= c.is_words(&["REPLACE", "USING"]);
-        c.next();
-    }
-    if replace_using {
-        invalid(line, "REPLACE USING flows are not supported yet")
-    } else {
-        invalid(line, "INSERT INTO (append) flows are not supported yet")
-    }
-}
-
 fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
     let name = c.table_name("CREATE STREAMING TABLE")?;
-    let columns = match c.peek() {
-        Token::LParen => Some(column_decls(c)?),
-        _ => None,
+    let (columns, constraints) = match c.peek() {
+        Token::LParen => column_decls(c)?,
+        _ => (None, Vec::new()),
     };
     let mut properties = Vec::new();
     loop {
@@ -78,18 +65,18 @@ fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
         name,
         line,
         columns,
+        constraints,
         properties,
         query: None,
         flow: None,
     };
     if c.eat_words(&["AS"]) {
-        stmt.query = Some(query(c)?);
+        stmt.query = Some(query(c, "AS")?);
     } else if c.eat_words(&["FLOW"]) {
         if c.is_words(&["REPLACE", "USING"]) {
-            return Err(invalid(
-                c.line(),
-                "REPLACE USING flows are not supported yet",
-            ));
+            let replace = replace_using(c, false, None)?;
+            stmt.flow = Some(FlowBody::Replace(Box::new(replace)));
+            return Ok(stmt);
         }
         auto_cdc(c, "FLOW")?;
         let mut clauses = CdcClauses {
@@ -97,7 +84,7 @@ fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
             ..CdcClauses::default()
         };
         parse_clauses(c, &mut clauses)?;
-        stmt.flow = Some(clauses);
+        stmt.flow = Some(FlowBody::AutoCdc(Box::new(clauses)));
     }
     Ok(stmt)
 }
@@ -118,7 +105,13 @@ fn flow(c: &mut Cursor, line: u64) -> Result<FlowStmt> {
     }
     c.expect_words(&["AS"], "CREATE FLOW")?;
     if c.is_word_at(0, "INSERT") {
-        return Err(insert_flow(c));
+        let (target, replace) = insert_flow(c)?;
+        return Ok(FlowStmt {
+            name,
+            line,
+            target,
+            body: FlowBody::Replace(Box::new(replace)),
+        });
     }
     auto_cdc(c, "CREATE FLOW ... AS")?;
     let once = c.eat_words(&["ONCE"]);
@@ -133,6 +126,6 @@ fn flow(c: &mut Cursor, line: u64) -> Result<FlowStmt> {
         name,
         line,
         target,
-        clauses,
+        body: FlowBody::AutoCdc(Box::new(clauses)),
     })
 }

@@ -2,7 +2,7 @@
 //! produces and the validator consumes. Every piece keeps the line it was written on.
 
 use super::cursor::Name;
-use crate::plan::ScdType;
+use crate::plan::{OnViolation, ScdType};
 use crate::value::DataType;
 use sqlparser::ast;
 
@@ -25,14 +25,27 @@ pub(crate) enum Statement {
 pub(crate) struct TableStmt {
     pub(crate) name: Name,
     pub(crate) line: u64,
-    /// The optional `(col TYPE, ...)` list.
+    /// The declared columns; `None` when the parenthesised list declares none (it may hold
+    /// only constraints).
     pub(crate) columns: Option<Vec<ColumnDecl>>,
+    /// `CONSTRAINT ... EXPECT` items of the parenthesised list, in order, names unique.
+    pub(crate) constraints: Vec<ConstraintDecl>,
     /// `TBLPROPERTIES` as `(key, value, line)`.
     pub(crate) properties: Vec<(String, String, u64)>,
     /// `AS SELECT ...`: the table is an append-only source.
     pub(crate) query: Option<Query>,
-    /// `FLOW AUTO CDC ...`: the table is a target with one flow of the same name.
-    pub(crate) flow: Option<CdcClauses>,
+    /// `FLOW AUTO CDC ...` or `FLOW REPLACE USING ...`: the table is a target with one flow of
+    /// the same name.
+    pub(crate) flow: Option<FlowBody>,
+}
+
+/// `CONSTRAINT name EXPECT (expr) [ON VIOLATION DROP ROW | ON VIOLATION FAIL UPDATE]`.
+#[derive(Debug)]
+pub(crate) struct ConstraintDecl {
+    pub(crate) name: Name,
+    /// The condition; its line is the `CONSTRAINT` keyword's.
+    pub(crate) condition: Located<ast::Expr>,
+    pub(crate) action: OnViolation,
 }
 
 /// A declared column.
@@ -48,6 +61,8 @@ pub(crate) struct Query {
     /// `None` for `SELECT *`.
     pub(crate) projection: Option<Vec<SelectItem>>,
     pub(crate) from: From,
+    /// Whether `from` was written inside `STREAM` (`STREAM(x)` or `STREAM x`).
+    pub(crate) streamed: bool,
     pub(crate) filter: Option<Located<ast::Expr>>,
 }
 
@@ -77,16 +92,38 @@ pub(crate) struct ReadFiles {
     pub(crate) format: Option<String>,
     pub(crate) header: Option<bool>,
     pub(crate) schema: Option<String>,
+    /// `version => 'regex'`: only in `AUTO CDC FROM SNAPSHOT read_files(...)`.
+    pub(crate) version: Option<String>,
     pub(crate) line: u64,
 }
 
-/// `CREATE FLOW name AS AUTO CDC INTO target ...`.
+/// `CREATE FLOW name AS AUTO CDC INTO target ...` or `... AS INSERT INTO target ...`.
 #[derive(Debug)]
 pub(crate) struct FlowStmt {
     pub(crate) name: Name,
     pub(crate) line: u64,
     pub(crate) target: Name,
-    pub(crate) clauses: CdcClauses,
+    pub(crate) body: FlowBody,
+}
+
+/// What a flow does.
+#[derive(Debug)]
+pub(crate) enum FlowBody {
+    /// `AUTO CDC`: a change feed (`FROM src`) or snapshots (`FROM SNAPSHOT ...`).
+    AutoCdc(Box<CdcClauses>),
+    /// `INSERT INTO t BY NAME REPLACE USING (...) SEQUENCE BY s SELECT ...`.
+    Replace(Box<ReplaceUsing>),
+}
+
+/// The pieces of a REPLACE USING flow.
+#[derive(Debug)]
+pub(crate) struct ReplaceUsing {
+    pub(crate) once: bool,
+    /// `REPLACE USING (k, ...)`; the line is the clause's.
+    pub(crate) keys: Located<Vec<Name>>,
+    /// `SEQUENCE BY`: must turn out to be one column name.
+    pub(crate) sequence: Located<ast::Expr>,
+    pub(crate) query: Query,
 }
 
 /// A column selection: `*`, `(cols)` or `* EXCEPT (cols)`.
@@ -101,7 +138,11 @@ pub(crate) enum Selection {
 #[derive(Debug, Default)]
 pub(crate) struct CdcClauses {
     pub(crate) once: bool,
+    /// `FROM src` (a change feed).
     pub(crate) source: Option<Name>,
+    /// `FROM SNAPSHOT ...` as a query: `FROM SNAPSHOT t` is `SELECT * FROM t`, `FROM SNAPSHOT
+    /// read_files(...)` is `SELECT * FROM read_files(...)`. Excludes `source`.
+    pub(crate) snapshot: Option<Located<Query>>,
     pub(crate) keys: Option<Located<Vec<Name>>>,
     pub(crate) ignore_null_updates: Option<Located<Selection>>,
     pub(crate) delete_when: Option<Located<ast::Expr>>,
@@ -111,4 +152,8 @@ pub(crate) struct CdcClauses {
     pub(crate) stored_as: Option<Located<ScdType>>,
     pub(crate) track_history: Option<Located<Selection>>,
     pub(crate) columns_to_update: Option<Name>,
+    /// Line of `SYSTEM SEQUENCE BY` (recognised so the error can depend on the flow kind).
+    pub(crate) system_sequence_by: Option<u64>,
+    /// Line of `STORED AS BITEMPORAL` (likewise); excludes `stored_as`.
+    pub(crate) bitemporal: Option<u64>,
 }

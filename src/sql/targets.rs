@@ -1,20 +1,65 @@
 //! Targets (tables declared without a query) and the flows into them. A target's shape comes
-//! from its flows, which must all agree on it (D16); a declared column list must match it.
+//! from its flows; D16 decides which flows may share a target: several change-feed AUTO CDC
+//! flows that agree on the shape, or exactly one snapshot flow, or exactly one REPLACE USING
+//! flow. A declared column list must match the shape. The target's constraints are compiled
+//! into every flow into it, against the rows that flow checks.
 
 use super::catalog::Catalog;
-use super::cursor::invalid;
+use super::cursor::{invalid, Name};
+use super::expectations::compile_expectations;
 use super::flows::{build_flow, Shape};
+use super::replace::build_replace_flow;
 use super::schema::check_declared;
+use super::snapshots::build_snapshot_flow;
+use super::syntax::{FlowBody, FlowStmt};
 use crate::plan::{
-    CdcFlow, ScdType, SourceTable, Target, TargetKind, DEFAULT_TOMBSTONE_GC_SECONDS,
+    CdcFlow, ReplaceFlow, ScdType, SnapshotFlow, SourceTable, Target, TargetKind,
+    DEFAULT_TOMBSTONE_GC_SECONDS,
 };
 use crate::value::Column;
 use crate::Result;
+use std::path::Path;
 
 const TOMBSTONE_PROPERTY: &str = "pipelines.cdc.tombstoneGCThresholdInSeconds";
 
+/// What flows are resolved against.
+pub(crate) struct Context<'a> {
+    pub(crate) catalog: &'a Catalog,
+    /// The built source tables (`Pipeline::tables`).
+    pub(crate) tables: &'a [SourceTable],
+    /// `sources[i]` is the catalog index of `tables[i]`.
+    pub(crate) sources: &'a [usize],
+    /// The pipeline file's directory, for `read_files` paths.
+    pub(crate) base: &'a Path,
+}
+
+impl Context<'_> {
+    /// The `Pipeline::tables` index of the source table `name`; `clause` prefixes errors.
+    pub(crate) fn source_table(&self, name: &Name, clause: &str) -> Result<usize> {
+        let s = self.catalog.resolve(name, clause)?;
+        self.sources.iter().position(|&i| i == s).ok_or_else(|| {
+            let message = format!(
+                "{clause}: `{}` is an AUTO CDC target, not an append-only source table",
+                name.text
+            );
+            invalid(name.line, message)
+        })
+    }
+}
+
+/// Every target and flow of a pipeline, as `Pipeline` holds them.
+pub(crate) struct Built {
+    pub(crate) targets: Vec<Target>,
+    pub(crate) flows: Vec<CdcFlow>,
+    pub(crate) snapshot_flows: Vec<SnapshotFlow>,
+    pub(crate) replace_flows: Vec<ReplaceFlow>,
+}
+
 /// The first flow into a target: the shape every other flow must match.
 struct First {
+    kind: TargetKind,
+    /// Why no other flow may join (snapshot and REPLACE USING flows).
+    exclusive: Option<&'static str>,
     shape: Shape,
     flow: String,
     line: u64,
@@ -22,68 +67,142 @@ struct First {
 }
 
 /// Builds every flow (declaration order) and every target (declaration order of the tables).
-/// `sources[i]` is the catalog index of `tables[i]`.
+/// `sources[i]` is the catalog index of `tables[i]`; `base` is the pipeline file's directory.
 pub(crate) fn build_targets(
     catalog: &Catalog,
     tables: &[SourceTable],
     sources: &[usize],
+    base: &Path,
     warnings: &mut Vec<(u64, String)>,
-) -> Result<(Vec<Target>, Vec<CdcFlow>)> {
+) -> Result<Built> {
+    let cx = Context {
+        catalog,
+        tables,
+        sources,
+        base,
+    };
     let target_tables: Vec<usize> = (0..catalog.tables.len())
         .filter(|&i| catalog.tables[i].query.is_none())
         .collect();
     let mut firsts: Vec<Option<First>> = target_tables.iter().map(|_| None).collect();
-    let mut flows = Vec::with_capacity(catalog.flows.len());
+    let mut built = Built {
+        targets: Vec::new(),
+        flows: Vec::new(),
+        snapshot_flows: Vec::new(),
+        replace_flows: Vec::new(),
+    };
     for stmt in &catalog.flows {
         let t = catalog.resolve(&stmt.target, "INTO")?;
         let Some(target) = target_tables.iter().position(|&i| i == t) else {
             let message = format!(
-                "INTO: `{}` is defined by a query (AS SELECT); an AUTO CDC target must be declared without one",
+                "INTO: `{}` is defined by a query (AS SELECT); a flow's target must be declared without one",
                 stmt.target.text
             );
             return Err(invalid(stmt.target.line, message));
         };
-        let source_name = stmt
-            .clauses
-            .source
-            .as_ref()
-            .ok_or_else(|| invalid(stmt.line, "AUTO CDC: the FROM clause is required"))?;
-        let s = catalog.resolve(source_name, "FROM")?;
-        let Some(source) = sources.iter().position(|&i| i == s) else {
-            let message = format!(
-                "FROM: `{}` is an AUTO CDC target, not an append-only source table",
-                source_name.text
-            );
-            return Err(invalid(source_name.line, message));
-        };
-        let (flow, shape) = build_flow(stmt, &tables[source], source, target, warnings)?;
+        let exclusive = exclusive(stmt);
+        if let Some(first) = &firsts[target] {
+            check_exclusive(first, exclusive, stmt)?;
+        }
+        let (kind, shape) = build_one(&cx, stmt, (t, target), &mut built, warnings)?;
         match &mut firsts[target] {
             slot @ None => {
                 let partial = shape.partial;
                 *slot = Some(First {
+                    kind,
+                    exclusive,
                     shape,
-                    flow: flow.name.clone(),
-                    line: flow.line,
+                    flow: stmt.name.text.clone(),
+                    line: stmt.line,
                     partial,
                 })
             }
             Some(first) => {
-                check_same_shape(first, &shape, &flow, &stmt.target.text)?;
+                check_same_shape(first, &shape, stmt)?;
                 first.partial |= shape.partial;
             }
         }
-        flows.push(flow);
     }
-    let targets = target_tables
+    built.targets = target_tables
         .iter()
         .zip(firsts)
         .map(|(&t, first)| target(catalog, t, first))
         .collect::<Result<_>>()?;
-    Ok((targets, flows))
+    Ok(built)
+}
+
+/// D16, SPEC 2.11: snapshot and REPLACE USING flows are the only flow into their target.
+fn exclusive(stmt: &FlowStmt) -> Option<&'static str> {
+    match &stmt.body {
+        FlowBody::AutoCdc(clauses) if clauses.snapshot.is_some() => {
+            Some("an AUTO CDC FROM SNAPSHOT flow must be the only flow into its target")
+        }
+        FlowBody::AutoCdc(_) => None,
+        FlowBody::Replace(_) => Some("a REPLACE USING flow must be the only flow into its target"),
+    }
+}
+
+/// Resolves one flow into `target` (catalog index, index into the targets), with the
+/// target's constraints compiled into it, adds it to `built` and returns the kind and shape it
+/// gives the target.
+fn build_one(
+    cx: &Context,
+    stmt: &FlowStmt,
+    (t, target): (usize, usize),
+    built: &mut Built,
+    warnings: &mut Vec<(u64, String)>,
+) -> Result<(TargetKind, Shape)> {
+    let table = &cx.catalog.tables[t];
+    let constraints = &table.constraints;
+    let flow_is = format!("flow `{}`", stmt.name.text);
+    match &stmt.body {
+        FlowBody::AutoCdc(clauses) if clauses.snapshot.is_some() => {
+            let (mut flow, shape) = build_snapshot_flow(cx, stmt, clauses, target, warnings)?;
+            let rows = format!("the snapshot rows of {flow_is}");
+            flow.expectations = compile_expectations(constraints, &flow.schema, &rows)?;
+            built.snapshot_flows.push(flow);
+            Ok((TargetKind::Snapshot, shape))
+        }
+        FlowBody::AutoCdc(clauses) => {
+            let name = clauses
+                .source
+                .as_ref()
+                .ok_or_else(|| invalid(stmt.line, "AUTO CDC: the FROM clause is required"))?;
+            let s = cx.source_table(name, "FROM")?;
+            let source = &cx.tables[s];
+            let (mut flow, shape) = build_flow(stmt, clauses, source, (s, target), warnings)?;
+            let rows = format!("the rows of source `{}` in {flow_is}", source.name);
+            flow.expectations = compile_expectations(constraints, &source.schema, &rows)?;
+            built.flows.push(flow);
+            Ok((TargetKind::AutoCdc, shape))
+        }
+        FlowBody::Replace(replace) => {
+            let (mut flow, shape) = build_replace_flow(cx, stmt, replace, table, target)?;
+            let rows = format!("the rows {flow_is} writes");
+            flow.expectations = compile_expectations(constraints, &shape.image, &rows)?;
+            let kind = TargetKind::ReplaceUsing {
+                sequence: flow.sequence,
+            };
+            built.replace_flows.push(flow);
+            Ok((kind, shape))
+        }
+    }
+}
+
+/// Rejects `stmt` as a second flow into a target when either flow must be the only one.
+fn check_exclusive(first: &First, exclusive: Option<&str>, stmt: &FlowStmt) -> Result<()> {
+    let Some(why) = first.exclusive.or(exclusive) else {
+        return Ok(());
+    };
+    let message = format!(
+        "INTO: flows `{}` (line {}) and `{}` both write `{}`: {why}",
+        first.flow, first.line, stmt.name.text, stmt.target.text
+    );
+    Err(invalid(stmt.line, message))
 }
 
 /// D16: flows into one target must agree on everything that shapes it except partial updates.
-fn check_same_shape(first: &First, shape: &Shape, flow: &CdcFlow, target: &str) -> Result<()> {
+fn check_same_shape(first: &First, shape: &Shape, flow: &FlowStmt) -> Result<()> {
     let a = &first.shape;
     let same_keys = a.keys.len() == shape.keys.len()
         && a.keys
@@ -119,8 +238,8 @@ fn check_same_shape(first: &First, shape: &Shape, flow: &CdcFlow, target: &str) 
         Some(what) => Err(invalid(
             flow.line,
             format!(
-                "INTO: flows `{}` (line {}) and `{}` into `{target}` disagree on {what}; flows into one target need the same keys, sequence type, SCD type, columns and tracked columns",
-                first.flow, first.line, flow.name
+                "INTO: flows `{}` (line {}) and `{}` into `{}` disagree on {what}; flows into one target need the same keys, sequence type, SCD type, columns and tracked columns",
+                first.flow, first.line, flow.name.text, flow.target.text
             ),
         )),
     }
@@ -137,7 +256,7 @@ fn target(catalog: &Catalog, t: usize, first: Option<First>) -> Result<Target> {
     let stmt = &catalog.tables[t];
     let Some(first) = first else {
         let message = format!(
-            "CREATE STREAMING TABLE {}: the table has no query (AS SELECT) and no AUTO CDC flow writes into it",
+            "CREATE STREAMING TABLE {}: the table has no query (AS SELECT) and no flow writes into it",
             stmt.name.text
         );
         return Err(invalid(stmt.line, message));
@@ -157,7 +276,7 @@ fn target(catalog: &Catalog, t: usize, first: Option<First>) -> Result<Target> {
         check_declared(declared, &schema, &stmt.name.text, &writer, stmt.line)?;
     }
     Ok(Target {
-        kind: TargetKind::AutoCdc,
+        kind: first.kind,
         name: stmt.name.text.clone(),
         schema,
         image_len: shape.image.len(),

@@ -315,3 +315,89 @@ fn a_short_csv_row_names_the_line() {
         "error: data.csv:2: expected 3 fields, found 2"
     );
 }
+
+#[test]
+fn t5_t6_t7_examples_write_the_spec_tables() {
+    let out = run_example("t5_snapshot_scd2.sql", &[]);
+    assert_eq!(
+        read(out.path(), "target.csv"),
+        "userId,city,__START_AT,__END_AT\n1,Oaxaca,0,1\n2,Monterrey,0,1\n2,Carmel,1,\n3,Tijuana,0,1\n\
+         3,Los Angeles,1,\n4,Death Valley,1,\n6,Kings Canyon,1,\n"
+    );
+    let out = run_example("t6_snapshot_files.sql", &[]);
+    assert_eq!(
+        read(out.path(), "target.csv"),
+        "userId,city,__START_AT,__END_AT\n1,Oaxaca,1,2\n2,Monterrey,1,2\n2,Carmel,2,\n3,Tijuana,1,2\n\
+         3,Los Angeles,2,\n4,Death Valley,2,\n"
+    );
+    let out = run_example("t7_replace_using.sql", &[]);
+    assert_eq!(
+        read(out.path(), "region_events.csv"),
+        "region_id,device_type,event_type,seq\n1,Android,conversion,2\n1,desktop,click,2\n1,iOS,click,2\n\
+         2,desktop,click,1\n2,iOS,click,1\n3,desktop,click,2\n"
+    );
+    let metrics: serde_json::Value =
+        serde_json::from_str(&read(out.path(), "metrics.json")).unwrap();
+    let expectation = &metrics["flows"][0]["commits"][1]["expectations"][0];
+    assert_eq!(
+        (
+            &expectation["name"],
+            &expectation["passed"],
+            &expectation["failed"]
+        ),
+        (&"known_event".into(), &5.into(), &1.into())
+    );
+}
+
+#[test]
+fn a_fail_update_expectation_fails_the_run() {
+    let sql = "CREATE STREAMING TABLE src (CONSTRAINT positive EXPECT (seq > 0) ON VIOLATION FAIL UPDATE)\n\
+               AS SELECT * FROM STREAM read_files('data.csv', format => 'csv', schema => 'k INT, v STRING, seq INT');\n\
+               CREATE STREAMING TABLE t;\n\
+               CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(src) KEYS (k) SEQUENCE BY seq;\n";
+    let dir = scratch(sql, &[("data.csv", "k,v,seq\n1,a,1\n2,b,-4\n")]);
+    assert_eq!(
+        fails(dir.path()),
+        "error: data.csv:3: expectation `positive` of `src` failed (ON VIOLATION FAIL UPDATE) on {\"k\":2,\"v\":\"b\",\"seq\":-4}"
+    );
+}
+
+#[test]
+fn warn_expectations_keep_rows_and_count_them() {
+    let sql = "CREATE STREAMING TABLE src (CONSTRAINT has_v EXPECT (v IS NOT NULL))\n\
+               AS SELECT * FROM STREAM read_files('data.csv', format => 'csv', schema => 'k INT, v STRING, seq INT');\n\
+               CREATE STREAMING TABLE t;\n\
+               CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(src) KEYS (k) SEQUENCE BY seq;\n";
+    let dir = scratch(sql, &[("data.csv", "k,v,seq\n1,a,1\n2,,2\n")]);
+    let out = scdflow(&["run", "p.sql", "--out", "out"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        read(&dir.path().join("out"), "t.csv"),
+        "k,v,seq\n1,a,1\n2,,2\n"
+    );
+    let metrics: serde_json::Value =
+        serde_json::from_str(&read(&dir.path().join("out"), "metrics.json")).unwrap();
+    let counts = &metrics["tables"][0]["commits"][0]["expectations"][0];
+    assert_eq!(
+        (&counts["passed"], &counts["failed"]),
+        (&1.into(), &1.into())
+    );
+}
+
+#[test]
+fn a_duplicate_key_in_a_snapshot_fails_the_update() {
+    let sql = "CREATE STREAMING TABLE t;\n\
+               CREATE FLOW f AS AUTO CDC INTO t FROM SNAPSHOT read_files('snaps', format => 'csv',\n\
+                 schema => 'userId INT, city STRING', version => 'snapshot_([0-9]+)[.]csv') KEYS (userId);\n";
+    let dir = scratch(sql, &[]);
+    std::fs::create_dir_all(dir.path().join("snaps")).unwrap();
+    std::fs::write(
+        dir.path().join("snaps/snapshot_1.csv"),
+        "userId,city\n1,a\n1,b\n",
+    )
+    .unwrap();
+    assert_eq!(
+        fails(dir.path()),
+        "error: snaps/snapshot_1.csv:3: flow `f`: KEYS (userId): duplicate key in snapshot version 1 (first at line 2)"
+    );
+}

@@ -22,6 +22,15 @@ pub struct Case {
     pub batches: Vec<Vec<Json>>,
 }
 
+/// Runs `sql` (in `dir`, next to its data) and returns the first target's table after commit
+/// `version` (all commits when `None`), as sorted JSON objects.
+pub fn run_sql(dir: &Path, sql: &str, workers: usize, version: Option<u64>) -> Vec<Json> {
+    let file = dir.join("pipeline.sql");
+    std::fs::write(&file, sql).unwrap();
+    let p = scdflow::sql::parse(sql, &file).unwrap_or_else(|e| panic!("{e}\n{sql}"));
+    table_json(&p, workers, version)
+}
+
 impl Case {
     /// Writes the data and the pipeline into `dir` and parses it.
     pub fn pipeline(&self, dir: &Path) -> Pipeline {
@@ -31,10 +40,16 @@ impl Case {
             let text: String = batch.iter().map(|r| format!("{r}\n")).collect();
             std::fs::write(data.join(format!("batch_{:03}.jsonl", i + 1)), text).unwrap();
         }
+        // The inline form (`CREATE ... STREAMING TABLE t FLOW ...`) declares its own target.
+        let declare = if self.flow.to_ascii_uppercase().contains("STREAMING TABLE") {
+            String::new()
+        } else {
+            format!("CREATE STREAMING TABLE {};\n", self.target)
+        };
         let sql = format!(
             "CREATE STREAMING TABLE {} AS SELECT * FROM STREAM read_files('data', format => 'json', schema => '{}');\n\
-             CREATE STREAMING TABLE {};\n{}\n",
-            self.source, self.schema, self.target, self.flow
+             {declare}{}\n",
+            self.source, self.schema, self.flow
         );
         let file = dir.join("pipeline.sql");
         std::fs::write(&file, &sql).unwrap();
@@ -43,7 +58,7 @@ impl Case {
 }
 
 /// The target's rows after commit `version` (all commits when `None`) as JSON objects, sorted.
-fn table_json(p: &Pipeline, workers: usize, version: Option<u64>) -> Vec<Json> {
+pub fn table_json(p: &Pipeline, workers: usize, version: Option<u64>) -> Vec<Json> {
     let eval = evaluate(
         p,
         &Options {
@@ -78,7 +93,7 @@ fn table_json(p: &Pipeline, workers: usize, version: Option<u64>) -> Vec<Json> {
     out
 }
 
-fn sorted(mut rows: Vec<Json>) -> Vec<Json> {
+pub fn sorted(mut rows: Vec<Json>) -> Vec<Json> {
     rows.sort_by_key(|j| j.to_string());
     rows
 }
@@ -98,7 +113,7 @@ pub fn check(case: &Case, expected: Vec<Json>) {
     }
 }
 
-fn seed_cases() -> Vec<Json> {
+pub fn seed_cases() -> Vec<Json> {
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/seed_vectors.json"),
     )
@@ -135,7 +150,7 @@ fn seed_case(v: &Json) -> Case {
     }
 }
 
-fn run_seed(name: &str) {
+pub fn run_seed(name: &str) {
     let cases = seed_cases();
     let v = cases
         .iter()

@@ -4,8 +4,12 @@
 mod prop;
 // The spec's worked examples and decision vectors, through SQL, exact tables.
 mod golden;
+// Snapshot and REPLACE USING examples, exact tables.
+mod golden_snapshot;
 // The binary: bundled examples, outputs, and each bad-input class.
 mod cli;
+// Snapshot and REPLACE USING flows vs the model.
+mod prop_snapshot;
 // Tombstone retention through the dataflow.
 mod tombstones;
 // Shared builders for targets and events.

@@ -144,6 +144,7 @@ fn check(
         commits.push(CommitEvents {
             events: vec![events[from..cut].to_vec()],
             timestamp: 0,
+            ..CommitEvents::default()
         });
         prefixes.push(cut);
         from = cut;

@@ -41,6 +41,7 @@ fn late_upserts_recreate_keys_only_after_the_retention() {
             let commit = |events, seconds| CommitEvents {
                 events: vec![events],
                 timestamp: seconds * SECOND,
+                ..CommitEvents::default()
             };
             let commits = vec![
                 commit(

@@ -46,3 +46,21 @@ pub fn table_at(target: &Target, updates: &[(Row, u64, isize)], version: u64) ->
     scdflow::driver::sort_rows(target, &mut rows);
     rows
 }
+
+/// The table after commits `..=version` as a multiset (rows repeated by multiplicity), sorted by
+/// key columns, then the whole row.
+pub fn multiset_at(target: &Target, updates: &[(Row, u64, isize)], version: u64) -> Vec<Row> {
+    let mut counts: BTreeMap<&Row, isize> = BTreeMap::new();
+    for (row, time, diff) in updates {
+        if *time <= version {
+            *counts.entry(row).or_default() += diff;
+        }
+    }
+    let mut rows = Vec::new();
+    for (row, n) in counts {
+        assert!(n >= 0, "row {row:?} has multiplicity {n}");
+        rows.extend(std::iter::repeat_n(row.clone(), n as usize));
+    }
+    scdflow::driver::sort_rows(target, &mut rows);
+    rows
+}

@@ -281,7 +281,7 @@ fn targets_must_be_declared_tables_without_a_query() {
         &format!("{USERS}\nCREATE STREAMING TABLE lonely;"),
         Validation,
         3,
-        "CREATE STREAMING TABLE lonely: the table has no query (AS SELECT) and no AUTO CDC flow",
+        "CREATE STREAMING TABLE lonely: the table has no query (AS SELECT) and no flow writes into it",
     );
 }
 
@@ -379,11 +379,10 @@ fn future_features_are_rejected_by_name() {
     let cases = [
         (flow_with("STORED AS\n BITEMPORAL"), 6, "STORED AS BITEMPORAL is not supported yet"),
         (flow_with("SYSTEM SEQUENCE BY name"), 5, "SYSTEM SEQUENCE BY (bitemporal flows) is not supported yet"),
-        (users_flow("CREATE FLOW f AS AUTO CDC INTO t\nFROM SNAPSHOT (SELECT * FROM users_cdf) KEYS (userId);"), 4, "AUTO CDC FROM SNAPSHOT is not supported yet"),
-        (format!("{USERS}CREATE STREAMING TABLE r\n  FLOW REPLACE USING (userId) SEQUENCE BY sequenceNum BY NAME SELECT * FROM STREAM(users_cdf);"), 3, "REPLACE USING flows are not supported yet"),
-        (users_flow("CREATE FLOW f AS\nINSERT INTO t BY NAME REPLACE USING (userId) SEQUENCE BY sequenceNum SELECT * FROM STREAM(users_cdf);"), 4, "REPLACE USING flows are not supported yet"),
-        (users_flow("INSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);"), 3, "INSERT INTO (append) flows are not supported yet"),
-        (format!("{USERS}CREATE STREAMING TABLE t (userId INT,\n CONSTRAINT ok EXPECT (userId > 0));"), 3, "CONSTRAINT ... EXPECT (expectations) is not supported yet"),
+        (users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM SNAPSHOT users_cdf\nWITH VERSION (SELECT 1) KEYS (userId);"), 4, "WITH VERSION is not supported yet; use read_files(..., version => 'pattern')"),
+        (users_flow("CREATE FLOW f AS\nINSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);"), 4, "INSERT INTO (append) flows are not supported yet"),
+        (users_flow("CREATE FLOW f AS INSERT INTO t BY NAME\nREPLACE WHERE userId > 0 SELECT * FROM STREAM(users_cdf);"), 4, "REPLACE WHERE flows are not supported yet"),
+        (users_flow("INSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);"), 3, "INSERT: declare a flow with CREATE FLOW name AS INSERT INTO"),
     ];
     for (sql, line, needle) in cases {
         assert_error(&sql, Validation, line, needle);
@@ -408,7 +407,7 @@ fn syntax_errors_carry_the_line_of_the_token() {
         &flow_with("\nWHERE name = 'x'"),
         Syntax,
         6,
-        "AUTO CDC: expected one of FROM, KEYS",
+        "AUTO CDC: expected one of FROM, FROM SNAPSHOT, KEYS",
     );
     assert_error(
         &format!("{USERS}CREATE TABLE x;"),

@@ -1,9 +1,12 @@
 //! Front-end tests: the seed pipelines, every validation error class, the accepted syntax
-//! variants, and the `check` description.
+//! variants, snapshot and REPLACE USING flows, expectations, and the `check` description.
 
 mod describe;
 mod errors;
+mod expectations;
+mod replace;
 mod seeds;
+mod snapshots;
 mod syntax;
 
 use super::parse;

@@ -1,0 +1,477 @@
+//! One commit's input: which file it reads, and how its rows become each target's input —
+//! events for AUTO CDC flows, a full snapshot for snapshot flows, rows for REPLACE USING flows —
+//! after the flows' projections and the targets' expectations.
+
+use super::expect::{self, ExpectationCount, Verdict};
+use super::flows::{FlowKind, FlowRef};
+use super::metrics::{FlowCommitMetrics, TableCommitMetrics};
+use super::snapshot_files::versioned_files;
+use super::Quarantined;
+use crate::ingest::{self, SourceCommit};
+use crate::io::{self, RowError, SourceRow};
+use crate::plan::{
+    CdcFlow, Expectation, Pipeline, ReplaceFlow, SnapshotFlow, SnapshotSource, SourceInput,
+    TargetKind,
+};
+use crate::prepare::to_event;
+use crate::runtime::{CommitEvents, Snapshot};
+use crate::value::{Row, Schema, Value};
+use crate::Result;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// What a commit reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommitSource {
+    /// One input file of a `read_files` source table.
+    Table {
+        /// Index into [`Pipeline::tables`].
+        table: usize,
+        /// The file.
+        file: PathBuf,
+    },
+    /// One versioned snapshot file of a snapshot flow.
+    Snapshot {
+        /// Index into [`Pipeline::snapshot_flows`].
+        flow: usize,
+        /// The version from the file name.
+        version: i64,
+        /// The file.
+        file: PathBuf,
+        /// Whether the version is not newer than the last applied one (D12): it is skipped.
+        skipped: bool,
+    },
+}
+
+impl CommitSource {
+    /// The file the commit reads.
+    pub fn file(&self) -> &PathBuf {
+        match self {
+            CommitSource::Table { file, .. } | CommitSource::Snapshot { file, .. } => file,
+        }
+    }
+}
+
+/// The commits of a run, in order: every source table's files (tables in pipeline order), then
+/// every snapshot flow's versioned files in increasing version order; a version that repeats
+/// is skipped (D12).
+pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
+    let mut commits: Vec<CommitSource> = ingest::input_files(pipeline)?
+        .into_iter()
+        .map(|(table, file)| CommitSource::Table { table, file })
+        .collect();
+    for (flow, sf) in pipeline.snapshot_flows.iter().enumerate() {
+        let SnapshotSource::Files {
+            path,
+            version_pattern,
+            ..
+        } = &sf.source
+        else {
+            continue;
+        };
+        let mut last: Option<i64> = None;
+        for (version, file) in versioned_files(path, version_pattern)? {
+            let skipped = last.is_some_and(|l| version <= l);
+            last = Some(last.map_or(version, |l| l.max(version)));
+            commits.push(CommitSource::Snapshot {
+                flow,
+                version,
+                file,
+                skipped,
+            });
+        }
+    }
+    Ok(commits)
+}
+
+/// A commit's input for the runtime, plus what was set aside and counted.
+pub struct Prepared {
+    /// The runtime's input (its timestamp is set by the caller).
+    pub input: CommitEvents,
+    /// Invalid rows, in line order.
+    pub invalid: Vec<Quarantined>,
+    /// Expectation counts of source tables: `(table, metrics)`.
+    pub tables: Vec<(usize, TableCommitMetrics)>,
+    /// Snapshot versions skipped: `(snapshot flow, version)`.
+    pub skipped: Vec<(usize, i64)>,
+}
+
+/// Reads and prepares commit `version` from `source`; metrics entries go to `metrics`
+/// (indexed like `flows`).
+pub fn prepare(
+    pipeline: &Pipeline,
+    flows: &[FlowRef],
+    source: &CommitSource,
+    version: u64,
+    metrics: &mut [Vec<FlowCommitMetrics>],
+) -> Result<Prepared> {
+    let n = pipeline.targets.len();
+    let mut prepared = Prepared {
+        input: CommitEvents {
+            events: vec![Vec::new(); n],
+            snapshots: vec![None; n],
+            rows: vec![Vec::new(); n],
+            timestamp: 0,
+        },
+        invalid: Vec::new(),
+        tables: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let mut step = Step {
+        pipeline,
+        file: source.file().clone(),
+        version,
+        prepared: &mut prepared,
+    };
+    match source {
+        CommitSource::Table { table, file } => {
+            let commit = ingest::read_commit(pipeline, *table, file.clone())?;
+            step.table_commit(flows, *table, &commit, metrics)?;
+        }
+        CommitSource::Snapshot {
+            flow,
+            version: v,
+            skipped,
+            ..
+        } => {
+            let f = position(flows, FlowKind::Snapshot(*flow));
+            let entry = step.entry(0);
+            if *skipped {
+                step.prepared.skipped.push((*flow, *v));
+                metrics[f].push(FlowCommitMetrics {
+                    num_skipped_snapshots: 1,
+                    ..entry
+                });
+            } else {
+                let rows = step.snapshot_file(*flow)?;
+                metrics[f].push(step.snapshot(*flow, *v, rows, entry)?);
+            }
+        }
+    }
+    prepared.invalid.sort_by_key(|q| q.error.line);
+    Ok(prepared)
+}
+
+fn position(flows: &[FlowRef], kind: FlowKind) -> usize {
+    flows
+        .iter()
+        .position(|f| f.kind == kind)
+        .expect("every flow is listed")
+}
+
+/// The tables that read table `first`'s file in this commit, directly or through others.
+fn involved(pipeline: &Pipeline, first: usize) -> Vec<bool> {
+    let mut involved = vec![false; pipeline.tables.len()];
+    involved[first] = true;
+    for (t, table) in pipeline.tables.iter().enumerate().skip(first + 1) {
+        if let SourceInput::Table(parent) = table.input {
+            involved[t] = involved[parent];
+        }
+    }
+    involved
+}
+
+struct Step<'a> {
+    pipeline: &'a Pipeline,
+    file: PathBuf,
+    version: u64,
+    prepared: &'a mut Prepared,
+}
+
+impl Step<'_> {
+    fn entry(&self, input_rows: usize) -> FlowCommitMetrics {
+        FlowCommitMetrics {
+            commit_version: self.version,
+            source_file: self.file.display().to_string(),
+            num_input_rows: input_rows as u64,
+            ..Default::default()
+        }
+    }
+
+    fn invalid(&mut self, owner: &str, line: u64, reason: String, row: &[Value], schema: &Schema) {
+        self.prepared.invalid.push(Quarantined {
+            owner: owner.to_string(),
+            file: self.file.clone(),
+            error: RowError {
+                line,
+                column: None,
+                reason: format!("flow `{owner}`: {reason}"),
+                raw: ingest::row_to_json(row, schema),
+            },
+        });
+    }
+
+    /// Checks a flow's row against the expectations of target `target`.
+    fn expect(
+        &self,
+        target: usize,
+        expectations: &[Expectation],
+        counts: &mut [ExpectationCount],
+        row: &SourceRow,
+        schema: &Schema,
+    ) -> Result<bool> {
+        match expect::check(expectations, &row.row, counts) {
+            Verdict::Keep => Ok(true),
+            Verdict::Drop => Ok(false),
+            Verdict::Fail(name) => {
+                let owner = &self.pipeline.targets[target].name;
+                Err(ingest::expectation_failed(&name, owner, &row.row, schema)
+                    .at_line(row.line)
+                    .in_file(&self.file))
+            }
+        }
+    }
+
+    fn table_commit(
+        &mut self,
+        flows: &[FlowRef],
+        table: usize,
+        commit: &SourceCommit,
+        metrics: &mut [Vec<FlowCommitMetrics>],
+    ) -> Result<()> {
+        for (t, error) in &commit.invalid {
+            let owner = owner_of_table(self.pipeline, *t);
+            self.prepared.invalid.push(Quarantined {
+                owner,
+                file: self.file.clone(),
+                error: error.clone(),
+            });
+        }
+        for (t, counts) in commit
+            .expectations
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.is_empty())
+        {
+            let entry = TableCommitMetrics {
+                commit_version: self.version,
+                source_file: self.file.display().to_string(),
+                expectations: counts.clone(),
+            };
+            self.prepared.tables.push((t, entry));
+        }
+        let involved = involved(self.pipeline, table);
+        for (f, flow) in flows.iter().enumerate() {
+            let entry = match flow.kind {
+                FlowKind::AutoCdc(i) if involved[self.pipeline.flows[i].source] => self.cdc(
+                    &self.pipeline.flows[i],
+                    &commit.rows[self.pipeline.flows[i].source],
+                )?,
+                FlowKind::Snapshot(i) => match self.pipeline.snapshot_flows[i].source {
+                    SnapshotSource::Table { table: st } if involved[st] => {
+                        let rows = self.periodic_rows(i, &commit.rows[st]);
+                        let entry = self.entry(commit.rows[st].len());
+                        self.snapshot(i, self.version as i64, rows, entry)?
+                    }
+                    _ => continue,
+                },
+                FlowKind::ReplaceUsing(i) if involved[self.pipeline.replace_flows[i].source] => {
+                    let rf = &self.pipeline.replace_flows[i];
+                    self.replace(rf, &commit.rows[rf.source])?
+                }
+                _ => continue,
+            };
+            metrics[f].push(entry);
+        }
+        Ok(())
+    }
+
+    fn cdc(&mut self, flow: &CdcFlow, rows: &[SourceRow]) -> Result<FlowCommitMetrics> {
+        let mut entry = self.entry(rows.len());
+        let mut counts = expect::counts(&flow.expectations);
+        let target = &self.pipeline.targets[flow.target];
+        let schema = &self.pipeline.tables[flow.source].schema;
+        for row in rows {
+            if !self.expect(flow.target, &flow.expectations, &mut counts, row, schema)? {
+                continue;
+            }
+            match to_event(flow, target, schema, &row.row) {
+                Ok(event) => self.prepared.input.events[flow.target].push(event),
+                Err(bad) => {
+                    let reason = format!("{}: {}", bad.column, bad.reason);
+                    self.invalid(&flow.name, row.line, reason, &row.row, schema);
+                }
+            }
+        }
+        entry.expectations = counts;
+        Ok(entry)
+    }
+
+    /// A periodic snapshot: the table's rows of this commit through the flow's projection.
+    fn periodic_rows(&mut self, i: usize, rows: &[SourceRow]) -> Vec<SourceRow> {
+        let sf = &self.pipeline.snapshot_flows[i];
+        let SnapshotSource::Table { table } = sf.source else {
+            return Vec::new();
+        };
+        let input = &self.pipeline.tables[table].schema;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            match ingest::project(
+                sf.projection.as_deref(),
+                sf.filter.as_ref(),
+                &sf.schema,
+                &row.row,
+            ) {
+                Ok(Some(projected)) => out.push(SourceRow {
+                    line: row.line,
+                    row: projected,
+                }),
+                Ok(None) => {}
+                Err((column, reason)) => {
+                    self.invalid(
+                        &sf.name,
+                        row.line,
+                        format!("column `{column}`: {reason}"),
+                        &row.row,
+                        input,
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    /// A versioned snapshot file's rows.
+    fn snapshot_file(&mut self, i: usize) -> Result<Vec<SourceRow>> {
+        let sf = &self.pipeline.snapshot_flows[i];
+        let SnapshotSource::Files {
+            format,
+            header,
+            file_schema,
+            ..
+        } = &sf.source
+        else {
+            return Ok(Vec::new());
+        };
+        let mut rows = Vec::new();
+        for read in io::read_file(&self.file, *format, *header, file_schema)? {
+            match read {
+                Ok(row) => rows.push(row),
+                Err(e) => self.prepared.invalid.push(Quarantined {
+                    owner: sf.name.clone(),
+                    file: self.file.clone(),
+                    error: e,
+                }),
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Checks a snapshot's rows (expectations, duplicate keys) and hands it to the target.
+    fn snapshot(
+        &mut self,
+        i: usize,
+        version: i64,
+        rows: Vec<SourceRow>,
+        mut entry: FlowCommitMetrics,
+    ) -> Result<FlowCommitMetrics> {
+        let sf: &SnapshotFlow = &self.pipeline.snapshot_flows[i];
+        entry.num_input_rows = rows.len() as u64;
+        let mut counts = expect::counts(&sf.expectations);
+        let mut seen: HashMap<Row, u64> = HashMap::new();
+        let mut kept = Vec::with_capacity(rows.len());
+        for row in rows {
+            if !self.expect(sf.target, &sf.expectations, &mut counts, &row, &sf.schema)? {
+                continue;
+            }
+            let key: Row = sf.keys.iter().map(|&k| row.row[k].clone()).collect();
+            if let Some(first) = seen.get(&key) {
+                let names: Vec<&str> = sf
+                    .keys
+                    .iter()
+                    .map(|&k| sf.schema.columns[k].name.as_str())
+                    .collect();
+                let reason = format!(
+                    "KEYS ({}): duplicate key in snapshot version {version} (first at line {first})",
+                    names.join(", ")
+                );
+                self.invalid(&sf.name, row.line, reason, &row.row, &sf.schema);
+                continue;
+            }
+            seen.insert(key, row.line);
+            kept.push(row.row);
+        }
+        entry.expectations = counts;
+        self.prepared.input.snapshots[sf.target] = Some(Snapshot {
+            version,
+            rows: kept,
+        });
+        Ok(entry)
+    }
+
+    fn replace(&mut self, rf: &ReplaceFlow, rows: &[SourceRow]) -> Result<FlowCommitMetrics> {
+        let mut entry = self.entry(rows.len());
+        let mut counts = expect::counts(&rf.expectations);
+        let target = &self.pipeline.targets[rf.target];
+        let input = &self.pipeline.tables[rf.source].schema;
+        let TargetKind::ReplaceUsing { sequence } = target.kind else {
+            return Ok(entry);
+        };
+        for row in rows {
+            let projected = match ingest::project(
+                rf.projection.as_deref(),
+                rf.filter.as_ref(),
+                &target.schema,
+                &row.row,
+            ) {
+                Ok(Some(projected)) => SourceRow {
+                    line: row.line,
+                    row: projected,
+                },
+                Ok(None) => continue,
+                Err((column, reason)) => {
+                    self.invalid(
+                        &rf.name,
+                        row.line,
+                        format!("column `{column}`: {reason}"),
+                        &row.row,
+                        input,
+                    );
+                    continue;
+                }
+            };
+            if projected.row[sequence].is_null() {
+                let reason = "SEQUENCE BY: the sequence value is NULL".to_string();
+                self.invalid(&rf.name, row.line, reason, &row.row, input);
+                continue;
+            }
+            if self.expect(
+                rf.target,
+                &rf.expectations,
+                &mut counts,
+                &projected,
+                &target.schema,
+            )? {
+                self.prepared.input.rows[rf.target].push(projected.row);
+            }
+        }
+        entry.expectations = counts;
+        Ok(entry)
+    }
+}
+
+/// The flow that reads table `t` directly (the first one of any kind), or the table's own name.
+pub fn owner_of_table(pipeline: &Pipeline, t: usize) -> String {
+    let cdc = pipeline
+        .flows
+        .iter()
+        .find(|f| f.source == t)
+        .map(|f| f.name.clone());
+    let replace = || {
+        pipeline
+            .replace_flows
+            .iter()
+            .find(|f| f.source == t)
+            .map(|f| f.name.clone())
+    };
+    let snapshot = || {
+        pipeline
+            .snapshot_flows
+            .iter()
+            .find(|f| matches!(f.source, SnapshotSource::Table { table } if table == t))
+            .map(|f| f.name.clone())
+    };
+    cdc.or_else(replace)
+        .or_else(snapshot)
+        .unwrap_or_else(|| pipeline.tables[t].name.clone())
+}

@@ -1,0 +1,94 @@
+//! Metrics per flow and commit (D13), per source table and commit (expectations), and how a
+//! target's counts are credited to its flows.
+
+use super::expect::ExpectationCount;
+use super::flows::FlowRef;
+use crate::changefeed::{Change, ChangeType};
+use crate::engine::CommitStats;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The metrics of one flow in one commit (D13).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlowCommitMetrics {
+    /// Commit version.
+    pub commit_version: u64,
+    /// The input file of the commit.
+    pub source_file: String,
+    /// Rows of the flow's source in this commit.
+    pub num_input_rows: u64,
+    /// Change-feed rows of type insert or update_postimage.
+    pub num_upserted_rows: u64,
+    /// Change-feed rows of type delete.
+    pub num_deleted_rows: u64,
+    /// Events ignored because older than the key's state or a truncate.
+    pub num_stale_events: u64,
+    /// Events that met a different event of the same key at the same sequence (D2).
+    pub num_sequence_ties: u64,
+    /// Rows set aside as invalid.
+    pub num_quarantined_rows: u64,
+    /// Snapshot versions skipped because not newer than the last applied one (D12).
+    pub num_skipped_snapshots: u64,
+    /// The target's expectations checked on this flow's rows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expectations: Vec<ExpectationCount>,
+}
+
+/// The expectations of one source table in one commit.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TableCommitMetrics {
+    /// Commit version.
+    pub commit_version: u64,
+    /// The input file of the commit.
+    pub source_file: String,
+    /// Passed and failed counts per constraint.
+    pub expectations: Vec<ExpectationCount>,
+}
+
+/// The flow of target `t` credited with a commit's target-level counts: the first flow into
+/// `t` that had input in that commit.
+fn credited(
+    flows: &[FlowRef],
+    t: usize,
+    version: u64,
+    metrics: &[Vec<FlowCommitMetrics>],
+) -> Option<(usize, usize)> {
+    flows.iter().enumerate().find_map(|(f, flow)| {
+        let m = metrics[f].iter().position(|m| m.commit_version == version);
+        (flow.target == t).then_some(m).flatten().map(|m| (f, m))
+    })
+}
+
+/// Counts target `t`'s change-feed rows into its flows' metrics.
+pub fn attribute_changes(
+    flows: &[FlowRef],
+    t: usize,
+    changes: &[Change],
+    metrics: &mut [Vec<FlowCommitMetrics>],
+) {
+    for change in changes {
+        if let Some((f, m)) = credited(flows, t, change.version, metrics) {
+            let m = &mut metrics[f][m];
+            match change.kind {
+                ChangeType::Insert | ChangeType::UpdatePostimage => m.num_upserted_rows += 1,
+                ChangeType::Delete => m.num_deleted_rows += 1,
+                ChangeType::UpdatePreimage => {}
+            }
+        }
+    }
+}
+
+/// Adds target `t`'s operator counters into its flows' metrics.
+pub fn attribute_stats(
+    flows: &[FlowRef],
+    t: usize,
+    stats: &BTreeMap<u64, CommitStats>,
+    metrics: &mut [Vec<FlowCommitMetrics>],
+) {
+    for (version, s) in stats {
+        if let Some((f, m)) = credited(flows, t, *version, metrics) {
+            metrics[f][m].num_stale_events += s.stale_events;
+            metrics[f][m].num_sequence_ties += s.sequence_ties;
+        }
+    }
+}

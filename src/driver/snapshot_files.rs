@@ -1,0 +1,58 @@
+//! Versioned snapshot files (`read_files(..., version => 'pattern')`, D12): the first capture
+//! group of the pattern, matched against the whole file name, is the version (BIGINT).
+
+use crate::io;
+use crate::{Error, ErrorKind, Result};
+use regex::Regex;
+use std::path::{Path, PathBuf};
+
+/// The files under `path` whose names match `pattern`, with their versions, in increasing
+/// version order (then name). Files that do not match are ignored.
+pub fn versioned_files(path: &Path, pattern: &str) -> Result<Vec<(i64, PathBuf)>> {
+    let regex = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
+        Error::new(ErrorKind::Validation, format!("version pattern: {e}")).in_file(path)
+    })?;
+    let mut files = Vec::new();
+    for file in io::list_files(path)? {
+        let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some(group) = regex.captures(name).and_then(|c| c.get(1)) else {
+            continue;
+        };
+        let version = group.as_str().parse::<i64>().map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidRow,
+                format!(
+                    "the version `{}` in the file name is not a BIGINT",
+                    group.as_str()
+                ),
+            )
+            .in_file(&file)
+        })?;
+        files.push((version, file));
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_come_from_the_first_group_in_numeric_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "snapshot_10.csv",
+            "snapshot_2.csv",
+            "notes.txt",
+            "snapshot_x.csv",
+        ] {
+            std::fs::write(dir.path().join(name), "a\n").unwrap();
+        }
+        let files = versioned_files(dir.path(), "snapshot_([0-9]+)[.]csv").unwrap();
+        let versions: Vec<i64> = files.iter().map(|(v, _)| *v).collect();
+        assert_eq!(versions, vec![2, 10]);
+    }
+}

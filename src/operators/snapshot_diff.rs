@@ -1,0 +1,169 @@
+//! `SnapshotDiff`: full snapshots → the change events between consecutive ones (SPEC 3.7).
+//!
+//! Rows `(key, image)` are exchanged by key; each worker keeps the previous snapshot of its keys
+//! in a hash map. When a time carrying snapshot version `v` completes, every key whose image is
+//! new or changed becomes an upsert at sequence `v` and every key of the previous snapshot that
+//! is missing becomes a delete at `v`; unchanged keys produce nothing, so only changed keys reach
+//! the SCD operators. The version arrives on its own collection, which every worker feeds for
+//! itself, so a worker learns of a snapshot (and deletes its keys) even when none of the
+//! snapshot's rows are its own.
+//!
+//! Why a hash map and not an arrangement where the new snapshot meets the retraction of the old
+//! one: the arrangement's batcher sorts both snapshots (2N updates) per version, while the map
+//! costs one hash probe per row; either way the events are exactly the consolidated difference.
+//!
+//! Limits: one snapshot per time; a key must occur once per snapshot (the driver rejects
+//! duplicates before feeding); versions must increase with time (the driver skips others, D12).
+
+use super::keyed::{stash_by_time, Stash};
+use crate::event::{Event, EventKind};
+use crate::value::{Row, Value};
+use differential_dataflow::{AsCollection, Hashable, VecCollection};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::operators::generic::Operator;
+use timely::order::TotalOrder;
+use timely::progress::Timestamp;
+
+/// Per-worker snapshot of the keys it owns.
+type Previous = HashMap<Row, Row, foldhash::fast::FixedState>;
+
+/// Diffs consecutive full snapshots into change events.
+///
+/// ```
+/// use differential_dataflow::input::Input;
+/// use scdflow::event::{Event, EventKind};
+/// use scdflow::operators::SnapshotDiff;
+/// use scdflow::value::Value;
+/// use std::sync::{Arc, Mutex};
+///
+/// let row = |k: i64, city: &str| (vec![Value::Int(k)], vec![Value::Int(k), Value::Str(city.into())]);
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = Arc::clone(&seen);
+/// timely::execute_directly(move |worker| {
+///     let (mut rows, mut versions) = worker.dataflow::<u64, _, _>(|scope| {
+///         let (rows, snapshot) = scope.new_collection();
+///         let (versions, version) = scope.new_collection();
+///         let sink = Arc::clone(&sink);
+///         snapshot
+///             .snapshot_diff(version)
+///             .inspect(move |u| sink.lock().unwrap().push(u.clone()));
+///         (rows, versions)
+///     });
+///     versions.insert(1);
+///     rows.insert(row(1, "Oaxaca"));
+///     rows.insert(row(2, "Monterrey"));
+///     rows.advance_to(1);
+///     versions.advance_to(1);
+///     versions.insert(2);
+///     rows.insert(row(2, "Carmel"));
+///     rows.advance_to(2);
+///     versions.advance_to(2);
+/// });
+/// let mut at_version_2: Vec<_> = seen.lock().unwrap().iter().filter(|u| u.1 == 1).map(|u| u.0.clone()).collect();
+/// at_version_2.sort();
+/// let upsert = Event {
+///     seq: Value::Int(2),
+///     kind: EventKind::Upsert,
+///     key: vec![Value::Int(2)],
+///     image: vec![Value::Int(2), Value::Str("Carmel".into())],
+///     authored: None,
+/// };
+/// let delete = Event {
+///     seq: Value::Int(2),
+///     kind: EventKind::Delete,
+///     key: vec![Value::Int(1)],
+///     image: Vec::new(),
+///     authored: None,
+/// };
+/// assert_eq!(at_version_2, vec![upsert, delete]);
+/// ```
+pub trait SnapshotDiff<'s, T: Timestamp> {
+    /// The events between consecutive snapshots of `(key, image)` rows; `versions` carries
+    /// each snapshot's version at the snapshot's time (one version per time).
+    fn snapshot_diff(self, versions: VecCollection<'s, T, i64>) -> VecCollection<'s, T, Event>;
+}
+
+impl<'s, T> SnapshotDiff<'s, T> for VecCollection<'s, T, (Row, Row)>
+where
+    T: Timestamp + TotalOrder + timely::ExchangeData,
+{
+    fn snapshot_diff(self, versions: VecCollection<'s, T, i64>) -> VecCollection<'s, T, Event> {
+        let exchange = Exchange::new(|((key, _), _, _): &((Row, Row), T, isize)| key.hashed());
+        self.inner
+            .binary_frontier(
+                versions.inner,
+                exchange,
+                Pipeline,
+                "SnapshotDiff",
+                move |_, _| {
+                    let mut rows: Stash<T, (Row, Row)> = BTreeMap::new();
+                    let mut marks: Stash<T, i64> = BTreeMap::new();
+                    let mut previous = Previous::default();
+                    move |(input, frontier), (version_input, version_frontier), output| {
+                        input.for_each(|cap, data| {
+                            let inserted =
+                                data.drain(..).filter(|u| u.2 > 0).map(|(r, t, _)| (r, t));
+                            stash_by_time(&mut rows, &cap, inserted);
+                        });
+                        version_input.for_each(|cap, data| {
+                            let inserted =
+                                data.drain(..).filter(|u| u.2 > 0).map(|(v, t, _)| (v, t));
+                            stash_by_time(&mut marks, &cap, inserted);
+                        });
+                        while let Some(entry) = marks.first_entry() {
+                            let time = entry.key();
+                            if frontier.less_equal(time) || version_frontier.less_equal(time) {
+                                break;
+                            }
+                            let (time, (cap, versions)) = entry.remove_entry();
+                            let snapshot = rows.remove(&time).map(|(_, r)| r).unwrap_or_default();
+                            let Some(version) = versions.into_iter().max() else {
+                                continue;
+                            };
+                            let events = diff(&mut previous, snapshot, version);
+                            let mut session = output.session(&cap);
+                            for event in events {
+                                session.give((event, time.clone(), 1));
+                            }
+                        }
+                    }
+                },
+            )
+            .as_collection()
+    }
+}
+
+/// Replaces `previous` by `snapshot` and returns the events between them at `version`.
+fn diff(previous: &mut Previous, snapshot: Vec<(Row, Row)>, version: i64) -> Vec<Event> {
+    let seq = Value::Int(version);
+    let mut events = Vec::new();
+    let mut next = Previous::with_capacity_and_hasher(snapshot.len(), Default::default());
+    for (key, image) in snapshot {
+        let changed = previous.remove(&key).is_none_or(|old| old != image);
+        if changed {
+            events.push(Event {
+                seq: seq.clone(),
+                kind: EventKind::Upsert,
+                key: key.clone(),
+                image: image.clone(),
+                authored: None,
+            });
+        }
+        if let Entry::Vacant(v) = next.entry(key) {
+            v.insert(image);
+        }
+    }
+    for (key, _) in previous.drain() {
+        events.push(Event {
+            seq: seq.clone(),
+            kind: EventKind::Delete,
+            key,
+            image: Vec::new(),
+            authored: None,
+        });
+    }
+    *previous = next;
+    events
+}

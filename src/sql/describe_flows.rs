@@ -1,0 +1,96 @@
+//! The `scdflow check` text of AUTO CDC FROM SNAPSHOT and REPLACE USING flows (the rest of the
+//! description, and its determinism rules, are in `describe`).
+
+use super::describe::{
+    expectations_text, format_text, names, select_list, shown_path, tracked_columns,
+};
+use super::targets::scd_name;
+use crate::plan::{Pipeline, ReplaceFlow, ScdType, SnapshotFlow, SnapshotSource};
+use std::fmt::Write;
+use std::path::Path;
+
+pub(super) fn snapshot_flow_text(out: &mut String, f: &SnapshotFlow, p: &Pipeline, base: &Path) {
+    let target = p.targets.get(f.target);
+    let once = if f.once { " (once)" } else { "" };
+    let source = match &f.source {
+        SnapshotSource::Files { path, .. } => shown_path(path, base),
+        SnapshotSource::Table { table } => p.tables.get(*table).map_or("?", |t| &t.name).into(),
+    };
+    let _ = writeln!(
+        out,
+        "\nsnapshot flow {} (line {}){once}: {source} -> {}",
+        f.name,
+        f.line,
+        target.map_or("?", |t| t.name.as_str())
+    );
+    match &f.source {
+        SnapshotSource::Files {
+            version_pattern,
+            format,
+            header,
+            file_schema,
+            ..
+        } => {
+            let format = format_text(*format, *header);
+            let _ = writeln!(
+                out,
+                "  snapshots: files named '{version_pattern}' ({format}), versioned by the first capture group"
+            );
+            let _ = writeln!(out, "  file schema: {file_schema}");
+        }
+        SnapshotSource::Table { .. } => {
+            let _ = writeln!(
+                out,
+                "  snapshots: every commit of {source} (periodic, versioned by commit number)"
+            );
+        }
+    }
+    if let Some(items) = &f.projection {
+        let _ = writeln!(out, "  select: {}", select_list(items, &f.schema));
+    }
+    if let Some(filter) = &f.filter {
+        let _ = writeln!(out, "  where: {filter}");
+    }
+    let _ = writeln!(out, "  schema: {}", f.schema);
+    let _ = writeln!(out, "  keys: {}", names(&f.schema, f.keys.iter().copied()));
+    if let Some(t) = target {
+        let _ = writeln!(out, "  stored as: {}", scd_name(t.scd));
+        if t.scd == ScdType::Type2 {
+            let _ = writeln!(out, "  tracked columns: {}", tracked_columns(t));
+        }
+    }
+    expectations_text(out, &f.expectations);
+}
+
+pub(super) fn replace_flow_text(out: &mut String, f: &ReplaceFlow, p: &Pipeline) {
+    let target = p.targets.get(f.target);
+    let once = if f.once { " (once)" } else { "" };
+    let _ = writeln!(
+        out,
+        "\nreplace flow {} (line {}){once}: {} -> {}",
+        f.name,
+        f.line,
+        p.tables.get(f.source).map_or("?", |s| s.name.as_str()),
+        target.map_or("?", |t| t.name.as_str())
+    );
+    let Some(t) = target else { return };
+    let _ = writeln!(
+        out,
+        "  replace using: {}",
+        names(&t.schema, f.keys.iter().copied())
+    );
+    let sequence = t.schema.columns.get(f.sequence);
+    let _ = writeln!(
+        out,
+        "  sequence by: {} ({})",
+        sequence.map_or("?", |c| c.name.as_str()),
+        t.sequence_type
+    );
+    if let Some(items) = &f.projection {
+        let _ = writeln!(out, "  select: {}", select_list(items, &t.schema));
+    }
+    if let Some(filter) = &f.filter {
+        let _ = writeln!(out, "  where: {filter}");
+    }
+    expectations_text(out, &f.expectations);
+}

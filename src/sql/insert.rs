@@ -1,0 +1,81 @@
+//! The `INSERT` flows: `CREATE FLOW f AS INSERT [ONCE] INTO t BY NAME REPLACE USING (k, ...)
+//! SEQUENCE BY s SELECT ...` and the inline `CREATE STREAMING TABLE t FLOW REPLACE USING (k, ...)
+//! SEQUENCE BY s BY NAME SELECT ...` (SPEC 2.6). `BY NAME` may stand before `REPLACE USING` or
+//! before the query in either form, and is required. Append flows (`INSERT INTO t BY NAME
+//! SELECT ...`) and `REPLACE WHERE` are recognised and rejected as not supported yet.
+
+use super::cursor::{invalid, Cursor, Name};
+use super::query::query;
+use super::syntax::{Located, ReplaceUsing};
+use crate::Result;
+use sqlparser::tokenizer::Token;
+
+/// After `CREATE FLOW f AS`: `INSERT [ONCE] INTO target ...`; returns the target and the flow.
+pub(crate) fn insert_flow(c: &mut Cursor) -> Result<(Name, ReplaceUsing)> {
+    let line = c.line();
+    c.expect_words(&["INSERT"], "CREATE FLOW ... AS")?;
+    let once = c.eat_words(&["ONCE"]);
+    c.expect_words(&["INTO"], "INSERT")?;
+    let target = c.table_name("INSERT INTO")?;
+    let by_name = by_name(c)?;
+    if c.is_words(&["REPLACE", "WHERE"]) {
+        return Err(invalid(
+            c.line(),
+            "REPLACE WHERE flows are not supported yet",
+        ));
+    }
+    if !c.is_words(&["REPLACE", "USING"]) {
+        if c.is_word_at(0, "SELECT") {
+            let message = "INSERT INTO (append) flows are not supported yet; only INSERT INTO t BY NAME REPLACE USING (...) SEQUENCE BY col SELECT ... is";
+            return Err(invalid(line, message));
+        }
+        return Err(c.unexpected("INSERT INTO", "`BY NAME`, `REPLACE USING` or `SELECT`"));
+    }
+    Ok((target, replace_using(c, once, by_name)?))
+}
+
+/// `REPLACE USING (k, ...) SEQUENCE BY s [BY NAME] SELECT ...`; `by_name` is the line of a
+/// `BY NAME` written before it.
+pub(crate) fn replace_using(
+    c: &mut Cursor,
+    once: bool,
+    by_name_before: Option<u64>,
+) -> Result<ReplaceUsing> {
+    let line = c.line();
+    c.expect_words(&["REPLACE", "USING"], "INSERT INTO")?;
+    let keys = Located {
+        value: c.column_list("REPLACE USING")?,
+        line,
+    };
+    let sequence_line = c.line();
+    c.expect_words(&["SEQUENCE", "BY"], "REPLACE USING (...)")?;
+    let sequence = Located {
+        value: c.expr("SEQUENCE BY")?,
+        line: sequence_line,
+    };
+    if c.peek() == &Token::Comma {
+        let message = "SEQUENCE BY: REPLACE USING takes exactly one sequence column";
+        return Err(invalid(c.line(), message));
+    }
+    let by_name_after = by_name(c)?;
+    if by_name_before.is_none() && by_name_after.is_none() {
+        return Err(invalid(line, "REPLACE USING: BY NAME is required"));
+    }
+    let query = query(c, "REPLACE USING ... SEQUENCE BY col BY NAME")?;
+    Ok(ReplaceUsing {
+        once,
+        keys,
+        sequence,
+        query,
+    })
+}
+
+/// An optional `BY NAME`, as its line.
+fn by_name(c: &mut Cursor) -> Result<Option<u64>> {
+    let line = c.line();
+    if !c.eat_words(&["BY"]) {
+        return Ok(None);
+    }
+    c.expect_words(&["NAME"], "BY")?;
+    Ok(Some(line))
+}

@@ -1,0 +1,92 @@
+//! `FROM SNAPSHOT read_files('dir', ..., version => 'regex')`: a directory of full snapshots,
+//! one per file, whose names carry the version (D12).
+//!
+//! Invariants: the pattern compiles, is matched against the whole file name (it is anchored
+//! here, the user's text is kept as written) and has at least one capture group, whose text
+//! is the version. Without `schema =>`, the schema is inferred from the first file in name
+//! order whose name matches, so files the pattern ignores never shape the target.
+
+use super::cursor::invalid;
+use super::schema::parse_schema_text;
+use super::sources::file_format;
+use super::syntax::ReadFiles;
+use crate::plan::SnapshotSource;
+use crate::value::Schema;
+use crate::Result;
+use regex::Regex;
+use std::path::Path;
+
+const EXAMPLE: &str = "e.g. version => 'snapshot_([0-9]+)[.]csv'";
+
+/// The snapshot source and its files' schema; `base` is the pipeline file's directory.
+pub(crate) fn snapshot_files(spec: &ReadFiles, base: &Path) -> Result<(SnapshotSource, Schema)> {
+    let Some(pattern) = &spec.version else {
+        let message = format!(
+            "FROM SNAPSHOT read_files: version => 'pattern' is required: a regular expression over the file names whose first capture group is the version, {EXAMPLE}"
+        );
+        return Err(invalid(spec.line, message));
+    };
+    let regex = version_regex(pattern, spec.line)?;
+    let path = base.join(&spec.path);
+    let format = file_format(spec, &path)?;
+    let header = spec.header.unwrap_or(true);
+    let file_schema = match &spec.schema {
+        Some(text) => parse_schema_text(text, spec.line)?,
+        None => {
+            let Some(first) = first_match(&path, &regex)? else {
+                let message = format!(
+                    "FROM SNAPSHOT read_files: no file in `{}` matches version => '{pattern}', so there is no file to infer the schema from; add schema => '...' or a matching file",
+                    spec.path
+                );
+                return Err(invalid(spec.line, message));
+            };
+            crate::io::infer_schema(&first, format, header)?
+        }
+    };
+    let source = SnapshotSource::Files {
+        path,
+        version_pattern: pattern.clone(),
+        format,
+        header,
+        file_schema: file_schema.clone(),
+    };
+    Ok((source, file_schema))
+}
+
+/// `^(?:pattern)$`, which must compile and capture the version.
+fn version_regex(pattern: &str, line: u64) -> Result<Regex> {
+    let regex = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
+        let message = format!(
+            "read_files version: `{pattern}` is not a valid regular expression: {}",
+            last_error_line(&e.to_string())
+        );
+        invalid(line, message)
+    })?;
+    // Group 0 is the whole match.
+    if regex.captures_len() < 2 {
+        let message = format!(
+            "read_files version: `{pattern}` has no capture group; put the version number in one, {EXAMPLE}"
+        );
+        return Err(invalid(line, message));
+    }
+    Ok(regex)
+}
+
+/// The regex crate's syntax errors span several lines (the pattern, a caret, the reason); the
+/// reason alone fits our one-line messages.
+fn last_error_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .unwrap_or(text.trim())
+}
+
+/// The first file behind `path`, in name order, whose name the pattern matches.
+fn first_match(path: &Path, regex: &Regex) -> Result<Option<std::path::PathBuf>> {
+    let files = crate::io::list_files(path)?;
+    Ok(files.into_iter().find(|f| {
+        f.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| regex.is_match(n))
+    }))
+}

@@ -1,0 +1,145 @@
+//! Snapshot flows and REPLACE USING flows equal the reference model after every commit, for
+//! random snapshot sequences / random rows, random commit splits and 1, 2 or 4 workers.
+
+use crate::util::{multiset_at, table_at, target};
+use proptest::prelude::*;
+use scdflow::plan::{ScdType, Target, TargetKind};
+use scdflow::runtime::{execute, CommitEvents, Snapshot};
+use scdflow::value::{Row, Value};
+
+fn snapshot_target(scd: ScdType, tracked: Vec<bool>) -> Target {
+    let mut t = target(scd, 2, tracked, false);
+    t.kind = TargetKind::Snapshot;
+    t.sequence_type = scdflow::value::DataType::BigInt;
+    t
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    prop_oneof![1 => Just(Value::Null), 3 => (0..3u8).prop_map(|v| Value::Str(format!("v{v}")))]
+}
+
+/// A snapshot: a set of keys 0..6, each with two values.
+fn snapshot_rows() -> impl Strategy<Value = Vec<Row>> {
+    proptest::collection::btree_map(0..6i64, (value(), value()), 0..6).prop_map(|m| {
+        m.into_iter()
+            .map(|(k, (a, b))| vec![Value::Int(k), a, b])
+            .collect()
+    })
+}
+
+/// Snapshots with increasing versions, each possibly preceded by empty commits.
+fn snapshots() -> impl Strategy<Value = (Vec<(i64, Vec<Row>, usize)>, usize)> {
+    let one = (1..4i64, snapshot_rows(), 0..2usize);
+    (
+        proptest::collection::vec(one, 1..8),
+        prop_oneof![Just(1usize), Just(2), Just(4)],
+    )
+        .prop_map(|(raw, workers)| {
+            let mut version = 0;
+            let snaps = raw
+                .into_iter()
+                .map(|(gap, rows, empty)| {
+                    version += gap;
+                    (version, rows, empty)
+                })
+                .collect();
+            (snaps, workers)
+        })
+}
+
+fn check_snapshots(
+    t: &Target,
+    snaps: Vec<(i64, Vec<Row>, usize)>,
+    workers: usize,
+) -> Result<(), TestCaseError> {
+    let mut commits = Vec::new();
+    let mut after = Vec::new();
+    for (i, (version, rows, empty)) in snaps.iter().enumerate() {
+        for _ in 0..*empty {
+            commits.push(CommitEvents::default());
+        }
+        let snapshot = Snapshot {
+            version: *version,
+            rows: rows.clone(),
+        };
+        commits.push(CommitEvents {
+            snapshots: vec![Some(snapshot)],
+            ..CommitEvents::default()
+        });
+        after.push((commits.len() as u64, i + 1));
+    }
+    let updates = execute(std::slice::from_ref(t), commits, workers, None).expect("execute");
+    let applied: Vec<(i64, Vec<Row>)> = snaps.into_iter().map(|(v, r, _)| (v, r)).collect();
+    for (commit, n) in after {
+        let expected = scdflow::model::snapshots(t, &applied[..n]).expect("no duplicate keys");
+        prop_assert_eq!(
+            table_at(t, &updates.rows[0], commit),
+            expected,
+            "after snapshot {} ({} workers)",
+            n,
+            workers
+        );
+    }
+    Ok(())
+}
+
+/// REPLACE USING rows `(region, device, seq)`; regions include NULL.
+fn replace_rows() -> impl Strategy<Value = (Vec<Row>, Vec<usize>, usize)> {
+    let region = prop_oneof![1 => Just(Value::Null), 3 => (0..3i64).prop_map(Value::Int)];
+    let row = (region, 0..3u8, 0..4i64)
+        .prop_map(|(r, d, s)| vec![r, Value::Str(format!("d{d}")), Value::Int(s)]);
+    proptest::collection::vec(row, 1..30).prop_flat_map(|rows| {
+        let n = rows.len();
+        (
+            Just(rows),
+            proptest::collection::vec(0..n, 0..5),
+            prop_oneof![Just(1usize), Just(2), Just(4)],
+        )
+    })
+}
+
+fn replace_target() -> Target {
+    let mut t = target(ScdType::Type1, 2, vec![true; 3], false);
+    t.kind = TargetKind::ReplaceUsing { sequence: 2 };
+    t.keys = vec![0];
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn snapshot_scd1_equals_model((snaps, workers) in snapshots()) {
+        check_snapshots(&snapshot_target(ScdType::Type1, vec![true; 3]), snaps, workers)?;
+    }
+
+    #[test]
+    fn snapshot_scd2_equals_model((snaps, workers) in snapshots()) {
+        check_snapshots(&snapshot_target(ScdType::Type2, vec![true; 3]), snaps, workers)?;
+    }
+
+    #[test]
+    fn snapshot_scd2_partial_tracking_equals_model((snaps, workers) in snapshots()) {
+        check_snapshots(&snapshot_target(ScdType::Type2, vec![true, true, false]), snaps, workers)?;
+    }
+
+    #[test]
+    fn replace_using_equals_model((rows, mut cuts, workers) in replace_rows()) {
+        let t = replace_target();
+        cuts.sort();
+        cuts.dedup();
+        let mut commits = Vec::new();
+        let mut prefixes = Vec::new();
+        let mut from = 0;
+        for cut in cuts.into_iter().chain(std::iter::once(rows.len())) {
+            commits.push(CommitEvents { rows: vec![rows[from..cut].to_vec()], ..CommitEvents::default() });
+            prefixes.push(cut);
+            from = cut;
+        }
+        let updates = execute(std::slice::from_ref(&t), commits, workers, None).expect("execute");
+        for (c, prefix) in prefixes.iter().enumerate() {
+            let expected = scdflow::model::replace_using(&t, 2, &rows[..*prefix]);
+            prop_assert_eq!(multiset_at(&t, &updates.rows[0], c as u64 + 1), expected, "after commit {}", c + 1);
+        }
+    }
+}
