@@ -237,10 +237,10 @@ pub struct SnapshotFlow {
     pub target: usize,
     /// Where snapshots come from.
     pub source: SnapshotSource,
-    /// The `SELECT` list (for `Table` sources: compiled against the table's schema; for
-    /// `Files`: against the file schema); `None` for `SELECT *` or a files source without one.
+    /// The `SELECT` list of a `Table` source, compiled against the table's schema; `None` for
+    /// `SELECT *` and always for `Files` sources (their rows are the files' rows).
     pub projection: Option<Vec<Expr>>,
-    /// `WHERE`, compiled like `projection`.
+    /// `WHERE` of a `Table` source, compiled like `projection`.
     pub filter: Option<Expr>,
     /// Schema of a snapshot's rows (after projection): the target's image.
     pub schema: Schema,

@@ -9,6 +9,7 @@
 
 mod scd1;
 mod scd2;
+mod sorted_map;
 mod stats;
 mod tombstones;
 
@@ -37,7 +38,7 @@ pub trait CdcState: 'static {
 }
 
 /// Groups events by key and removes exact duplicates (D1); within a group events are in event
-/// order. Groups come in key-hash order: sorting on a precomputed hash first keeps a large
+/// order, and the first event of each group has given its key to the group. Groups come in key-hash order: sorting on a precomputed hash first keeps a large
 /// commit's sort away from comparing keys value by value.
 fn group_by_key(events: Vec<Event>) -> Vec<(Row, Vec<Event>)> {
     use std::hash::BuildHasher;
@@ -53,10 +54,11 @@ fn group_by_key(events: Vec<Event>) -> Vec<(Row, Vec<Event>)> {
     });
     hashed.dedup_by(|(_, a), (_, b)| a == b);
     let mut groups: Vec<(Row, Vec<Event>)> = Vec::new();
-    for (_, event) in hashed {
+    for (_, mut event) in hashed {
         match groups.last_mut() {
             Some((key, group)) if *key == event.key => group.push(event),
-            _ => groups.push((event.key.clone(), vec![event])),
+            // The group owns the key; the states never read an event's own key.
+            _ => groups.push((std::mem::take(&mut event.key), vec![event])),
         }
     }
     groups

@@ -19,6 +19,7 @@
 //! forgotten; forgetting it changes no row, and afterwards a late, older upsert re-creates the
 //! key.
 
+use super::sorted_map::SortedMap;
 use super::tombstones::Tombstones;
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
@@ -44,8 +45,8 @@ struct Shape {
 
 #[derive(Debug, Default)]
 struct History {
-    events: BTreeMap<Value, Stored>,
-    runs: BTreeMap<Value, Run>,
+    events: SortedMap<Value, Stored>,
+    runs: SortedMap<Value, Run>,
 }
 
 #[derive(Debug)]
@@ -190,8 +191,7 @@ impl History {
             .is_some_and(|e| e.kind == EventKind::Delete);
         let closes = self
             .events
-            .range((Unbounded, Excluded(seq)))
-            .next_back()
+            .last_before(Excluded(seq))
             .is_some_and(|(_, e)| e.kind == EventKind::Upsert);
         if is_delete && !closes {
             self.events.remove(seq);
@@ -210,12 +210,15 @@ impl History {
         let mut changed: Option<(Value, Value)> = None;
         for event in events {
             let seq = event.seq.clone();
-            match self.events.entry(seq.clone()) {
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(Stored::from_event(event));
+            match self
+                .events
+                .get(&seq)
+                .map(|old| event.tie_rank().cmp(&old.rank()))
+            {
+                None => {
+                    self.events.insert(seq.clone(), Stored::from_event(event));
                 }
-                std::collections::btree_map::Entry::Occupied(mut o) => {
-                    let ord = event.tie_rank().cmp(&o.get().rank());
+                Some(ord) => {
                     if ord.is_eq() {
                         continue;
                     }
@@ -223,10 +226,11 @@ impl History {
                     if ord.is_lt() {
                         continue;
                     }
-                    let old = o.insert(Stored::from_event(event));
-                    before
-                        .entry(seq.clone())
-                        .or_insert_with(|| old.into_folded());
+                    if let Some(old) = self.events.insert(seq.clone(), Stored::from_event(event)) {
+                        before
+                            .entry(seq.clone())
+                            .or_insert_with(|| old.into_folded());
+                    }
                 }
             }
             changed = Some(match changed {
@@ -256,27 +260,21 @@ impl History {
                 .entry(seq)
                 .or_insert_with(|| old.unwrap_or_else(|| ev.image.clone()));
         }
-        let stale: Vec<Value> = runs
-            .range((Included(from), stop))
-            .map(|(s, _)| s.clone())
-            .collect();
-        let mut old: BTreeMap<Value, Run> = stale
-            .into_iter()
-            .filter_map(|s| runs.remove_entry(&s))
-            .collect();
+        let mut old: BTreeMap<Value, Run> =
+            runs.drain_range(&from, stop.as_ref()).into_iter().collect();
         for (start, run) in derived {
             let same = old.get(&start) == Some(&run) && !before.contains_key(&run.last);
             if same {
                 old.remove(&start);
             } else {
-                out.push((row(&start, &run, events[&run.last].folded()), 1));
+                out.push((row(&start, &run, folded_at(events, &run.last)), 1));
             }
             runs.insert(start, run);
         }
         for (start, run) in old {
             let image = before
                 .get(&run.last)
-                .unwrap_or_else(|| events[&run.last].folded());
+                .unwrap_or_else(|| folded_at(events, &run.last));
             out.push((row(&start, &run, image), -1));
         }
     }
@@ -294,11 +292,10 @@ impl History {
         let nulls = vec![Value::Null; shape.image_len];
         // The open run as `(start, last upsert)`, and (partial targets) the folded image before
         // the current event, which is the open run's image, or all NULL after a delete.
-        let (from, mut open, mut folded) = match events.range(..lo).next_back() {
+        let (from, mut open, mut folded) = match events.last_before(Excluded(lo)) {
             Some((p, pe)) if pe.kind == EventKind::Upsert => {
                 let (start, _) = runs
-                    .range((Unbounded, Included(p)))
-                    .next_back()
+                    .last_before(Included(p))
                     .expect("an upsert always lies inside a run");
                 (
                     start.clone(),
@@ -318,7 +315,7 @@ impl History {
             }
         };
         let mut cursor: Bound<Value> = Included(lo.clone());
-        while let Some((seq, ev)) = events.range((cursor.clone(), Unbounded)).next() {
+        while let Some((seq, ev)) = events.first_from(cursor.as_ref()) {
             cursor = Excluded(seq.clone());
             let past = seq > hi;
             if ev.kind != EventKind::Upsert {
@@ -339,7 +336,7 @@ impl History {
             let starts = match &open {
                 None => true,
                 Some(_) if shape.partial => !shape.tracked_eq(&folded, &image),
-                Some((_, last)) => !shape.tracked_eq(events[last].folded(), &image),
+                Some((_, last)) => !shape.tracked_eq(folded_at(events, last), &image),
             };
             if past && starts && runs.contains_key(seq) && *ev.folded() == image {
                 close(&mut open, Some(seq.clone()), &mut derived);
@@ -348,8 +345,7 @@ impl History {
             if past && !starts && !shape.partial {
                 // Whole images: the old run holding `seq` goes on unchanged to its end.
                 let (_, run) = runs
-                    .range((Unbounded, Included(seq)))
-                    .next_back()
+                    .last_before(Included(seq))
                     .expect("an unchanged upsert lies inside an old run");
                 if let Some((_, last)) = open.as_mut() {
                     last.clone_from(&run.last);
@@ -376,6 +372,14 @@ impl History {
         close(&mut open, None, &mut derived);
         (from, derived, Unbounded, refolded)
     }
+}
+
+/// The folded image of the event at `seq` (which exists: runs only point at stored upserts).
+fn folded_at<'a>(events: &'a SortedMap<Value, Stored>, seq: &Value) -> &'a Row {
+    events
+        .get(seq)
+        .expect("a run's last upsert is stored")
+        .folded()
 }
 
 fn row(start: &Value, run: &Run, image: &Row) -> Row {

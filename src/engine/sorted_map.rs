@@ -1,0 +1,191 @@
+//! An ordered map that stays a sorted vector while small and becomes a B-tree when it grows.
+//!
+//! Most keys of a CDC table have a short history, and a `BTreeMap` allocates a whole node (room
+//! for eleven entries) for the first one: for millions of keys that is most of the state's
+//! memory. Up to [`SMALL`] entries this map is a sorted `Vec` (binary search, and inserts that
+//! shift at most `SMALL` entries); past that it is a `BTreeMap`, so every operation stays
+//! O(log n) for long histories.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// Entries kept in a sorted vector before switching to a B-tree.
+pub(crate) const SMALL: usize = 32;
+
+/// An ordered map; see the module docs.
+#[derive(Clone, Debug)]
+pub(crate) enum SortedMap<K, V> {
+    /// Sorted by key, at most [`SMALL`] entries.
+    Small(Vec<(K, V)>),
+    /// Past [`SMALL`] entries.
+    Large(BTreeMap<K, V>),
+}
+
+impl<K: Ord + Clone, V> Default for SortedMap<K, V> {
+    fn default() -> Self {
+        SortedMap::Small(Vec::new())
+    }
+}
+
+impl<K: Ord + Clone, V> SortedMap<K, V> {
+    /// True when empty.
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            SortedMap::Small(v) => v.is_empty(),
+            SortedMap::Large(m) => m.is_empty(),
+        }
+    }
+
+    /// The value at `key`.
+    pub(crate) fn get(&self, key: &K) -> Option<&V> {
+        match self {
+            SortedMap::Small(v) => v
+                .binary_search_by(|(k, _)| k.cmp(key))
+                .ok()
+                .map(|i| &v[i].1),
+            SortedMap::Large(m) => m.get(key),
+        }
+    }
+
+    /// The value at `key`, mutably.
+    pub(crate) fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        match self {
+            SortedMap::Small(v) => match v.binary_search_by(|(k, _)| k.cmp(key)) {
+                Ok(i) => Some(&mut v[i].1),
+                Err(_) => None,
+            },
+            SortedMap::Large(m) => m.get_mut(key),
+        }
+    }
+
+    /// Whether `key` is present.
+    pub(crate) fn contains_key(&self, key: &K) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Inserts `value` at `key`, returning the value it replaces.
+    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<V> {
+        match self {
+            SortedMap::Small(v) => match v.binary_search_by(|(k, _)| k.cmp(&key)) {
+                Ok(i) => Some(std::mem::replace(&mut v[i].1, value)),
+                Err(i) if v.len() < SMALL => {
+                    v.insert(i, (key, value));
+                    None
+                }
+                Err(_) => {
+                    let mut m: BTreeMap<K, V> = std::mem::take(v).into_iter().collect();
+                    m.insert(key, value);
+                    *self = SortedMap::Large(m);
+                    None
+                }
+            },
+            SortedMap::Large(m) => m.insert(key, value),
+        }
+    }
+
+    /// Removes `key`, returning its value.
+    pub(crate) fn remove(&mut self, key: &K) -> Option<V> {
+        match self {
+            SortedMap::Small(v) => match v.binary_search_by(|(k, _)| k.cmp(key)) {
+                Ok(i) => Some(v.remove(i).1),
+                Err(_) => None,
+            },
+            SortedMap::Large(m) => m.remove(key),
+        }
+    }
+
+    /// The last entry with a key below `bound` (`Included` / `Excluded`).
+    pub(crate) fn last_before(&self, bound: Bound<&K>) -> Option<(&K, &V)> {
+        match self {
+            SortedMap::Small(v) => {
+                let end = match bound {
+                    Bound::Included(b) => v.partition_point(|(k, _)| k <= b),
+                    Bound::Excluded(b) => v.partition_point(|(k, _)| k < b),
+                    Bound::Unbounded => v.len(),
+                };
+                end.checked_sub(1).map(|i| (&v[i].0, &v[i].1))
+            }
+            SortedMap::Large(m) => m.range((Bound::Unbounded, bound)).next_back(),
+        }
+    }
+
+    /// The first entry with a key at or after `bound`.
+    pub(crate) fn first_from(&self, bound: Bound<&K>) -> Option<(&K, &V)> {
+        match self {
+            SortedMap::Small(v) => {
+                let start = match bound {
+                    Bound::Included(b) => v.partition_point(|(k, _)| k < b),
+                    Bound::Excluded(b) => v.partition_point(|(k, _)| k <= b),
+                    Bound::Unbounded => 0,
+                };
+                v.get(start).map(|(k, val)| (k, val))
+            }
+            SortedMap::Large(m) => m.range((bound, Bound::Unbounded)).next(),
+        }
+    }
+
+    /// Removes and returns the entries with keys in `[from, to)` (`to` unbounded or excluded).
+    pub(crate) fn drain_range(&mut self, from: &K, to: Bound<&K>) -> Vec<(K, V)> {
+        match self {
+            SortedMap::Small(v) => {
+                let start = v.partition_point(|(k, _)| k < from);
+                let end = match to {
+                    Bound::Excluded(b) => v.partition_point(|(k, _)| k < b),
+                    Bound::Included(b) => v.partition_point(|(k, _)| k <= b),
+                    Bound::Unbounded => v.len(),
+                };
+                v.drain(start..end.max(start)).collect()
+            }
+            SortedMap::Large(m) => {
+                let keys: Vec<K> = m
+                    .range((Bound::Included(from), to))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                keys.into_iter()
+                    .filter_map(|k| m.remove_entry(&k))
+                    .collect()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same operations on a `SortedMap` and a `BTreeMap` give the same answers, across the
+    /// switch from vector to tree.
+    #[test]
+    fn agrees_with_btreemap() {
+        let mut ours: SortedMap<u32, u32> = SortedMap::default();
+        let mut theirs: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut x: u32 = 7;
+        for step in 0..2000u32 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345) % 97;
+            match step % 5 {
+                0 | 1 => assert_eq!(ours.insert(x, step), theirs.insert(x, step)),
+                2 => assert_eq!(ours.remove(&x), theirs.remove(&x)),
+                3 => {
+                    let a = ours.last_before(Bound::Excluded(&x)).map(|(k, v)| (*k, *v));
+                    let b = theirs.range(..x).next_back().map(|(k, v)| (*k, *v));
+                    assert_eq!(a, b);
+                    let a = ours.first_from(Bound::Included(&x)).map(|(k, v)| (*k, *v));
+                    let b = theirs.range(x..).next().map(|(k, v)| (*k, *v));
+                    assert_eq!(a, b);
+                }
+                _ => {
+                    let to = x + 5;
+                    let a = ours.drain_range(&x, Bound::Excluded(&to));
+                    let keys: Vec<u32> = theirs.range(x..to).map(|(k, _)| *k).collect();
+                    let b: Vec<(u32, u32)> = keys
+                        .into_iter()
+                        .filter_map(|k| theirs.remove_entry(&k))
+                        .collect();
+                    assert_eq!(a, b);
+                }
+            }
+            assert_eq!(ours.get(&x), theirs.get(&x));
+            assert_eq!(ours.is_empty(), theirs.is_empty());
+        }
+    }
+}
