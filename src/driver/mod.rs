@@ -1,4 +1,6 @@
-//! Runs a whole pipeline: read the sources into commits, turn rows into events, execute the
+//! Runs a whole pipeline: read the sources into commits (one per input file), turn each
+//! commit's rows into its targets' input — events for AUTO CDC flows, a full snapshot for
+//! snapshot flows, rows for REPLACE USING flows — checking expectations on the way, execute the
 //! targets on timely workers, and produce each target's table, change feed and metrics.
 //!
 //! Invalid rows (D3) are found before anything executes: under [`OnInvalid::Fail`] the first

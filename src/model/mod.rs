@@ -185,3 +185,20 @@ fn sort_rows(target: &Target, rows: &mut [Row], then: &[usize]) {
     let project = |r: &Row| -> Vec<Value> { columns.iter().map(|&i| r[i].clone()).collect() };
     rows.sort_by_cached_key(|r| (project(r), r.clone()));
 }
+
+/// The tracked columns of an image (`target.tracked`).
+pub(crate) fn tracked<'a>(target: &Target, image: &'a Row) -> Vec<&'a Value> {
+    image
+        .iter()
+        .zip(&target.tracked)
+        .filter(|(_, &t)| t)
+        .map(|(v, _)| v)
+        .collect()
+}
+
+/// An output row: the image, then `__START_AT`, `__END_AT`.
+pub(crate) fn version(mut image: Row, start: Value, end: Value) -> Row {
+    image.push(start);
+    image.push(end);
+    image
+}

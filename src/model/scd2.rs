@@ -1,7 +1,7 @@
 //! SCD type 2 reference: one row per version of each key (see the rules in the
 //! [module docs](super)).
 
-use super::{authors, by_key, sort_rows, tie_winners};
+use super::{authors, by_key, sort_rows, tie_winners, tracked, version};
 use crate::event::{Event, EventKind};
 use crate::plan::Target;
 use crate::value::{Row, Value};
@@ -66,21 +66,4 @@ fn overlay(target: &Target, folded: &Row, e: &Event) -> Row {
             }
         })
         .collect()
-}
-
-/// The tracked columns of an image (`target.tracked`).
-fn tracked<'a>(target: &Target, image: &'a Row) -> Vec<&'a Value> {
-    image
-        .iter()
-        .zip(&target.tracked)
-        .filter(|(_, &t)| t)
-        .map(|(v, _)| v)
-        .collect()
-}
-
-/// An output row: the image, then `__START_AT`, `__END_AT`.
-fn version(mut image: Row, start: Value, end: Value) -> Row {
-    image.push(start);
-    image.push(end);
-    image
 }

@@ -1,7 +1,7 @@
 //! AUTO CDC FROM SNAPSHOT reference: full snapshots diffed against the current state, one
 //! version at a time (see the rules in the [module docs](super)).
 
-use super::sort_rows;
+use super::{sort_rows, tracked};
 use crate::plan::{ScdType, Target};
 use crate::value::{Row, Value};
 use std::collections::BTreeMap;
@@ -93,8 +93,11 @@ impl State {
         let before = std::mem::take(&mut self.current);
         for (key, (start, old)) in &before {
             if !snapshot.contains_key(key) && target.scd == ScdType::Type2 {
-                self.closed
-                    .push(output(old.clone(), *start, Value::Int(version)));
+                self.closed.push(super::version(
+                    old.clone(),
+                    Value::Int(*start),
+                    Value::Int(version),
+                ));
             }
         }
         for (key, &image) in snapshot {
@@ -119,8 +122,11 @@ impl State {
         let in_place =
             target.scd == ScdType::Type1 || tracked(target, old) == tracked(target, image);
         if !in_place {
-            self.closed
-                .push(output(old.clone(), *start, Value::Int(version)));
+            self.closed.push(super::version(
+                old.clone(),
+                Value::Int(*start),
+                Value::Int(version),
+            ));
             return (version, image.clone());
         }
         (*start, image.clone())
@@ -132,7 +138,8 @@ impl State {
             ScdType::Type1 => self.current.into_values().map(|(_, image)| image).collect(),
             ScdType::Type2 => {
                 let open = self.current.into_values();
-                let open = open.map(|(start, image)| output(image, start, Value::Null));
+                let open = open
+                    .map(|(start, image)| super::version(image, Value::Int(start), Value::Null));
                 self.closed.into_iter().chain(open).collect()
             }
         };
@@ -160,21 +167,4 @@ fn by_key<'a>(
         keyed.insert(key, row);
     }
     Ok(keyed)
-}
-
-/// The tracked columns of an image (`target.tracked`).
-fn tracked<'a>(target: &Target, image: &'a Row) -> Vec<&'a Value> {
-    image
-        .iter()
-        .zip(&target.tracked)
-        .filter(|(_, &t)| t)
-        .map(|(v, _)| v)
-        .collect()
-}
-
-/// An SCD2 output row: the image, then `__START_AT`, `__END_AT`.
-fn output(mut image: Row, start: i64, end: Value) -> Row {
-    image.push(Value::Int(start));
-    image.push(end);
-    image
 }
