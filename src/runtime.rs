@@ -20,6 +20,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::ProbeHandle;
@@ -58,6 +59,9 @@ pub struct Updates {
     pub rows: Vec<Vec<(Row, u64, isize)>>,
     /// Per target: counters per commit version, summed over workers.
     pub stats: Vec<BTreeMap<u64, CommitStats>>,
+    /// Per commit, on worker 0: the time from handing the commit to the inputs until every
+    /// target's output frontier passed it.
+    pub latencies: Vec<Duration>,
 }
 
 impl Updates {
@@ -65,6 +69,7 @@ impl Updates {
         Updates {
             rows: vec![Vec::new(); targets],
             stats: vec![BTreeMap::new(); targets],
+            latencies: Vec::new(),
         }
     }
 
@@ -77,6 +82,7 @@ impl Updates {
                 mine.entry(version).or_default().merge(&stats);
             }
         }
+        self.latencies.extend(other.latencies);
     }
 }
 
@@ -239,18 +245,26 @@ pub fn execute(
         });
         for (c, commit) in share.into_iter().enumerate() {
             let version = c as u64 + 1;
+            let started = Instant::now();
             for (input, target_share) in inputs.iter_mut().zip(commit) {
                 input.feed(version, target_share);
             }
-            worker.step_while(|| probe.less_than(&(version + 1)));
+            // Park rather than spin while other workers finish the commit: with more workers than
+            // cores, spinning steals the cores that would finish it.
+            while probe.less_than(&(version + 1)) {
+                worker.step_or_park(None);
+            }
             if index == 0 {
+                local.borrow_mut().latencies.push(started.elapsed());
                 if let Some(report) = progress.as_ref() {
                     report(version);
                 }
             }
         }
         drop(inputs);
-        worker.step_while(|| !probe.done());
+        while !probe.done() {
+            worker.step_or_park(None);
+        }
         let local = std::mem::take(&mut *local.borrow_mut());
         worker_sink.lock().expect("sink").merge(local);
     })

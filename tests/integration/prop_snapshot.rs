@@ -106,7 +106,7 @@ fn replace_target() -> Target {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
     fn snapshot_scd1_equals_model((snaps, workers) in snapshots()) {
