@@ -26,6 +26,7 @@ pub mod error;
 pub mod event;
 pub mod expr;
 pub mod flow_builder;
+pub mod gen;
 pub mod ingest;
 pub mod io;
 pub mod model;

@@ -207,6 +207,8 @@ pub fn execute(
         let index = worker.index();
         let share = std::mem::take(&mut *shares[index].lock().expect("share"));
         let local = Rc::new(RefCell::new(Updates::new(targets.len())));
+        let batches: Rc<RefCell<Vec<Vec<Vec<(Row, u64, isize)>>>>> =
+            Rc::new(RefCell::new(vec![Vec::new(); targets.len()]));
         let probe: ProbeHandle<u64> = ProbeHandle::new();
         let mut inputs: Vec<Inputs> = worker.dataflow::<u64, _, _>(|scope| {
             targets
@@ -224,14 +226,16 @@ pub fn execute(
                         }
                         _ => event_collection,
                     };
-                    let capture = Rc::clone(&local);
-                    // A sink moves the updates out; `inspect` would clone every row.
+                    let capture = Rc::clone(&batches);
+                    // A sink moves the updates out (`inspect` would clone every row) and keeps
+                    // each batch as it came: appending to one growing vector would copy all
+                    // earlier updates whenever it doubles, in the middle of some commit.
                     render(t, target, events_in, row_collection, &clock, &local)
                         .probe_with(&probe)
                         .inner
                         .sink(Pipeline, "Capture", move |(input, _)| {
                             input.for_each(|_, updates| {
-                                capture.borrow_mut().rows[t].append(updates)
+                                capture.borrow_mut()[t].push(std::mem::take(updates))
                             });
                         });
                     Inputs {
@@ -265,7 +269,10 @@ pub fn execute(
         while !probe.done() {
             worker.step_or_park(None);
         }
-        let local = std::mem::take(&mut *local.borrow_mut());
+        let mut local = std::mem::take(&mut *local.borrow_mut());
+        for (rows, batches) in local.rows.iter_mut().zip(batches.take()) {
+            rows.extend(batches.into_iter().flatten());
+        }
         worker_sink.lock().expect("sink").merge(local);
     })
     .map_err(|e| Error::new(ErrorKind::Internal, format!("cannot start workers: {e}")))?;

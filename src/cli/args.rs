@@ -1,6 +1,7 @@
 //! clap definitions; validation only, no I/O.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use scdflow::gen::Workload;
 use std::path::PathBuf;
 
 /// scdflow: correct SCD type 1 / type 2 tables from late, out-of-order change feeds.
@@ -19,6 +20,9 @@ pub enum Command {
     Run(RunArgs),
     /// Validate a pipeline and print its plan.
     Check(CheckArgs),
+    /// Write a seeded change-feed workload (one file per commit) and SCD1 / SCD2 pipelines
+    /// over it.
+    Generate(GenerateArgs),
 }
 
 /// `scdflow run`.
@@ -49,6 +53,72 @@ pub struct RunArgs {
 pub struct CheckArgs {
     /// The pipeline file (SQL).
     pub pipeline: PathBuf,
+}
+
+/// `scdflow generate`; the knobs of `scdflow::gen::Workload`, whose docs give the exact model.
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// Output directory: `events/commit_NNNNNN.<ext>`, `scd1.sql`, `scd2.sql`.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Number of events.
+    #[arg(long, default_value_t = Workload::default().events)]
+    pub events: u64,
+    /// Number of distinct keys.
+    #[arg(long, default_value_t = Workload::default().keys)]
+    pub keys: u64,
+    /// Fraction of DELETE events.
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().deletes)]
+    pub deletes: f64,
+    /// Fraction of TRUNCATE events (SCD1; scd2.sql filters them out).
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().truncates)]
+    pub truncates: f64,
+    /// Fraction of partial upserts (`COLUMNS TO UPDATE`).
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().partial)]
+    pub partial: f64,
+    /// Number of STRING payload columns.
+    #[arg(long, default_value_t = Workload::default().width)]
+    pub width: usize,
+    /// D: each event arrives up to D positions away from sequence order (0 = in order,
+    /// >= events = shuffled).
+    #[arg(long, value_name = "D", default_value_t = Workload::default().displacement)]
+    pub displacement: u64,
+    /// Fraction of stragglers, events late by --straggler-distance positions.
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().stragglers)]
+    pub stragglers: f64,
+    /// How late a straggler arrives, in positions [default: 100 * D, or events / 10 if D = 0].
+    #[arg(long, value_name = "POSITIONS")]
+    pub straggler_distance: Option<u64>,
+    /// Number of commits (files) the arrival order is cut into.
+    #[arg(long, default_value_t = Workload::default().commits)]
+    pub commits: u64,
+    /// Seed of every random draw.
+    #[arg(long, default_value_t = Workload::default().seed)]
+    pub seed: u64,
+    /// Format of the commit files.
+    #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
+    pub format: FormatArg,
+}
+
+impl GenerateArgs {
+    /// The workload these arguments describe (not yet validated).
+    pub fn workload(&self) -> Workload {
+        Workload {
+            events: self.events,
+            keys: self.keys,
+            deletes: self.deletes,
+            truncates: self.truncates,
+            partial: self.partial,
+            width: self.width,
+            displacement: self.displacement,
+            stragglers: self.stragglers,
+            straggler_distance: self.straggler_distance.unwrap_or_else(|| {
+                Workload::default_straggler_distance(self.events, self.displacement)
+            }),
+            commits: self.commits,
+            seed: self.seed,
+        }
+    }
 }
 
 /// `--format`.

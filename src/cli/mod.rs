@@ -2,6 +2,7 @@
 
 mod args;
 mod check;
+mod generate;
 mod progress;
 mod run;
 
@@ -15,5 +16,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Run(a) => run::run(a),
         Command::Check(a) => check::check(a),
+        Command::Generate(a) => generate::generate(a),
     }
 }

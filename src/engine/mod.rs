@@ -35,6 +35,12 @@ pub trait CdcState: 'static {
         out: &mut Vec<(Row, isize)>,
         stats: &mut CommitStats,
     );
+
+    /// Whether `apply` already emits each row at most once per commit, so the caller need not
+    /// consolidate (sort) its output.
+    fn emits_consolidated(&self) -> bool {
+        false
+    }
 }
 
 /// Groups events by key and removes exact duplicates (D1); within a group events are in event

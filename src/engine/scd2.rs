@@ -136,6 +136,11 @@ impl CdcState for Scd2State {
             }
         }
     }
+
+    fn emits_consolidated(&self) -> bool {
+        // One re-derivation per key per commit, and it emits only rows that differ.
+        true
+    }
 }
 
 impl Stored {
@@ -262,9 +267,18 @@ impl History {
         }
         let mut old: BTreeMap<Value, Run> =
             runs.drain_range(&from, stop.as_ref()).into_iter().collect();
+        // Compare rows by content (not by which event gives the image), so a key never emits a
+        // row it also retracts: the output is consolidated without sorting it.
+        let image_before = |run: &Run| {
+            before
+                .get(&run.last)
+                .unwrap_or_else(|| folded_at(events, &run.last))
+        };
         for (start, run) in derived {
-            let same = old.get(&start) == Some(&run) && !before.contains_key(&run.last);
-            if same {
+            let unchanged = old.get(&start).is_some_and(|o| {
+                o.end == run.end && image_before(o) == folded_at(events, &run.last)
+            });
+            if unchanged {
                 old.remove(&start);
             } else {
                 out.push((row(&start, &run, folded_at(events, &run.last)), 1));
@@ -272,10 +286,7 @@ impl History {
             runs.insert(start, run);
         }
         for (start, run) in old {
-            let image = before
-                .get(&run.last)
-                .unwrap_or_else(|| folded_at(events, &run.last));
-            out.push((row(&start, &run, image), -1));
+            out.push((row(&start, &run, image_before(&run)), -1));
         }
     }
 

@@ -60,7 +60,9 @@ where
                     let mut stats = CommitStats::default();
                     state.apply(events, clock(&time), &mut updates, &mut stats);
                     on_stats(&time, stats);
-                    consolidate(&mut updates);
+                    if !state.emits_consolidated() {
+                        consolidate(&mut updates);
+                    }
                     let mut session = output.session(&cap);
                     for (row, diff) in updates {
                         session.give((row, time.clone(), diff));

@@ -12,5 +12,7 @@ mod cli;
 mod prop_snapshot;
 // Tombstone retention through the dataflow.
 mod tombstones;
+// `scdflow generate`'s files through its own pipelines vs the model.
+mod generate;
 // Shared builders for targets and events.
 mod util;

@@ -150,6 +150,16 @@ fn check(
         from = cut;
     }
     let updates = execute(std::slice::from_ref(&target), commits, workers, None).expect("execute");
+    // Each commit's updates are consolidated: a row is retracted or inserted at most once.
+    let mut seen = std::collections::BTreeSet::new();
+    for (row, version, _) in &updates.rows[0] {
+        prop_assert!(
+            seen.insert((row, *version)),
+            "{:?} twice in commit {}",
+            row,
+            version
+        );
+    }
     for (c, prefix) in prefixes.iter().enumerate() {
         let expected = scdflow::model::evaluate(&target, &events[..*prefix]);
         let actual = table_at(&target, &updates.rows[0], c as u64 + 1);
