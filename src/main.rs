@@ -1,4 +1,4 @@
-//! The `scdflow` binary: `scdflow run PIPELINE.sql`, `scdflow check PIPELINE.sql`.
+//! The `scdflow` binary: `scdflow run PIPELINE.sql`, `scdflow check PIPELINE.sql`, `scdflow generate`.
 
 mod cli;
 

@@ -34,9 +34,10 @@ pub fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
         pipelines.push(path.display().to_string());
     }
     println!(
-        "{} events in {} commits -> {}/, pipelines {}",
+        "{} events in {} commit{} -> {}/, pipelines {}",
         workload.events,
         workload.commits,
+        if workload.commits == 1 { "" } else { "s" },
         events_dir.display(),
         pipelines.join(", ")
     );
