@@ -211,8 +211,10 @@ pub enum SnapshotSource {
     Files {
         /// The directory (or file), joined to the pipeline file's directory.
         path: PathBuf,
-        /// The `version` regular expression, matched against the whole file name.
+        /// The `version` regular expression as written.
         version_pattern: String,
+        /// The same, anchored to match whole file names ([`crate::io::version_regex`]).
+        version: regex::Regex,
         /// File format.
         format: Format,
         /// CSV only: whether the first line is a header.

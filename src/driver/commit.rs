@@ -5,7 +5,6 @@
 use super::expect::{self, ExpectationCount, Verdict};
 use super::flows::{FlowKind, FlowRef};
 use super::metrics::{FlowCommitMetrics, TableCommitMetrics};
-use super::snapshot_files::versioned_files;
 use super::Quarantined;
 use crate::ingest::{self, SourceCommit};
 use crate::io::{self, RowError, SourceRow};
@@ -63,14 +62,14 @@ pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
     for (flow, sf) in pipeline.snapshot_flows.iter().enumerate() {
         let SnapshotSource::Files {
             path,
-            version_pattern,
+            version: regex,
             ..
         } = &sf.source
         else {
             continue;
         };
         let mut last: Option<i64> = None;
-        for (version, file) in versioned_files(path, version_pattern)? {
+        for (version, file) in io::versioned_files(path, regex)? {
             let skipped = last.is_some_and(|l| version <= l);
             last = Some(last.map_or(version, |l| l.max(version)));
             commits.push(CommitSource::Snapshot {

@@ -11,7 +11,6 @@ mod commit;
 pub(crate) mod expect;
 pub mod flows;
 mod metrics;
-mod snapshot_files;
 
 pub use commit::CommitSource;
 pub use expect::ExpectationCount;

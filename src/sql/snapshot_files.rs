@@ -3,8 +3,8 @@
 //!
 //! Invariants: the pattern compiles, is matched against the whole file name (it is anchored
 //! here, the user's text is kept as written) and has at least one capture group, whose text
-//! is the version. Without `schema =>`, the schema is inferred from the first file in name
-//! order whose name matches, so files the pattern ignores never shape the target.
+//! is the version. Without `schema =>`, the schema is inferred from the matching file with the
+//! lowest version, so files the pattern ignores never shape the target.
 
 use super::cursor::invalid;
 use super::schema::parse_schema_text;
@@ -33,7 +33,10 @@ pub(crate) fn snapshot_files(spec: &ReadFiles, base: &Path) -> Result<(SnapshotS
     let file_schema = match &spec.schema {
         Some(text) => parse_schema_text(text, spec.line)?,
         None => {
-            let Some(first) = first_match(&path, &regex)? else {
+            let Some((_, first)) = crate::io::versioned_files(&path, &regex)?
+                .into_iter()
+                .next()
+            else {
                 let message = format!(
                     "FROM SNAPSHOT read_files: no file in `{}` matches version => '{pattern}', so there is no file to infer the schema from; add schema => '...' or a matching file",
                     spec.path
@@ -45,6 +48,7 @@ pub(crate) fn snapshot_files(spec: &ReadFiles, base: &Path) -> Result<(SnapshotS
     };
     let source = SnapshotSource::Files {
         path,
+        version: regex,
         version_pattern: pattern.clone(),
         format,
         header,
@@ -55,7 +59,7 @@ pub(crate) fn snapshot_files(spec: &ReadFiles, base: &Path) -> Result<(SnapshotS
 
 /// `^(?:pattern)$`, which must compile and capture the version.
 fn version_regex(pattern: &str, line: u64) -> Result<Regex> {
-    let regex = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
+    let regex = crate::io::version_regex(pattern).map_err(|e| {
         let message = format!(
             "read_files version: `{pattern}` is not a valid regular expression: {}",
             last_error_line(&e.to_string())
@@ -79,14 +83,4 @@ fn last_error_line(text: &str) -> &str {
         .rev()
         .find_map(|l| l.trim().strip_prefix("error: "))
         .unwrap_or(text.trim())
-}
-
-/// The first file behind `path`, in name order, whose name the pattern matches.
-fn first_match(path: &Path, regex: &Regex) -> Result<Option<std::path::PathBuf>> {
-    let files = crate::io::list_files(path)?;
-    Ok(files.into_iter().find(|f| {
-        f.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| regex.is_match(n))
-    }))
 }

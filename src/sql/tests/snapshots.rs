@@ -52,6 +52,7 @@ fn t5_files_scd2_infers_the_schema_from_the_first_matching_file() {
     let SnapshotSource::Files {
         path,
         version_pattern,
+        version,
         format,
         header,
         file_schema,
@@ -61,6 +62,7 @@ fn t5_files_scd2_infers_the_schema_from_the_first_matching_file() {
     };
     assert_eq!(path, dir.path());
     assert_eq!(version_pattern, "snapshot_([0-9]+)[.]csv");
+    assert!(version.is_match("snapshot_12.csv") && !version.is_match("old_snapshot_12.csv"));
     assert_eq!((*format, *header), (Format::Csv, true));
     assert_eq!(file_schema.to_string(), "userId BIGINT, city STRING");
     assert!(flow.projection.is_none() && flow.filter.is_none());

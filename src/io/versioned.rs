@@ -1,19 +1,21 @@
 //! Versioned snapshot files (`read_files(..., version => 'pattern')`, D12): the first capture
-//! group of the pattern, matched against the whole file name, is the version (BIGINT).
+//! group of the pattern, which must match the whole file name, is the version (BIGINT).
 
-use crate::io;
+use super::list_files;
 use crate::{Error, ErrorKind, Result};
 use regex::Regex;
 use std::path::{Path, PathBuf};
 
-/// The files under `path` whose names match `pattern`, with their versions, in increasing
-/// version order (then name). Files that do not match are ignored.
-pub fn versioned_files(path: &Path, pattern: &str) -> Result<Vec<(i64, PathBuf)>> {
-    let regex = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
-        Error::new(ErrorKind::Validation, format!("version pattern: {e}")).in_file(path)
-    })?;
+/// `pattern` anchored to match whole file names.
+pub fn version_regex(pattern: &str) -> std::result::Result<Regex, regex::Error> {
+    Regex::new(&format!("^(?:{pattern})$"))
+}
+
+/// The files under `path` whose names `regex` (see [`version_regex`]) matches, with their
+/// versions, in increasing version order (then name). Files that do not match are ignored.
+pub fn versioned_files(path: &Path, regex: &Regex) -> Result<Vec<(i64, PathBuf)>> {
     let mut files = Vec::new();
-    for file in io::list_files(path)? {
+    for file in list_files(path)? {
         let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
@@ -51,7 +53,8 @@ mod tests {
         ] {
             std::fs::write(dir.path().join(name), "a\n").unwrap();
         }
-        let files = versioned_files(dir.path(), "snapshot_([0-9]+)[.]csv").unwrap();
+        let regex = version_regex("snapshot_([0-9]+)[.]csv").unwrap();
+        let files = versioned_files(dir.path(), &regex).unwrap();
         let versions: Vec<i64> = files.iter().map(|(v, _)| *v).collect();
         assert_eq!(versions, vec![2, 10]);
     }
