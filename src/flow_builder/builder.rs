@@ -131,6 +131,7 @@ pub struct AutoCdcFlow {
     pub(super) columns_to_update: Option<String>,
     pub(super) name: Option<String>,
     pub(super) once: bool,
+    pub(super) table_properties: Vec<(String, String)>,
 }
 
 fn strings<S: Into<String>>(items: impl IntoIterator<Item = S>) -> Vec<String> {
@@ -166,6 +167,7 @@ impl AutoCdcFlow {
             columns_to_update: None,
             name: None,
             once: false,
+            table_properties: Vec::new(),
         }
     }
 
@@ -283,6 +285,13 @@ impl AutoCdcFlow {
     /// A one-shot backfill flow (`AUTO CDC ONCE`); recorded in [`crate::plan::CdcFlow::once`].
     pub fn once(mut self, once: bool) -> Self {
         self.once = once;
+        self
+    }
+
+    /// A property of the target table, as in `TBLPROPERTIES` (Python's `table_properties`), e.g.
+    /// `pipelines.cdc.tombstoneGCThresholdInSeconds`; validated like the SQL property.
+    pub fn table_property(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.table_properties.push((key.into(), value.into()));
         self
     }
 

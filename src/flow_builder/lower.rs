@@ -43,7 +43,7 @@ impl AutoCdcFlow {
         };
         let catalog = Catalog::new(vec![
             Statement::Table(Box::new(source_stmt(&self.source_name))),
-            Statement::Table(Box::new(table_stmt(&self.target, None))),
+            Statement::Table(Box::new(self.target_stmt())),
             Statement::Flow(Box::new(flow)),
         ])?;
         // Only the name and schema of the source are read; its rows come from the caller.
@@ -184,6 +184,19 @@ fn expression(text: &str, clause: &str) -> Result<ast::Expr> {
 }
 
 /// A table declaration with no columns, properties or flow; `query` makes it a source.
+impl AutoCdcFlow {
+    /// The target's declaration, with its table properties.
+    fn target_stmt(&self) -> TableStmt {
+        let mut stmt = table_stmt(&self.target, None);
+        stmt.properties = self
+            .table_properties
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone(), NO_LINE))
+            .collect();
+        stmt
+    }
+}
+
 fn table_stmt(table: &str, query: Option<Query>) -> TableStmt {
     TableStmt {
         name: name(table),

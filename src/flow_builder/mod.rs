@@ -23,8 +23,9 @@
 //!   would mean nothing to the caller.
 //!
 //! Limits: one flow per target (several flows into one target need a pipeline file); the target
-//! gets the default tombstone retention and no declared column list; source rows are checked for
-//! width, not for value types, which the caller's schema is trusted to describe.
+//! gets no declared column list (its table properties, such as the tombstone retention, are set
+//! with [`AutoCdcFlow::table_property`]); source rows are checked for width, not for value types,
+//! which the caller's schema is trusted to describe.
 
 mod builder;
 mod built;

@@ -352,3 +352,20 @@ fn to_event_rejects_rows_of_the_wrong_width() {
     let event = flow.to_event(&row).unwrap();
     assert_eq!((event.seq, event.key), (Value::Int(7), vec![Value::Int(1)]));
 }
+
+#[test]
+fn table_properties_set_the_tombstone_retention_like_tblproperties() {
+    const GC: &str = "pipelines.cdc.tombstoneGCThresholdInSeconds";
+    let built = builder("t").table_property(GC, "60").build().unwrap();
+    assert_eq!(built.target().tombstone_gc_seconds, 60);
+    let err = builder("t").table_property(GC, "-5").build().unwrap_err();
+    let text = format!(
+        "{USERS}CREATE STREAMING TABLE t TBLPROPERTIES ('{GC}' = '-5');\n{}",
+        users_flow("t", "")
+    );
+    let sql_err = parse(&text, Path::new("p.sql")).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.message()),
+        (sql_err.kind(), sql_err.message())
+    );
+}
