@@ -20,9 +20,10 @@ pub use stats::CommitStats;
 use crate::event::Event;
 use crate::value::Row;
 
-/// Per-key maps. A fixed-seed fast hash: keys come from the operator's own exchange (already
-/// spread by key hash), so HashDoS resistance buys nothing, and a fixed seed keeps runs repeatable.
-type KeyMap<V> = std::collections::HashMap<Row, V, foldhash::fast::FixedState>;
+/// Per-key maps of the states and operators. A fixed-seed fast hash: keys come from the
+/// operators' own exchange (already spread by key hash), so HashDoS resistance buys nothing, and
+/// a fixed seed keeps runs repeatable.
+pub(crate) type KeyMap<V> = std::collections::HashMap<Row, V, foldhash::fast::FixedState>;
 
 /// The state of one SCD target on one worker.
 pub trait CdcState: 'static {

@@ -1,19 +1,10 @@
 //! The SPEC section 4 vectors for snapshot flows (T5, T6, T16) and REPLACE USING (T7 and its
 //! derived vectors), against the model.
 
+use super::tests::{i, s, N};
 use super::{replace_using, snapshots, snapshots_with_skips, SnapshotError, SnapshotOutcome};
 use crate::plan::{ScdType, Target, TargetKind, DEFAULT_TOMBSTONE_GC_SECONDS};
-use crate::value::{DataType, Row, Schema, Value};
-
-const N: Value = Value::Null;
-
-fn i(n: i64) -> Value {
-    Value::Int(n)
-}
-
-fn s(x: &str) -> Value {
-    Value::Str(x.to_string())
-}
+use crate::value::{DataType, Row, Schema};
 
 /// A target of `kind` over `columns` (all declared STRING: types do not matter to the model),
 /// with BIGINT sequences; `tracked` defaults to every column.

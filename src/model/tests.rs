@@ -5,13 +5,13 @@ use crate::event::{Event, EventKind};
 use crate::plan::{ScdType, Target, TargetKind, DEFAULT_TOMBSTONE_GC_SECONDS};
 use crate::value::{DataType, Row, Schema, Value};
 
-const N: Value = Value::Null;
+pub(super) const N: Value = Value::Null;
 
-fn i(n: i64) -> Value {
+pub(super) fn i(n: i64) -> Value {
     Value::Int(n)
 }
 
-fn s(x: &str) -> Value {
+pub(super) fn s(x: &str) -> Value {
     Value::Str(x.to_string())
 }
 

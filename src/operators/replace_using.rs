@@ -11,9 +11,10 @@
 //! Limits: rows are insert-only; a NULL sequence is the caller's to reject (it sorts lowest).
 
 use super::keyed::{stash_by_time, Stash};
+use crate::engine::KeyMap;
 use crate::value::{Row, Value};
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 use timely::order::TotalOrder;
@@ -85,8 +86,7 @@ where
         self.inner
             .unary_frontier(exchange, "ReplaceUsing", move |_, _| {
                 let mut stash: Stash<T, Row> = BTreeMap::new();
-                let mut state: HashMap<Row, (Value, Vec<Row>), foldhash::fast::FixedState> =
-                    HashMap::default();
+                let mut state: KeyMap<(Value, Vec<Row>)> = KeyMap::default();
                 move |(input, frontier), output| {
                     input.for_each(|cap, data| {
                         let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(r, t, _)| (r, t));
@@ -124,7 +124,7 @@ fn by_key(config: &ReplaceConfig, rows: Vec<Row>) -> BTreeMap<Row, Vec<Row>> {
 
 /// Applies one time's rows of one key against the stored rows of that key.
 fn replace(
-    state: &mut HashMap<Row, (Value, Vec<Row>), foldhash::fast::FixedState>,
+    state: &mut KeyMap<(Value, Vec<Row>)>,
     config: &ReplaceConfig,
     key: Row,
     rows: Vec<Row>,

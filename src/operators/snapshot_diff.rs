@@ -16,18 +16,19 @@
 //! duplicates before feeding); versions must increase with time (the driver skips others, D12).
 
 use super::keyed::{stash_by_time, Stash};
+use crate::engine::KeyMap;
 use crate::event::{Event, EventKind};
 use crate::value::{Row, Value};
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
 /// Per-worker snapshot of the keys it owns.
-type Previous = HashMap<Row, Row, foldhash::fast::FixedState>;
+type Previous = KeyMap<Row>;
 
 /// Diffs consecutive full snapshots into change events.
 ///
