@@ -77,7 +77,7 @@ fn engine(target: &Target, commits: Vec<CommitEvents>, workers: usize) -> Run {
 fn state_loop(target: &Target, commits: Vec<CommitEvents>) -> Run {
     let mut state: Box<dyn CdcState> = match target.scd {
         ScdType::Type1 => Box::new(Scd1State::new(target.image_len, target.partial, None)),
-        ScdType::Type2 => Box::new(Scd2State::new(
+        ScdType::Type2 | ScdType::Bitemporal => Box::new(Scd2State::new(
             target.image_len,
             target.tracked.clone(),
             target.partial,

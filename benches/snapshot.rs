@@ -31,6 +31,7 @@ fn target() -> Target {
         keys: vec![0],
         scd: ScdType::Type2,
         sequence_type: DataType::BigInt,
+        system_sequence_type: None,
         tracked: vec![true, true],
         partial: false,
         tombstone_gc_seconds: 0,

@@ -158,6 +158,7 @@ mod tests {
             keys: vec![0],
             scd,
             sequence_type: DataType::Int,
+            system_sequence_type: None,
             tracked: vec![true, true],
             partial: false,
             tombstone_gc_seconds: 0,

@@ -36,6 +36,9 @@ pub struct Event {
     pub image: Row,
     /// For partial updates, which image columns this upsert sets; `None` = all of them.
     pub authored: Option<Vec<bool>>,
+    /// Bitemporal targets: the `SYSTEM SEQUENCE BY` value (when the system learned the event;
+    /// never NULL there). NULL for every other target.
+    pub system: Value,
 }
 
 impl Event {

@@ -131,6 +131,16 @@ pub enum ScdType {
     Type1,
     /// One row per version of each key, with `__START_AT` / `__END_AT`.
     Type2,
+    /// `STORED AS BITEMPORAL`: the system-time versioning of the key's SCD2 history, with
+    /// `__START_AT`, `__END_AT`, `__SYSTEM_START_AT` and `__SYSTEM_END_AT` (SPEC 3.11, D15).
+    Bitemporal,
+}
+
+impl ScdType {
+    /// Whether rows carry the business interval `__START_AT`, `__END_AT` (SCD2 and bitemporal).
+    pub fn has_history(self) -> bool {
+        self != ScdType::Type1
+    }
 }
 
 /// A table maintained by one or more AUTO CDC flows (D16: same keys, sequence type, SCD type and
@@ -141,7 +151,8 @@ pub struct Target {
     pub name: String,
     /// The kind of flow that maintains it.
     pub kind: TargetKind,
-    /// Output schema: the image columns, then `__START_AT`, `__END_AT` for SCD2.
+    /// Output schema: the image columns, then `__START_AT`, `__END_AT` for SCD2 and bitemporal
+    /// targets, then `__SYSTEM_START_AT`, `__SYSTEM_END_AT` for bitemporal ones.
     pub schema: Schema,
     /// Number of image columns (the schema's prefix that flows write).
     pub image_len: usize,
@@ -151,6 +162,9 @@ pub struct Target {
     pub scd: ScdType,
     /// Type of the sequence (and so of `__START_AT` / `__END_AT`).
     pub sequence_type: DataType,
+    /// Bitemporal targets: type of `SYSTEM SEQUENCE BY` (and so of `__SYSTEM_START_AT` /
+    /// `__SYSTEM_END_AT`); `None` otherwise.
+    pub system_sequence_type: Option<DataType>,
     /// SCD2: per image column, whether a change opens a new version.
     pub tracked: Vec<bool>,
     /// Whether any flow into this target writes partial images (D6 field-level semantics).
@@ -185,6 +199,8 @@ pub struct CdcFlow {
     pub keys: Vec<usize>,
     /// `SEQUENCE BY`, compiled against the source schema.
     pub sequence: Expr,
+    /// `SYSTEM SEQUENCE BY` (bitemporal targets only), compiled against the source schema.
+    pub system_sequence: Option<Expr>,
     /// `APPLY AS DELETE WHEN`.
     pub delete_when: Option<Expr>,
     /// `APPLY AS TRUNCATE WHEN`.

@@ -43,6 +43,21 @@ pub fn to_event(
     if seq.is_null() {
         return Err(InvalidRow::new("SEQUENCE BY", "the sequence value is NULL"));
     }
+    let system = match &flow.system_sequence {
+        None => Value::Null,
+        Some(expr) => {
+            let system = expr
+                .eval(row)
+                .map_err(|e| InvalidRow::new("SYSTEM SEQUENCE BY", e))?;
+            if system.is_null() {
+                return Err(InvalidRow::new(
+                    "SYSTEM SEQUENCE BY",
+                    "the system sequence value is NULL",
+                ));
+            }
+            system
+        }
+    };
     if holds(flow.truncate_when.as_ref(), row, "APPLY AS TRUNCATE WHEN")? {
         return Ok(Event {
             seq,
@@ -50,6 +65,7 @@ pub fn to_event(
             key: Vec::new(),
             image: Vec::new(),
             authored: None,
+            system: Value::Null,
         });
     }
     let key: Vec<Value> = flow.keys.iter().map(|&k| row[k].clone()).collect();
@@ -67,6 +83,7 @@ pub fn to_event(
             key,
             image: Vec::new(),
             authored: None,
+            system,
         });
     }
     let image: Vec<Value> = flow.columns.iter().map(|&c| row[c].clone()).collect();
@@ -77,6 +94,7 @@ pub fn to_event(
         key,
         image,
         authored,
+        system,
     })
 }
 

@@ -306,6 +306,6 @@ fn render<'s>(
     }
     match target.scd {
         ScdType::Type1 => events.scd1_with(target.into(), clock, on_stats),
-        ScdType::Type2 => events.scd2_with(target.into(), clock, on_stats),
+        ScdType::Type2 | ScdType::Bitemporal => events.scd2_with(target.into(), clock, on_stats),
     }
 }

@@ -326,6 +326,7 @@ mod tests {
             key: vec![Value::Int(key)],
             image: vec![Value::Int(key), Value::Str(name.into())],
             authored: None,
+            system: Value::Null,
         }
     }
 
@@ -336,6 +337,7 @@ mod tests {
             key: vec![Value::Int(key)],
             image: Vec::new(),
             authored: None,
+            system: Value::Null,
         }
     }
 
@@ -346,6 +348,7 @@ mod tests {
             key: Vec::new(),
             image: Vec::new(),
             authored: None,
+            system: Value::Null,
         }
     }
 

@@ -419,6 +419,7 @@ mod tests {
             key: vec![Value::Int(key)],
             image,
             authored: None,
+            system: Value::Null,
         }
     }
 

@@ -100,7 +100,7 @@ where
         let target = flow.target();
         let table = match target.scd {
             ScdType::Type1 => events.scd1(Scd1Config::from(target)),
-            ScdType::Type2 => events.scd2(Scd2Config::from(target)),
+            ScdType::Type2 | ScdType::Bitemporal => events.scd2(Scd2Config::from(target)),
         };
         (table, invalid.as_collection())
     }

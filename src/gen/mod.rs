@@ -229,9 +229,13 @@ pub fn target(w: &Workload, scd: ScdType) -> Target {
     let mut columns = vec![("k".to_string(), DataType::BigInt)];
     columns.extend((0..w.width).map(|j| (format!("c{j}"), DataType::String)));
     let image_len = columns.len();
-    if scd == ScdType::Type2 {
+    if scd.has_history() {
         columns.push(("__START_AT".to_string(), DataType::BigInt));
         columns.push(("__END_AT".to_string(), DataType::BigInt));
+    }
+    if scd == ScdType::Bitemporal {
+        columns.push(("__SYSTEM_START_AT".to_string(), DataType::BigInt));
+        columns.push(("__SYSTEM_END_AT".to_string(), DataType::BigInt));
     }
     Target {
         name: target_name(scd).to_string(),
@@ -241,6 +245,7 @@ pub fn target(w: &Workload, scd: ScdType) -> Target {
         keys: vec![0],
         scd,
         sequence_type: DataType::BigInt,
+        system_sequence_type: (scd == ScdType::Bitemporal).then_some(DataType::BigInt),
         tracked: vec![true; image_len],
         partial: w.partial > 0.0,
         tombstone_gc_seconds: DEFAULT_TOMBSTONE_GC_SECONDS,
@@ -253,6 +258,7 @@ fn target_name(scd: ScdType) -> &'static str {
     match scd {
         ScdType::Type1 => "scd1",
         ScdType::Type2 => "scd2",
+        ScdType::Bitemporal => "bitemporal",
     }
 }
 
@@ -369,6 +375,7 @@ impl Change {
                 key: Vec::new(),
                 image: Vec::new(),
                 authored: None,
+                system: Value::Null,
             },
             EventKind::Delete => Event {
                 seq,
@@ -376,6 +383,7 @@ impl Change {
                 key: vec![key_value(self.key)],
                 image: Vec::new(),
                 authored: None,
+                system: Value::Null,
             },
             EventKind::Upsert => {
                 let authored = partial.then(|| {
@@ -395,6 +403,7 @@ impl Change {
                     key: vec![key_value(self.key)],
                     image,
                     authored,
+                    system: Value::Null,
                 }
             }
         }

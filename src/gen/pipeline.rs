@@ -51,7 +51,7 @@ pub fn pipeline(w: &Workload, scd: ScdType, format: OutputFormat) -> String {
     );
     let source = match scd {
         ScdType::Type1 => "events",
-        ScdType::Type2 => {
+        ScdType::Type2 | ScdType::Bitemporal => {
             sql.push_str(
                 "CREATE OR REFRESH STREAMING TABLE events_without_truncates\n\
                  AS SELECT * FROM STREAM(events) WHERE op <> 'TRUNCATE';\n\n",
@@ -81,6 +81,6 @@ pub fn pipeline(w: &Workload, scd: ScdType, format: OutputFormat) -> String {
 fn scd_number(scd: ScdType) -> u8 {
     match scd {
         ScdType::Type1 => 1,
-        ScdType::Type2 => 2,
+        ScdType::Type2 | ScdType::Bitemporal => 2,
     }
 }

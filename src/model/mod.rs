@@ -61,6 +61,19 @@
 //! At the end the open version is emitted with `__END_AT` NULL. Intervals are half-open (D10)
 //! and, thanks to the tie rule, never empty: every version starts at a distinct sequence.
 //!
+//! # Bitemporal — [`bitemporal()`]
+//!
+//! SPEC 3.11 and D15. Each event also carries a system time ([`Event::system`], never NULL).
+//! For a key, `H(s)` is the SCD2 table above computed from the key's events with system time
+//! `<= s` (tracked columns and partial updates apply as for SCD2). Walking the key's distinct
+//! system times in ascending order, a business row `(image, __START_AT, __END_AT)` of `H(s)`
+//! that was not in the previous `H` opens a row with `__SYSTEM_START_AT = s`, and a business row
+//! of the previous `H` missing from `H(s)` gets `__SYSTEM_END_AT = s`. Rows still believed after
+//! the last system time stay open (`__SYSTEM_END_AT` NULL). An unchanged business row keeps its
+//! original `__SYSTEM_START_AT` (T8 step 3); events with equal system time are applied together.
+//! The table is a function of the event set, so an event late in system time is spliced in as
+//! if it had arrived in order. Rows sort by key, `__START_AT`, then `__SYSTEM_START_AT`.
+//!
 //! # AUTO CDC FROM SNAPSHOT — [`snapshots()`]
 //!
 //! SPEC 1.4, 3.7 and D12. The input is the list of `(version, rows)` snapshots in arrival order;
@@ -109,6 +122,7 @@
 //! (SCD2), then by the whole row, so tables can be compared with `==`. REPLACE USING tables
 //! are sorted by the key columns, then the whole row.
 
+mod bitemporal;
 mod replace_using;
 mod scd1;
 mod scd2;
@@ -119,6 +133,7 @@ mod snapshot_tests;
 #[cfg(test)]
 mod tests;
 
+pub use bitemporal::bitemporal;
 pub use replace_using::replace_using;
 pub use scd1::scd1;
 pub use scd2::scd2;
@@ -134,6 +149,7 @@ pub fn evaluate(target: &Target, events: &[Event]) -> Vec<Row> {
     match target.scd {
         ScdType::Type1 => scd1(target, events),
         ScdType::Type2 => scd2(target, events),
+        ScdType::Bitemporal => bitemporal(target, events),
     }
 }
 

@@ -134,18 +134,19 @@ impl State {
 
     /// The output table: SCD1 images, or SCD2 closed versions plus the open ones.
     fn table(self, target: &Target) -> Vec<Row> {
-        let mut rows: Vec<Row> = match target.scd {
-            ScdType::Type1 => self.current.into_values().map(|(_, image)| image).collect(),
-            ScdType::Type2 => {
-                let open = self.current.into_values();
-                let open = open
-                    .map(|(start, image)| super::version(image, Value::Int(start), Value::Null));
-                self.closed.into_iter().chain(open).collect()
-            }
+        // Snapshot targets are SCD1 or SCD2, never bitemporal (SPEC 2.5).
+        let mut rows: Vec<Row> = if target.scd == ScdType::Type1 {
+            self.current.into_values().map(|(_, image)| image).collect()
+        } else {
+            let open = self.current.into_values();
+            let open =
+                open.map(|(start, image)| super::version(image, Value::Int(start), Value::Null));
+            self.closed.into_iter().chain(open).collect()
         };
-        let then: &[usize] = match target.scd {
-            ScdType::Type1 => &[],
-            ScdType::Type2 => &[target.image_len],
+        let then: &[usize] = if target.scd == ScdType::Type1 {
+            &[]
+        } else {
+            &[target.image_len]
         };
         sort_rows(target, &mut rows, then);
         rows

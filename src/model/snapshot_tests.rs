@@ -31,6 +31,7 @@ fn target(
         keys: keys.to_vec(),
         scd,
         sequence_type: DataType::BigInt,
+        system_sequence_type: None,
         tracked: tracked.unwrap_or_else(|| vec![true; columns.len()]),
         partial: false,
         tombstone_gc_seconds: DEFAULT_TOMBSTONE_GC_SECONDS,

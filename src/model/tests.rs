@@ -40,6 +40,7 @@ fn target(
         keys: keys.to_vec(),
         scd,
         sequence_type: DataType::Int,
+        system_sequence_type: None,
         tracked: tracked.unwrap_or_else(|| vec![true; columns.len()]),
         partial,
         tombstone_gc_seconds: DEFAULT_TOMBSTONE_GC_SECONDS,
@@ -54,6 +55,7 @@ fn upsert_at(t: &Target, seq: Value, image: Row, authored: Option<Vec<bool>>) ->
         key: t.keys.iter().map(|&k| image[k].clone()).collect(),
         image,
         authored,
+        system: Value::Null,
     }
 }
 
@@ -68,6 +70,7 @@ fn del(key: Row, seq: i64) -> Event {
         key,
         image: vec![],
         authored: None,
+        system: Value::Null,
     }
 }
 
@@ -78,6 +81,7 @@ fn truncate(seq: i64) -> Event {
         key: vec![],
         image: vec![],
         authored: None,
+        system: Value::Null,
     }
 }
 

@@ -47,6 +47,7 @@ impl From<&Target> for Scd1Config {
 ///     key: vec![Value::Int(k)],
 ///     image: vec![Value::Int(k), Value::Str(name.into())],
 ///     authored: None,
+///     system: Value::Null,
 /// };
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = Arc::clone(&seen);

@@ -51,6 +51,7 @@ impl From<&Target> for Scd2Config {
 ///     key: vec![Value::Int(125)],
 ///     image: vec![Value::Int(125), Value::Str(city.into())],
 ///     authored: None,
+///     system: Value::Null,
 /// };
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = Arc::clone(&seen);

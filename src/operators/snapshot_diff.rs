@@ -70,6 +70,7 @@ type Previous = KeyMap<Row>;
 ///     key: vec![Value::Int(2)],
 ///     image: vec![Value::Int(2), Value::Str("Carmel".into())],
 ///     authored: None,
+///     system: Value::Null,
 /// };
 /// let delete = Event {
 ///     seq: Value::Int(2),
@@ -77,6 +78,7 @@ type Previous = KeyMap<Row>;
 ///     key: vec![Value::Int(1)],
 ///     image: Vec::new(),
 ///     authored: None,
+///     system: Value::Null,
 /// };
 /// assert_eq!(at_version_2, vec![upsert, delete]);
 /// ```
@@ -150,6 +152,7 @@ fn diff(previous: &mut Previous, snapshot: Vec<(Row, Row)>, version: i64) -> Vec
                 key: key.clone(),
                 image: image.clone(),
                 authored: None,
+                system: Value::Null,
             });
         }
         if let Entry::Vacant(v) = next.entry(key) {
@@ -163,6 +166,7 @@ fn diff(previous: &mut Previous, snapshot: Vec<(Row, Row)>, version: i64) -> Vec
             key,
             image: Vec::new(),
             authored: None,
+            system: Value::Null,
         });
     }
     *previous = next;

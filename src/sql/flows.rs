@@ -98,6 +98,7 @@ pub(crate) fn build_flow(
         source: source_index,
         keys: key_indices,
         sequence,
+        system_sequence: None,
         delete_when,
         truncate_when,
         columns,

@@ -249,6 +249,7 @@ pub(crate) fn scd_name(scd: ScdType) -> &'static str {
     match scd {
         ScdType::Type1 => "SCD TYPE 1",
         ScdType::Type2 => "SCD TYPE 2",
+        ScdType::Bitemporal => "BITEMPORAL",
     }
 }
 
@@ -283,6 +284,7 @@ fn target(catalog: &Catalog, t: usize, first: Option<First>) -> Result<Target> {
         keys: shape.key_positions,
         scd: shape.scd,
         sequence_type: shape.sequence_type,
+        system_sequence_type: None,
         tracked: shape.tracked,
         partial: first.partial,
         tombstone_gc_seconds: tombstone_gc(&stmt.properties)?,

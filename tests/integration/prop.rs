@@ -83,6 +83,7 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
                         key,
                         image,
                         authored,
+                        system: Value::Null,
                     }
                 }
                 8..=10 => Event {
@@ -91,6 +92,7 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
                     key,
                     image: Vec::new(),
                     authored: None,
+                    system: Value::Null,
                 },
                 _ => Event {
                     seq,
@@ -98,6 +100,7 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
                     key: Vec::new(),
                     image: Vec::new(),
                     authored: None,
+                    system: Value::Null,
                 },
             }
         })

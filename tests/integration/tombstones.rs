@@ -21,6 +21,7 @@ fn ev(kind: EventKind, k: i64, v: &str, seq: i64) -> Event {
         key,
         image,
         authored: None,
+        system: Value::Null,
     }
 }
 
