@@ -21,6 +21,7 @@ pub fn target(scd: ScdType, values: usize, tracked: Vec<bool>, partial: bool) ->
         keys: vec![0],
         scd,
         sequence_type: DataType::Int,
+        system_sequence_type: None,
         tracked,
         partial,
         tombstone_gc_seconds: 0,
