@@ -1,7 +1,8 @@
 //! A target's change data feed, derived from its differential updates (D14).
 //!
 //! Within one commit, a row retracted and a row inserted with the same identity (keys for SCD1;
-//! keys and `__START_AT` for SCD2) form an `update_preimage` / `update_postimage` pair; other
+//! keys and `__START_AT` for SCD2; keys, `__START_AT` and `__SYSTEM_START_AT` for bitemporal
+//! targets) form an `update_preimage` / `update_postimage` pair; other
 //! insertions are `insert`s and other retractions `delete`s. Rows are ordered by commit, then
 //! identity, then change type, so the feed is the same for any number of workers.
 
@@ -61,7 +62,8 @@ pub fn schema(target: &Target) -> Schema {
     schema
 }
 
-/// The identity of a target's rows: its keys, and for SCD2 its `__START_AT` (D14).
+/// The identity of a target's rows: its keys, for SCD2 its `__START_AT`, and for bitemporal
+/// targets `__START_AT` and `__SYSTEM_START_AT` (D14).
 /// REPLACE USING rows have no identity beyond themselves (a key holds many rows), so their
 /// changes are inserts and deletes only.
 pub fn identity(target: &Target) -> impl Fn(&Row) -> Row + Clone + 'static {
@@ -69,12 +71,22 @@ pub fn identity(target: &Target) -> impl Fn(&Row) -> Row + Clone + 'static {
         TargetKind::ReplaceUsing { .. } => (0..target.image_len).collect(),
         _ => target.keys.clone(),
     };
-    let start = (target.scd == ScdType::Type2).then_some(target.image_len);
+    let starts = interval_starts(target);
     move |row: &Row| {
         keys.iter()
-            .chain(start.iter())
+            .chain(&starts)
             .map(|&i| row[i].clone())
             .collect()
+    }
+}
+
+/// Positions of the interval starts: `__START_AT` (SCD2 and bitemporal), then
+/// `__SYSTEM_START_AT` (bitemporal).
+pub fn interval_starts(target: &Target) -> Vec<usize> {
+    match target.scd {
+        ScdType::Type1 => Vec::new(),
+        ScdType::Type2 => vec![target.image_len],
+        ScdType::Bitemporal => vec![target.image_len, target.image_len + 2],
     }
 }
 

@@ -19,7 +19,7 @@ pub use metrics::{FlowCommitMetrics, TableCommitMetrics};
 
 use crate::changefeed::{self, Change};
 use crate::io::RowError;
-use crate::plan::{Pipeline, ScdType, Target};
+use crate::plan::{Pipeline, Target};
 use crate::runtime::{self, CommitEvents, Progress};
 use crate::value::Row;
 use crate::Result;
@@ -202,10 +202,11 @@ pub fn final_rows(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Row> {
     rows
 }
 
-/// Sorts rows by key columns, then `__START_AT` (SCD2), then the whole row.
+/// Sorts rows by key columns, then `__START_AT` (SCD2, bitemporal), then `__SYSTEM_START_AT`
+/// (bitemporal), then the whole row.
 pub fn sort_rows(target: &Target, rows: &mut [Row]) {
-    let start = (target.scd == ScdType::Type2).then_some(target.image_len);
-    let order: Vec<usize> = target.keys.iter().copied().chain(start).collect();
+    let starts = crate::changefeed::interval_starts(target);
+    let order: Vec<usize> = target.keys.iter().copied().chain(starts).collect();
     rows.sort_by(|a, b| {
         let ka = order.iter().map(|&i| &a[i]);
         let kb = order.iter().map(|&i| &b[i]);

@@ -118,6 +118,7 @@ pub struct AutoCdcFlow {
     pub(super) source_schema: Schema,
     pub(super) keys: Vec<String>,
     pub(super) sequence_by: Sequence,
+    pub(super) system_sequence_by: Option<String>,
     pub(super) apply_as_deletes: Option<String>,
     pub(super) apply_as_truncates: Option<String>,
     pub(super) column_list: Option<Vec<String>>,
@@ -154,6 +155,7 @@ impl AutoCdcFlow {
             source_schema,
             keys: strings(keys),
             sequence_by: Sequence::Expr(sequence_by.into()),
+            system_sequence_by: None,
             apply_as_deletes: None,
             apply_as_truncates: None,
             column_list: None,
@@ -185,6 +187,14 @@ impl AutoCdcFlow {
         columns: impl IntoIterator<Item = S>,
     ) -> Self {
         self.sequence_by = Sequence::Struct(strings(columns));
+        self
+    }
+
+    /// Bitemporal targets: the system time of each event, as SQL expression text (Python's
+    /// `system_sequence_by`, SQL `SYSTEM SEQUENCE BY`); required by and only valid with
+    /// [`ScdType::Bitemporal`].
+    pub fn system_sequence_by(mut self, expression: impl Into<String>) -> Self {
+        self.system_sequence_by = Some(expression.into());
         self
     }
 

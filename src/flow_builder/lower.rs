@@ -93,6 +93,10 @@ impl AutoCdcFlow {
             columns_to_update: self.columns_to_update.as_deref().map(name),
             ..CdcClauses::default()
         };
+        if let Some(text) = &self.system_sequence_by {
+            let e = expression(text, "SYSTEM SEQUENCE BY")?;
+            clauses.system_sequence_by = Some(located(e));
+        }
         if let Some(text) = &self.apply_as_deletes {
             let e = expression(text, "APPLY AS DELETE WHEN")?;
             clauses.delete_when = Some(located(e));

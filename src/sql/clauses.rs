@@ -88,10 +88,10 @@ fn clause(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> {
         let e = c.expr("SEQUENCE BY")?;
         once(&mut out.sequence_by, located(e, line), "SEQUENCE BY", line)
     } else if c.eat_words(&["SYSTEM", "SEQUENCE", "BY"]) {
-        c.expr("SYSTEM SEQUENCE BY")?;
+        let e = c.expr("SYSTEM SEQUENCE BY")?;
         once(
             &mut out.system_sequence_by,
-            line,
+            located(e, line),
             "SYSTEM SEQUENCE BY",
             line,
         )
@@ -107,15 +107,8 @@ fn clause(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> {
         let selection = selection(c, "COLUMNS")?;
         once(&mut out.columns, located(selection, line), "COLUMNS", line)
     } else if c.eat_words(&["STORED", "AS"]) {
-        if out.stored_as.is_some() || out.bitemporal.is_some() {
-            return Err(syntax(line, "STORED AS: clause given twice"));
-        }
-        let word_line = c.line();
-        match stored_as(c)? {
-            Some(scd) => out.stored_as = Some(located(scd, line)),
-            None => out.bitemporal = Some(word_line),
-        }
-        Ok(())
+        let scd = stored_as(c)?;
+        once(&mut out.stored_as, located(scd, line), "STORED AS", line)
     } else if c.eat_words(&["TRACK", "HISTORY", "ON"]) {
         let selection = selection(c, "TRACK HISTORY ON")?;
         once(
@@ -181,11 +174,10 @@ fn selection(c: &mut Cursor, context: &str) -> Result<Selection> {
     Ok(Selection::Only(c.column_list(context)?))
 }
 
-/// `SCD TYPE 1 | SCD TYPE 2`, or `BITEMPORAL` as `None` (recognised, so that flow
-/// validation can reject it by name).
-fn stored_as(c: &mut Cursor) -> Result<Option<ScdType>> {
+/// `SCD TYPE 1 | SCD TYPE 2 | BITEMPORAL`.
+fn stored_as(c: &mut Cursor) -> Result<ScdType> {
     if c.eat_words(&["BITEMPORAL"]) {
-        return Ok(None);
+        return Ok(ScdType::Bitemporal);
     }
     c.expect_words(&["SCD", "TYPE"], "STORED AS")?;
     let scd = match c.peek() {
@@ -194,5 +186,5 @@ fn stored_as(c: &mut Cursor) -> Result<Option<ScdType>> {
         _ => return Err(c.unexpected("STORED AS SCD TYPE", "1 or 2")),
     };
     c.next();
-    Ok(Some(scd))
+    Ok(scd)
 }

@@ -8,7 +8,7 @@ use super::describe_flows::{replace_flow_text, snapshot_flow_text};
 use super::targets::scd_name;
 use crate::expr::Expr;
 use crate::plan::{
-    CdcFlow, Expectation, Format, OnViolation, PartialUpdates, Pipeline, ScdType, SourceInput,
+    CdcFlow, Expectation, Format, OnViolation, PartialUpdates, Pipeline, SourceInput,
     SourceTable, Target, TargetKind,
 };
 use crate::value::Schema;
@@ -140,7 +140,10 @@ fn target_text(out: &mut String, t: &Target) {
     let _ = writeln!(out, "  schema: {}", t.schema);
     let _ = writeln!(out, "  keys: {}", names(&t.schema, t.keys.iter().copied()));
     let _ = writeln!(out, "  sequence type: {}", t.sequence_type);
-    if t.scd == ScdType::Type2 {
+    if let Some(ty) = &t.system_sequence_type {
+        let _ = writeln!(out, "  system sequence type: {ty}");
+    }
+    if t.scd.has_history() {
         let _ = writeln!(out, "  tracked columns: {}", tracked_columns(t));
     }
     if t.kind == TargetKind::AutoCdc {
@@ -176,6 +179,9 @@ fn flow_text(out: &mut String, f: &CdcFlow, p: &Pipeline) {
     let schema = source.map_or(&empty, |s| &s.schema);
     let _ = writeln!(out, "  keys: {}", names(schema, f.keys.iter().copied()));
     let _ = writeln!(out, "  sequence by: {} ({})", f.sequence, f.sequence.ty());
+    if let Some(e) = &f.system_sequence {
+        let _ = writeln!(out, "  system sequence by: {e} ({})", e.ty());
+    }
     if let Some(e) = &f.delete_when {
         let _ = writeln!(out, "  delete when: {e}");
     }

@@ -5,7 +5,7 @@ use super::describe::{
     expectations_text, format_text, names, select_list, shown_path, tracked_columns,
 };
 use super::targets::scd_name;
-use crate::plan::{Pipeline, ReplaceFlow, ScdType, SnapshotFlow, SnapshotSource};
+use crate::plan::{Pipeline, ReplaceFlow, SnapshotFlow, SnapshotSource};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -55,7 +55,7 @@ pub(super) fn snapshot_flow_text(out: &mut String, f: &SnapshotFlow, p: &Pipelin
     let _ = writeln!(out, "  keys: {}", names(&f.schema, f.keys.iter().copied()));
     if let Some(t) = target {
         let _ = writeln!(out, "  stored as: {}", scd_name(t.scd));
-        if t.scd == ScdType::Type2 {
+        if t.scd.has_history() {
             let _ = writeln!(out, "  tracked columns: {}", tracked_columns(t));
         }
     }

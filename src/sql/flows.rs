@@ -20,14 +20,21 @@ pub(crate) struct Shape {
     /// Key positions within the image.
     pub(crate) key_positions: Vec<usize>,
     pub(crate) sequence_type: DataType,
+    /// Bitemporal targets: the type of `SYSTEM SEQUENCE BY`.
+    pub(crate) system_sequence_type: Option<DataType>,
     pub(crate) scd: ScdType,
     /// Per image column, whether a change opens a new SCD2 version.
     pub(crate) tracked: Vec<bool>,
     pub(crate) partial: bool,
 }
 
-/// Names reserved for the SCD2 interval columns of AUTO CDC targets (SPEC 2.7).
-const RESERVED: [&str; 2] = ["__START_AT", "__END_AT"];
+/// Names reserved for the interval columns of AUTO CDC targets (SPEC 2.7).
+const RESERVED: [&str; 4] = [
+    "__START_AT",
+    "__END_AT",
+    "__SYSTEM_START_AT",
+    "__SYSTEM_END_AT",
+];
 
 /// Resolves `flow` (whose clauses are `clauses`) against `source` (index `source_index` into
 /// `Pipeline::tables`) for target `target_index`. TRACK HISTORY names that are not target
@@ -41,7 +48,6 @@ pub(crate) fn build_flow(
     warnings: &mut Vec<(u64, String)>,
 ) -> Result<(CdcFlow, Shape)> {
     let schema = &source.schema;
-    check_not_supported(clauses)?;
     if let Some(column) = reserved_column(schema) {
         let line = clauses.source.as_ref().map_or(flow.line, |s| s.line);
         let message = format!(
@@ -53,10 +59,10 @@ pub(crate) fn build_flow(
     let keys = required(&clauses.keys, "KEYS", flow.line)?;
     let what = format!("source `{}`", source.name);
     let key_indices = key_columns("KEYS", keys, schema, &what)?;
-    let sequence = required(&clauses.sequence_by, "SEQUENCE BY", flow.line)?;
-    let sequence =
-        compile(&sequence.value, schema).map_err(|e| in_clause("SEQUENCE BY", e, sequence.line))?;
-    check_sequence_type(sequence.ty(), clauses)?;
+    let sequence_by = required(&clauses.sequence_by, "SEQUENCE BY", flow.line)?;
+    let sequence = compile(&sequence_by.value, schema)
+        .map_err(|e| in_clause("SEQUENCE BY", e, sequence_by.line))?;
+    check_sequence_type(sequence.ty(), "SEQUENCE BY", sequence_by.line)?;
     let delete_when = optional_predicate("APPLY AS DELETE WHEN", &clauses.delete_when, schema)?;
     let truncate_when =
         optional_predicate("APPLY AS TRUNCATE WHEN", &clauses.truncate_when, schema)?;
@@ -65,6 +71,7 @@ pub(crate) fn build_flow(
         .as_ref()
         .map_or(ScdType::Type1, |s| s.value);
     check_combinations(clauses, scd)?;
+    let system_sequence = system_sequence(clauses, scd, schema, flow.line)?;
     let columns = match &clauses.columns {
         None => (0..schema.len()).collect(),
         Some(sel) => select(sel, source)?,
@@ -87,6 +94,7 @@ pub(crate) fn build_flow(
         image,
         key_positions,
         sequence_type: sequence.ty().clone(),
+        system_sequence_type: system_sequence.as_ref().map(|e| e.ty().clone()),
         scd,
         tracked,
         partial: partial != PartialUpdates::Off,
@@ -98,7 +106,7 @@ pub(crate) fn build_flow(
         source: source_index,
         keys: key_indices,
         sequence,
-        system_sequence: None,
+        system_sequence,
         delete_when,
         truncate_when,
         columns,
@@ -109,17 +117,32 @@ pub(crate) fn build_flow(
     Ok((flow, shape))
 }
 
-/// The bitemporal clauses, recognised by the parser so that snapshot flows can reject them
-/// with their own reason.
-fn check_not_supported(clauses: &CdcClauses) -> Result<()> {
-    if let Some(line) = clauses.bitemporal {
-        return Err(invalid(line, "STORED AS BITEMPORAL is not supported yet"));
+/// `SYSTEM SEQUENCE BY`, compiled: required by `STORED AS BITEMPORAL` and valid only with it
+/// (SPEC 2.11).
+fn system_sequence(
+    clauses: &CdcClauses,
+    scd: ScdType,
+    schema: &Schema,
+    line: u64,
+) -> Result<Option<crate::expr::Expr>> {
+    let clause = "SYSTEM SEQUENCE BY";
+    match (&clauses.system_sequence_by, scd) {
+        (None, ScdType::Bitemporal) => {
+            let line = clauses.stored_as.as_ref().map_or(line, |s| s.line);
+            let message = "STORED AS BITEMPORAL: requires SYSTEM SEQUENCE BY (the time at which the system learned each event)";
+            Err(invalid(line, message))
+        }
+        (Some(system), ScdType::Bitemporal) => {
+            let e = compile(&system.value, schema).map_err(|e| in_clause(clause, e, system.line))?;
+            check_sequence_type(e.ty(), clause, system.line)?;
+            Ok(Some(e))
+        }
+        (Some(system), _) => {
+            let message = "SYSTEM SEQUENCE BY: only valid with STORED AS BITEMPORAL";
+            Err(invalid(system.line, message))
+        }
+        (None, _) => Ok(None),
     }
-    if let Some(line) = clauses.system_sequence_by {
-        let message = "SYSTEM SEQUENCE BY (bitemporal flows) is not supported yet";
-        return Err(invalid(line, message));
-    }
-    Ok(())
 }
 
 /// A column of `schema` named like an SCD2 interval column (SPEC 2.7, 2.11).
@@ -198,18 +221,17 @@ pub(crate) fn key_columns(
     Ok(indices)
 }
 
-fn check_sequence_type(ty: &DataType, clauses: &CdcClauses) -> Result<()> {
-    let line = clauses.sequence_by.as_ref().map_or(0, |s| s.line);
+fn check_sequence_type(ty: &DataType, clause: &str, line: u64) -> Result<()> {
     if *ty == DataType::Null {
         return Err(invalid(
             line,
-            "SEQUENCE BY: the sequence has no type (a bare NULL)",
+            format!("{clause}: the sequence has no type (a bare NULL)"),
         ));
     }
     if !ty.is_orderable() {
         return Err(invalid(
             line,
-            format!("SEQUENCE BY: type {ty} is not orderable"),
+            format!("{clause}: type {ty} is not orderable"),
         ));
     }
     Ok(())
@@ -217,12 +239,16 @@ fn check_sequence_type(ty: &DataType, clauses: &CdcClauses) -> Result<()> {
 
 /// Clause combinations SPEC 2.11 rejects.
 fn check_combinations(clauses: &CdcClauses, scd: ScdType) -> Result<()> {
-    if let (Some(truncate), ScdType::Type2) = (&clauses.truncate_when, scd) {
+    if let (Some(truncate), true) = (&clauses.truncate_when, scd.has_history()) {
         let message =
             "APPLY AS TRUNCATE WHEN: truncates are only supported with STORED AS SCD TYPE 1";
         return Err(invalid(truncate.line, message));
     }
     check_track_history(clauses, scd)?;
+    if let (Some(column), ScdType::Bitemporal) = (&clauses.columns_to_update, scd) {
+        let message = "COLUMNS TO UPDATE: not supported with STORED AS BITEMPORAL";
+        return Err(invalid(column.line, message));
+    }
     if let (Some(column), Some(_)) = (&clauses.columns_to_update, &clauses.ignore_null_updates) {
         let message = "COLUMNS TO UPDATE: cannot be combined with IGNORE NULL UPDATES";
         return Err(invalid(column.line, message));

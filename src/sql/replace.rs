@@ -49,6 +49,7 @@ pub(crate) fn build_replace_flow(
     check_orderable(&replace.keys, &keys, &schema)?;
     let sequence = sequence_column(&replace.sequence, &schema, &what)?;
     let shape = Shape {
+        system_sequence_type: None,
         keys: keys
             .iter()
             .map(|&k| schema.columns[k].name.clone())

@@ -65,6 +65,7 @@ pub(crate) fn build_snapshot_flow(
         image: schema.clone(),
         key_positions: key_indices.clone(),
         sequence_type: DataType::BigInt,
+        system_sequence_type: None,
         scd,
         tracked: tracked(clauses, schema, &resolved.name, warnings),
         partial: false,
@@ -102,7 +103,11 @@ fn check_clauses(c: &CdcClauses) -> Result<()> {
             "SEQUENCE BY",
             " (the snapshot version is the sequence)",
         ),
-        (c.system_sequence_by, "SYSTEM SEQUENCE BY", ""),
+        (
+            c.system_sequence_by.as_ref().map(|l| l.line),
+            "SYSTEM SEQUENCE BY",
+            "",
+        ),
         (
             c.columns.as_ref().map(|l| l.line),
             "COLUMNS",
@@ -118,7 +123,14 @@ fn check_clauses(c: &CdcClauses) -> Result<()> {
             "COLUMNS TO UPDATE",
             " (snapshot rows are whole rows)",
         ),
-        (c.bitemporal, "STORED AS BITEMPORAL", ""),
+        (
+            c.stored_as
+                .as_ref()
+                .filter(|s| s.value == ScdType::Bitemporal)
+                .map(|s| s.line),
+            "STORED AS BITEMPORAL",
+            "",
+        ),
     ];
     let first = rejected
         .into_iter()

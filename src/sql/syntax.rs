@@ -152,8 +152,6 @@ pub(crate) struct CdcClauses {
     pub(crate) stored_as: Option<Located<ScdType>>,
     pub(crate) track_history: Option<Located<Selection>>,
     pub(crate) columns_to_update: Option<Name>,
-    /// Line of `SYSTEM SEQUENCE BY` (recognised so the error can depend on the flow kind).
-    pub(crate) system_sequence_by: Option<u64>,
-    /// Line of `STORED AS BITEMPORAL` (likewise); excludes `stored_as`.
-    pub(crate) bitemporal: Option<u64>,
+    /// `SYSTEM SEQUENCE BY` (bitemporal flows).
+    pub(crate) system_sequence_by: Option<Located<ast::Expr>>,
 }

@@ -220,6 +220,13 @@ fn check_same_shape(first: &First, shape: &Shape, flow: &FlowStmt) -> Result<()>
             "the SEQUENCE BY type ({} vs {})",
             a.sequence_type, shape.sequence_type
         ))
+    } else if a.system_sequence_type != shape.system_sequence_type {
+        let name = |t: &Option<crate::value::DataType>| t.as_ref().map_or("none".to_string(), |t| t.to_string());
+        Some(format!(
+            "the SYSTEM SEQUENCE BY type ({} vs {})",
+            name(&a.system_sequence_type),
+            name(&shape.system_sequence_type)
+        ))
     } else if a.scd != shape.scd {
         Some(format!(
             "the SCD type ({} vs {})",
@@ -264,11 +271,19 @@ fn target(catalog: &Catalog, t: usize, first: Option<First>) -> Result<Target> {
     };
     let shape = first.shape;
     let mut schema = shape.image.clone();
-    if shape.scd == ScdType::Type2 {
+    if shape.scd.has_history() {
         for name in ["__START_AT", "__END_AT"] {
             schema.columns.push(Column {
                 name: name.to_string(),
                 ty: shape.sequence_type.clone(),
+            });
+        }
+    }
+    if let Some(ty) = &shape.system_sequence_type {
+        for name in ["__SYSTEM_START_AT", "__SYSTEM_END_AT"] {
+            schema.columns.push(Column {
+                name: name.to_string(),
+                ty: ty.clone(),
             });
         }
     }
@@ -284,7 +299,7 @@ fn target(catalog: &Catalog, t: usize, first: Option<First>) -> Result<Target> {
         keys: shape.key_positions,
         scd: shape.scd,
         sequence_type: shape.sequence_type,
-        system_sequence_type: None,
+        system_sequence_type: shape.system_sequence_type,
         tracked: shape.tracked,
         partial: first.partial,
         tombstone_gc_seconds: tombstone_gc(&stmt.properties)?,

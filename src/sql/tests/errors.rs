@@ -377,8 +377,6 @@ CREATE FLOW f AS AUTO CDC INTO t FROM users_cdf KEYS (userId) SEQUENCE BY sequen
 #[test]
 fn future_features_are_rejected_by_name() {
     let cases = [
-        (flow_with("STORED AS\n BITEMPORAL"), 6, "STORED AS BITEMPORAL is not supported yet"),
-        (flow_with("SYSTEM SEQUENCE BY name"), 5, "SYSTEM SEQUENCE BY (bitemporal flows) is not supported yet"),
         (users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM SNAPSHOT users_cdf\nWITH VERSION (SELECT 1) KEYS (userId);"), 4, "WITH VERSION is not supported yet; use read_files(..., version => 'pattern')"),
         (users_flow("CREATE FLOW f AS\nINSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);"), 4, "INSERT INTO (append) flows are not supported yet"),
         (users_flow("CREATE FLOW f AS INSERT INTO t BY NAME\nREPLACE WHERE userId > 0 SELECT * FROM STREAM(users_cdf);"), 4, "REPLACE WHERE flows are not supported yet"),

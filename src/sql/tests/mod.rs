@@ -1,6 +1,7 @@
 //! Front-end tests: the seed pipelines, every validation error class, the accepted syntax
 //! variants, snapshot and REPLACE USING flows, expectations, and the `check` description.
 
+mod bitemporal;
 mod describe;
 mod errors;
 mod expectations;

@@ -364,22 +364,3 @@ fn a_snapshot_target_has_no_other_flow() {
     );
 }
 
-#[test]
-fn change_feed_flows_still_reject_bitemporal() {
-    let flow =
-        "CREATE FLOW f AS AUTO CDC INTO t FROM users_cdf KEYS (userId) SEQUENCE BY sequenceNum\n";
-    assert_error(
-        &users_flow(&format!(
-            "{flow}SYSTEM SEQUENCE BY name STORED AS BITEMPORAL;"
-        )),
-        Validation,
-        4,
-        "STORED AS BITEMPORAL is not supported yet",
-    );
-    assert_error(
-        &users_flow(&format!("{flow}STORED AS BITEMPORAL STORED AS SCD TYPE 1;")),
-        Syntax,
-        4,
-        "STORED AS: clause given twice",
-    );
-}
