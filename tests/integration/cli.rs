@@ -74,6 +74,21 @@ fn t3_example_writes_the_spec_table() {
 }
 
 #[test]
+fn t8_example_writes_the_spec_table() {
+    let out = run_example("t8_bitemporal.sql", &[]);
+    assert_eq!(
+        read(out.path(), "company_bitemporal.csv"),
+        "id,value,__START_AT,__END_AT,__SYSTEM_START_AT,__SYSTEM_END_AT\n\
+         A,XFv1,2025-07-18T10:01:00,,2025-07-18T10:05:00,2025-07-18T12:20:00\n\
+         A,XFv1,2025-07-18T10:01:00,2025-07-18T12:15:43,2025-07-18T12:20:00,2025-07-18T12:25:00\n\
+         A,XFv1,2025-07-18T10:01:00,2025-07-18T12:05:00,2025-07-18T12:25:00,\n\
+         A,XFv3,2025-07-18T12:05:00,2025-07-18T12:15:43,2025-07-18T12:25:00,\n\
+         A,XFv2,2025-07-18T12:15:43,,2025-07-18T12:20:00,2025-07-18T12:30:00\n\
+         A,XFv2,2025-07-18T12:15:43,2025-07-18T12:30:00,2025-07-18T12:30:00,\n"
+    );
+}
+
+#[test]
 fn t4_example_writes_the_spec_table() {
     let out = run_example("t4_scd2_track_history.sql", &[]);
     assert_eq!(

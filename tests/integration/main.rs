@@ -4,6 +4,8 @@
 mod prop;
 // The spec's worked examples and decision vectors, through SQL, exact tables.
 mod golden;
+// Bitemporal examples (T8 in every arrival order, T9), exact tables.
+mod golden_bitemporal;
 // Snapshot and REPLACE USING examples, exact tables.
 mod golden_snapshot;
 // The binary: bundled examples, outputs, and each bad-input class.

@@ -1,13 +1,13 @@
 //! The engine equals the reference model after every commit, for random event sets (ties,
-//! deletes, truncates, partial updates, NULL values, STRUCT sequences), random arrival orders,
-//! random commit splits and 1, 2 or 4 workers.
+//! deletes, truncates, partial updates, NULL values, STRUCT sequences, independent business and
+//! system times), random arrival orders, random commit splits and 1, 2 or 4 workers.
 
 use crate::util::{table_at, target};
 use proptest::prelude::*;
 use scdflow::event::{Event, EventKind};
 use scdflow::plan::{ScdType, Target};
 use scdflow::runtime::{execute, CommitEvents};
-use scdflow::value::Value;
+use scdflow::value::{Row, Value};
 
 const VALUES: usize = 2;
 
@@ -18,6 +18,9 @@ enum Mode {
     Scd2,
     Scd2Partial,
     Scd2Untracked,
+    Bitemporal,
+    BitemporalPartial,
+    BitemporalUntracked,
 }
 
 impl Mode {
@@ -28,7 +31,26 @@ impl Mode {
             Mode::Scd2 => target(ScdType::Type2, VALUES, vec![true; 3], false),
             Mode::Scd2Partial => target(ScdType::Type2, VALUES, vec![true; 3], true),
             Mode::Scd2Untracked => target(ScdType::Type2, VALUES, vec![true, true, false], false),
+            Mode::Bitemporal => target(ScdType::Bitemporal, VALUES, vec![true; 3], false),
+            Mode::BitemporalPartial => target(ScdType::Bitemporal, VALUES, vec![true; 3], true),
+            Mode::BitemporalUntracked => {
+                target(ScdType::Bitemporal, VALUES, vec![true, false, true], false)
+            }
         }
+    }
+
+    fn partial(self) -> bool {
+        matches!(
+            self,
+            Mode::Scd1Partial | Mode::Scd2Partial | Mode::BitemporalPartial
+        )
+    }
+
+    fn bitemporal(self) -> bool {
+        matches!(
+            self,
+            Mode::Bitemporal | Mode::BitemporalPartial | Mode::BitemporalUntracked
+        )
     }
 
     fn truncates(self) -> bool {
@@ -58,16 +80,24 @@ fn seq(structured: bool) -> BoxedStrategy<Value> {
 
 fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
     let kinds = if mode.truncates() { 12u8 } else { 11 };
+    // A few system times, so that several events share one (D15).
+    let systems: i64 = if mode.bitemporal() { 6 } else { 1 };
     (
         0..4i64,
         seq(structured),
         0..kinds,
         proptest::collection::vec(value(), VALUES),
         any::<[bool; VALUES]>(),
+        0..systems,
     )
-        .prop_map(move |(k, seq, kind, values, mask)| {
+        .prop_map(move |(k, seq, kind, values, mask, system)| {
             let key = vec![Value::Int(k)];
-            let partial = matches!(mode, Mode::Scd1Partial | Mode::Scd2Partial);
+            let partial = mode.partial();
+            let system = if mode.bitemporal() {
+                Value::Int(system)
+            } else {
+                Value::Null
+            };
             match kind {
                 0..=7 => {
                     let mut image = key.clone();
@@ -83,7 +113,7 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
                         key,
                         image,
                         authored,
-                        system: Value::Null,
+                        system,
                     }
                 }
                 8..=10 => Event {
@@ -92,7 +122,7 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
                     key,
                     image: Vec::new(),
                     authored: None,
-                    system: Value::Null,
+                    system,
                 },
                 _ => Event {
                     seq,
@@ -131,12 +161,14 @@ fn workload(mode: Mode) -> impl Strategy<Value = (Vec<Event>, Vec<usize>, usize)
         })
 }
 
-fn check(
+/// Runs `events` cut into commits at `cuts` (their order is the arrival order); returns the
+/// updates and, per commit, the length of the prefix of `events` it completes.
+fn run(
     mode: Mode,
-    events: Vec<Event>,
+    events: &[Event],
     mut cuts: Vec<usize>,
     workers: usize,
-) -> Result<(), TestCaseError> {
+) -> (Vec<(Row, u64, isize)>, Vec<usize>) {
     let target = mode.target();
     cuts.sort();
     cuts.dedup();
@@ -152,10 +184,22 @@ fn check(
         prefixes.push(cut);
         from = cut;
     }
-    let updates = execute(std::slice::from_ref(&target), commits, workers, None).expect("execute");
+    let mut updates =
+        execute(std::slice::from_ref(&target), commits, workers, None).expect("execute");
+    (std::mem::take(&mut updates.rows[0]), prefixes)
+}
+
+fn check(
+    mode: Mode,
+    events: Vec<Event>,
+    cuts: Vec<usize>,
+    workers: usize,
+) -> Result<(), TestCaseError> {
+    let target = mode.target();
+    let (updates, prefixes) = run(mode, &events, cuts, workers);
     // Each commit's updates are consolidated: a row is retracted or inserted at most once.
     let mut seen = std::collections::BTreeSet::new();
-    for (row, version, _) in &updates.rows[0] {
+    for (row, version, _) in &updates {
         prop_assert!(
             seen.insert((row, *version)),
             "{:?} twice in commit {}",
@@ -165,7 +209,7 @@ fn check(
     }
     for (c, prefix) in prefixes.iter().enumerate() {
         let expected = scdflow::model::evaluate(&target, &events[..*prefix]);
-        let actual = table_at(&target, &updates.rows[0], c as u64 + 1);
+        let actual = table_at(&target, &updates, c as u64 + 1);
         prop_assert_eq!(
             actual,
             expected,
@@ -205,4 +249,59 @@ proptest! {
     fn scd2_untracked_equals_model((events, cuts, workers) in workload(Mode::Scd2Untracked)) {
         check(Mode::Scd2Untracked, events, cuts, workers)?;
     }
+
+    #[test]
+    fn bitemporal_equals_model((events, cuts, workers) in workload(Mode::Bitemporal)) {
+        check(Mode::Bitemporal, events, cuts, workers)?;
+    }
+
+    #[test]
+    fn bitemporal_partial_equals_model((events, cuts, workers) in workload(Mode::BitemporalPartial)) {
+        check(Mode::BitemporalPartial, events, cuts, workers)?;
+    }
+
+    #[test]
+    fn bitemporal_untracked_equals_model(
+        (events, cuts, workers) in workload(Mode::BitemporalUntracked)
+    ) {
+        check(Mode::BitemporalUntracked, events, cuts, workers)?;
+    }
+
+    /// SPEC 7 item 3: when system time arrives in order, rows are never edited except to set
+    /// `__SYSTEM_END_AT` once.
+    #[test]
+    fn bitemporal_rows_only_close_when_system_time_is_in_order(
+        (mut events, cuts, workers) in workload(Mode::Bitemporal)
+    ) {
+        events.sort_by(|a, b| a.system.cmp(&b.system));
+        // Commits end between system times: a commit never adds to a system time already seen.
+        let cuts = cuts
+            .into_iter()
+            .filter(|&c| c > 0 && events[c - 1].system < events[c].system)
+            .collect();
+        let updates = run(Mode::Bitemporal, &events, cuts, workers).0;
+        only_closes(&updates)?;
+    }
+}
+
+/// Every retracted row is open in system time and comes back closed in the same commit.
+fn only_closes(updates: &[(Row, u64, isize)]) -> Result<(), TestCaseError> {
+    let n = updates.first().map_or(0, |(r, _, _)| r.len());
+    let inserted: std::collections::BTreeSet<(&[Value], u64)> = updates
+        .iter()
+        .filter(|u| u.2 > 0)
+        .map(|(r, v, _)| (&r[..n - 1], *v))
+        .collect();
+    for (row, version, diff) in updates {
+        if *diff < 0 {
+            prop_assert_eq!(&row[n - 1], &Value::Null, "a closed row changed: {:?}", row);
+            prop_assert!(
+                inserted.contains(&(&row[..n - 1], *version)),
+                "{:?} retracted in commit {} without being closed",
+                row,
+                version
+            );
+        }
+    }
+    Ok(())
 }

@@ -4,14 +4,20 @@ use scdflow::plan::{ScdType, Target, TargetKind};
 use scdflow::value::{DataType, Row, Schema};
 use std::collections::BTreeMap;
 
-/// A target with an INT key `k` and `values` STRING columns, sequenced by INT.
+/// A target with an INT key `k` and `values` STRING columns, sequenced by INT (bitemporal
+/// targets: system-sequenced by INT too).
 pub fn target(scd: ScdType, values: usize, tracked: Vec<bool>, partial: bool) -> Target {
     let mut cols = vec![("k".to_string(), DataType::Int)];
     cols.extend((0..values).map(|i| (format!("c{i}"), DataType::String)));
     let image_len = cols.len();
-    if scd == ScdType::Type2 {
+    if scd.has_history() {
         cols.push(("__START_AT".to_string(), DataType::Int));
         cols.push(("__END_AT".to_string(), DataType::Int));
+    }
+    let bitemporal = scd == ScdType::Bitemporal;
+    if bitemporal {
+        cols.push(("__SYSTEM_START_AT".to_string(), DataType::Int));
+        cols.push(("__SYSTEM_END_AT".to_string(), DataType::Int));
     }
     Target {
         kind: TargetKind::AutoCdc,
@@ -21,7 +27,7 @@ pub fn target(scd: ScdType, values: usize, tracked: Vec<bool>, partial: bool) ->
         keys: vec![0],
         scd,
         sequence_type: DataType::Int,
-        system_sequence_type: None,
+        system_sequence_type: bitemporal.then_some(DataType::Int),
         tracked,
         partial,
         tombstone_gc_seconds: 0,

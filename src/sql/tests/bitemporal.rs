@@ -7,7 +7,8 @@ use crate::value::DataType;
 use crate::ErrorKind::{Syntax, Validation};
 
 /// Line 1: the change feed of SPEC T8.
-const EVENTS: &str = "CREATE STREAMING TABLE company_events AS SELECT * FROM STREAM read_files('events.csv', \
+const EVENTS: &str =
+    "CREATE STREAMING TABLE company_events AS SELECT * FROM STREAM read_files('events.csv', \
 format => 'csv', schema => 'id STRING, value STRING, op STRING, bt TIMESTAMP, st TIMESTAMP');\n";
 
 /// EVENTS, a target (line 2), then a flow into it from line 3 with `clauses` on line 4 on.
