@@ -34,6 +34,7 @@ pub mod operators;
 pub mod output;
 pub mod plan;
 pub mod prepare;
+pub mod query;
 pub mod runtime;
 pub mod sql;
 pub mod temporal;

@@ -10,7 +10,7 @@
 
 use crate::engine::CommitStats;
 use crate::event::Event;
-use crate::operators::{ReplaceConfig, ReplaceUsing, Scd1, Scd2, SnapshotDiff};
+use crate::operators::{Bitemporal, ReplaceConfig, ReplaceUsing, Scd1, Scd2, SnapshotDiff};
 use crate::plan::{ScdType, Target, TargetKind};
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
@@ -306,6 +306,7 @@ fn render<'s>(
     }
     match target.scd {
         ScdType::Type1 => events.scd1_with(target.into(), clock, on_stats),
-        ScdType::Type2 | ScdType::Bitemporal => events.scd2_with(target.into(), clock, on_stats),
+        ScdType::Type2 => events.scd2_with(target.into(), clock, on_stats),
+        ScdType::Bitemporal => events.bitemporal_with(target.into(), clock, on_stats),
     }
 }

@@ -20,6 +20,9 @@ pub enum Command {
     Run(RunArgs),
     /// Validate a pipeline and print its plan.
     Check(CheckArgs),
+    /// Run a pipeline and print the rows of one target visible at a point in time (no files
+    /// are written).
+    Query(QueryArgs),
     /// Write a seeded change-feed workload (one file per commit) and SCD1 / SCD2 pipelines
     /// over it.
     Generate(GenerateArgs),
@@ -46,6 +49,25 @@ pub struct RunArgs {
     /// target's `pipelines.cdc.tombstoneGCThresholdInSeconds`.
     #[arg(long, value_name = "SECONDS")]
     pub tombstone_gc_seconds: Option<u64>,
+}
+
+/// `scdflow query`.
+#[derive(Debug, clap::Args)]
+pub struct QueryArgs {
+    /// The pipeline file (SQL).
+    pub pipeline: PathBuf,
+    /// `SELECT * FROM target [FOR SYSTEM_TIME AS OF '...'] [FOR BUSINESS_TIME AS OF '...']
+    /// [WHERE column = literal [AND ...]]`.
+    pub query: String,
+    /// Worker threads.
+    #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers: u16,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
+    pub format: FormatArg,
+    /// What to do with invalid input rows.
+    #[arg(long, value_enum, default_value_t = OnInvalidArg::Fail)]
+    pub on_invalid: OnInvalidArg,
 }
 
 /// `scdflow check`.

@@ -4,6 +4,7 @@ mod args;
 mod check;
 mod generate;
 mod progress;
+mod query;
 mod run;
 
 pub use args::parse;
@@ -16,6 +17,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Run(a) => run::run(a),
         Command::Check(a) => check::check(a),
+        Command::Query(a) => query::query(a),
         Command::Generate(a) => generate::generate(a),
     }
 }

@@ -7,12 +7,14 @@
 //! commit split. The timely operators in `crate::operators` only route events to these states
 //! and retire commits in frontier order.
 
+mod bitemporal;
 mod scd1;
 mod scd2;
 mod sorted_map;
 mod stats;
 mod tombstones;
 
+pub use bitemporal::BitemporalState;
 pub use scd1::Scd1State;
 pub use scd2::Scd2State;
 pub use stats::CommitStats;

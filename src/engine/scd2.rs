@@ -18,6 +18,10 @@
 //! never seen, or after another delete) is a tombstone: kept for the retention (D11), then
 //! forgotten; forgetting it changes no row, and afterwards a late, older upsert re-creates the
 //! key.
+//!
+//! The per-key [`History`] is shared with the bitemporal state (`super::bitemporal`), which
+//! also replaces and removes stored events ([`History::replace`]) to rewind a history in system
+//! time; a removal re-derives like an insertion, with the removed image in `before`.
 
 use super::sorted_map::SortedMap;
 use super::tombstones::Tombstones;
@@ -36,21 +40,24 @@ pub struct Scd2State {
     tombstones: Tombstones,
 }
 
+/// What a target's versions depend on: image width, tracked columns, partial folding.
 #[derive(Debug)]
-struct Shape {
+pub(super) struct Shape {
     image_len: usize,
     tracked: Vec<bool>,
     partial: bool,
 }
 
+/// One key's events by sequence and the versions they produce.
 #[derive(Debug, Default)]
-struct History {
+pub(super) struct History {
     events: SortedMap<Value, Stored>,
     runs: SortedMap<Value, Run>,
 }
 
+/// The event stored at a sequence (the winner of its ties).
 #[derive(Debug)]
-struct Stored {
+pub(super) struct Stored {
     kind: EventKind,
     image: Row,
     authored: Option<Vec<bool>>,
@@ -77,11 +84,7 @@ impl Scd2State {
         retention: Option<i64>,
     ) -> Self {
         Scd2State {
-            shape: Shape {
-                image_len,
-                tracked,
-                partial,
-            },
+            shape: Shape::new(image_len, tracked, partial),
             keys: KeyMap::default(),
             tombstones: Tombstones::new(retention),
         }
@@ -145,15 +148,21 @@ impl CdcState for Scd2State {
 
 impl Stored {
     fn from_event(e: Event) -> Self {
+        Stored::new(e.kind, e.image, e.authored)
+    }
+
+    /// An event to store; its folded image is computed when runs are re-derived.
+    pub(super) fn new(kind: EventKind, image: Row, authored: Option<Vec<bool>>) -> Self {
         Stored {
-            kind: e.kind,
-            image: e.image,
-            authored: e.authored,
+            kind,
+            image,
+            authored,
             folded: None,
         }
     }
 
-    fn rank(&self) -> (EventKind, &Row, &Option<Vec<bool>>) {
+    /// The event's tie rank ([`Event::tie_rank`]).
+    pub(super) fn rank(&self) -> (EventKind, &Row, &Option<Vec<bool>>) {
         (self.kind, &self.image, &self.authored)
     }
 
@@ -167,6 +176,14 @@ impl Stored {
 }
 
 impl Shape {
+    pub(super) fn new(image_len: usize, tracked: Vec<bool>, partial: bool) -> Self {
+        Shape {
+            image_len,
+            tracked,
+            partial,
+        }
+    }
+
     fn tracked_eq(&self, a: &Row, b: &Row) -> bool {
         self.tracked
             .iter()
@@ -188,6 +205,32 @@ impl Shape {
 }
 
 impl History {
+    /// The event stored at `seq`.
+    pub(super) fn stored(&self, seq: &Value) -> Option<&Stored> {
+        self.events.get(seq)
+    }
+
+    /// Stores `new` at `seq`, or removes the event there when `new` is `None`, without
+    /// re-deriving: the replaced event's folded image goes to `before` (unless an earlier change
+    /// in the same batch already put one there) for the [`History::rederive`] that must follow,
+    /// with `seq` inside its range.
+    pub(super) fn replace(
+        &mut self,
+        seq: &Value,
+        new: Option<Stored>,
+        before: &mut BTreeMap<Value, Row>,
+    ) {
+        let old = match new {
+            Some(stored) => self.events.insert(seq.clone(), stored),
+            None => self.events.remove(seq),
+        };
+        if let Some(old) = old {
+            before
+                .entry(seq.clone())
+                .or_insert_with(|| old.into_folded());
+        }
+    }
+
     /// Removes the delete at `seq` if it closes no version; returns whether it did.
     fn forget_tombstone(&mut self, seq: &Value) -> bool {
         let is_delete = self
@@ -246,9 +289,10 @@ impl History {
         changed
     }
 
-    /// Re-derives the runs affected by events changed in `lo..=hi` and emits the difference.
-    /// `before` holds the images (folded) that changed in this commit, as they were.
-    fn rederive(
+    /// Re-derives the runs affected by events changed (inserted, replaced or removed) in
+    /// `lo..=hi` and emits the difference. `before` holds the images (folded) that changed in
+    /// this commit, as they were; it must hold the old image of every replaced or removed event.
+    pub(super) fn rederive(
         &mut self,
         lo: &Value,
         hi: &Value,

@@ -2,7 +2,7 @@
 
 use super::built::BuiltFlow;
 use crate::event::Event;
-use crate::operators::{Scd1, Scd1Config, Scd2, Scd2Config};
+use crate::operators::{Bitemporal, BitemporalConfig, Scd1, Scd1Config, Scd2, Scd2Config};
 use crate::plan::ScdType;
 use crate::prepare::InvalidRow;
 use crate::value::Row;
@@ -100,7 +100,8 @@ where
         let target = flow.target();
         let table = match target.scd {
             ScdType::Type1 => events.scd1(Scd1Config::from(target)),
-            ScdType::Type2 | ScdType::Bitemporal => events.scd2(Scd2Config::from(target)),
+            ScdType::Type2 => events.scd2(Scd2Config::from(target)),
+            ScdType::Bitemporal => events.bitemporal(BitemporalConfig::from(target)),
         };
         (table, invalid.as_collection())
     }

@@ -1,25 +1,29 @@
 //! Differential-dataflow operators that maintain CDC targets.
 //!
-//! [`Scd1`] and [`Scd2`] take a collection of [`Event`](crate::event::Event)s whose timestamps
-//! are commit numbers and return the target's rows as a collection: its update stream is the
-//! target's change feed ([`ChangeFeed`] labels it). Events are exchanged by key hash; truncates
-//! are broadcast to every worker. [`SnapshotDiff`] turns full snapshots into the events between
-//! consecutive ones, and [`ReplaceUsing`] maintains partial-snapshot replacement. Every operator
-//! applies a time's input once its input frontier has passed it, so its updates at time `t` are
-//! exactly the difference between the result after times `..t` and `..=t`.
+//! [`Scd1`], [`Scd2`] and [`Bitemporal`] take a collection of [`Event`](crate::event::Event)s
+//! whose timestamps are commit numbers and return the target's rows as a collection: its update
+//! stream is the target's change feed ([`ChangeFeed`] labels it). Events are exchanged by key
+//! hash; truncates are broadcast to every worker. [`SnapshotDiff`] turns full snapshots into the
+//! events between consecutive ones, and [`ReplaceUsing`] maintains partial-snapshot replacement.
+//! Every operator applies a time's input once its input frontier has passed it, so its updates
+//! at time `t` are exactly the difference between the result after times `..t` and `..=t`.
 //!
 //! Limits: inputs are insert-only (a retraction is ignored), and timestamps must be totally
 //! ordered.
 
+mod bitemporal;
 mod change_feed;
 mod keyed;
 mod replace_using;
 mod scd1;
 mod scd2;
 mod snapshot_diff;
+mod as_of;
 
+pub use bitemporal::{Bitemporal, BitemporalConfig};
 pub use change_feed::ChangeFeed;
 pub use replace_using::{ReplaceConfig, ReplaceUsing};
 pub use scd1::{Scd1, Scd1Config};
 pub use scd2::{Scd2, Scd2Config};
 pub use snapshot_diff::SnapshotDiff;
+pub use as_of::{as_of, AsOf, AsOfIndex, AsOfPoint, AsOfTime, AsOfTrace, Instant, Unchanged};

@@ -16,5 +16,7 @@ mod prop_snapshot;
 mod tombstones;
 // `scdflow generate`'s files through its own pipelines vs the model.
 mod generate;
+// `scdflow query`: point-in-time reads through the binary.
+mod query;
 // Shared builders for targets and events.
 mod util;

@@ -1,0 +1,827 @@
+//! Bitemporal state (SPEC 3.11, D15): the system-time versioning of each key's SCD2 history.
+//!
+//! For a key, `H(s)` is the SCD2 history (tracked columns and partial updates as for SCD2) of
+//! the key's events with system time `<= s`. Walking the key's distinct system times in order, a
+//! business row `(image, __START_AT, __END_AT)` that appears in `H(s)` opens a system interval
+//! `[s, NULL)`, and one that disappears gets its interval closed at `s`. An output row is the
+//! business row followed by `__SYSTEM_START_AT` and `__SYSTEM_END_AT` (NULL while believed).
+//!
+//! # State and invariants
+//!
+//! Per key:
+//!
+//! * the event log: every distinct event (D1), by business sequence (ties at one sequence, also
+//!   with different system times, are all kept) and by system time;
+//! * `h`, an SCD2 [`History`] equal to `H(smax)`, `smax` the key's greatest system time;
+//! * `rows`: per business row ever believed, its system intervals, ascending and disjoint; the
+//!   table is every business row with each of its intervals.
+//!
+//! # Applying a commit
+//!
+//! Let `s0` be the least system time among a key's new events. `H(s)` for `s < s0` does not
+//! change, so neither do the intervals that ended before `s0`. The state rewinds `h` to
+//! `H(< s0)` (it puts back, at each business sequence with events at or after `s0`, the tie
+//! winner among the events before `s0`), then replays the events at or after `s0` in system
+//! order: at each system time it stores the events of that time that win their ties and
+//! re-derives `h` (O(log h) plus the versions that change, see `super::scd2`), and the business
+//! rows that re-derivation retracts or inserts are the rows whose belief changes at that time.
+//! For an event later in system time than all the key's others (the usual case) that is one
+//! re-derivation. An event late in system time is spliced in: the old events from `s0` on are
+//! first replayed once more to learn which rows they touched, then the old and new events are
+//! replayed together; every touched row keeps its intervals that ended before `s0`, re-opens
+//! the one believed just before `s0`, and takes its changes from the new replay. Only rows
+//! whose intervals differ are emitted, each at most once per commit.
+//!
+//! # Limits
+//!
+//! * Bitemporal history keeps everything: every event stays in the log (the winner of each
+//!   business sequence is held twice, in the log and in `h`), and there is no tombstone
+//!   collection (D11 does not apply).
+//! * An event `d` system times late costs two replays of the key's events with system time at
+//!   or after its own: O(events since `s0` · log h) plus the rows they change.
+//! * Several events of one key at one system time re-derive the business range they span.
+//! * Truncates cannot reach a bitemporal target (validation rejects them); any that do are
+//!   ignored.
+
+use super::scd2::{History, Shape, Stored};
+use super::sorted_map::SortedMap;
+use super::{group_by_key, CdcState, CommitStats, KeyMap};
+use crate::event::{Event, EventKind};
+use crate::value::{Row, Value};
+use std::collections::BTreeMap;
+use std::ops::Bound::{self, Excluded, Included, Unbounded};
+
+/// Bitemporal state of the keys one worker owns.
+#[derive(Debug)]
+pub struct BitemporalState {
+    shape: Shape,
+    keys: KeyMap<KeyState>,
+}
+
+/// One key: its event log, its current business history and its rows' system intervals.
+#[derive(Debug, Default)]
+struct KeyState {
+    /// Every distinct event of the key, by business sequence.
+    by_seq: SortedMap<Value, Vec<Logged>>,
+    /// The business sequence of every logged event, by system time.
+    by_system: SortedMap<Value, Vec<Value>>,
+    /// `H(smax)`: the SCD2 history of all logged events.
+    h: History,
+    /// Per business row (image, `__START_AT`, `__END_AT`), its system intervals.
+    rows: SortedMap<Row, Vec<Interval>>,
+}
+
+/// `[__SYSTEM_START_AT, __SYSTEM_END_AT)`; `None` = still believed.
+type Interval = (Value, Option<Value>);
+
+/// A logged event (its key and business sequence are where it is stored).
+#[derive(Debug)]
+struct Logged {
+    system: Value,
+    kind: EventKind,
+    image: Row,
+    authored: Option<Vec<bool>>,
+}
+
+impl BitemporalState {
+    /// An empty state. `tracked[i]` says whether image column `i` opens a new business version
+    /// when it changes; `partial` selects field-level folding of upserts (D6).
+    pub fn new(image_len: usize, tracked: Vec<bool>, partial: bool) -> Self {
+        BitemporalState {
+            shape: Shape::new(image_len, tracked, partial),
+            keys: KeyMap::default(),
+        }
+    }
+
+    /// Number of keys held.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+impl CdcState for BitemporalState {
+    fn apply(
+        &mut self,
+        mut events: Vec<Event>,
+        _now: i64,
+        out: &mut Vec<(Row, isize)>,
+        stats: &mut CommitStats,
+    ) {
+        events.retain(|e| e.kind != EventKind::Truncate);
+        for (key, events) in group_by_key(events) {
+            let state = self.keys.entry(key).or_default();
+            state.apply(events, &self.shape, out, stats);
+        }
+    }
+
+    fn emits_consolidated(&self) -> bool {
+        // Each touched business row is revised once per commit and emits only the intervals
+        // that differ; rows of different keys differ in their key columns.
+        true
+    }
+}
+
+impl Logged {
+    fn from_event(e: Event) -> Self {
+        Logged {
+            system: e.system,
+            kind: e.kind,
+            image: e.image,
+            authored: e.authored,
+        }
+    }
+
+    fn rank(&self) -> (EventKind, &Row, &Option<Vec<bool>>) {
+        (self.kind, &self.image, &self.authored)
+    }
+
+    fn to_stored(&self) -> Stored {
+        Stored::new(self.kind, self.image.clone(), self.authored.clone())
+    }
+}
+
+impl KeyState {
+    /// Applies one commit's events of this key (deduplicated within the commit).
+    fn apply(
+        &mut self,
+        events: Vec<Event>,
+        shape: &Shape,
+        out: &mut Vec<(Row, isize)>,
+        stats: &mut CommitStats,
+    ) {
+        let fresh: Vec<Event> = events.into_iter().filter(|e| !self.logged(e)).collect();
+        let Some(s0) = fresh.iter().map(|e| &e.system).min().cloned() else {
+            return;
+        };
+        // Business row → its belief changes at or after `s0`, in system order.
+        let mut touched: BTreeMap<Row, Vec<(Value, isize)>> = BTreeMap::new();
+        let late = self
+            .by_system
+            .last_before(Unbounded)
+            .is_some_and(|(smax, _)| s0 <= *smax);
+        if late {
+            let seqs = self.sequences_from(&s0);
+            self.rewind(&seqs, &s0, shape);
+            self.replay(&s0, shape, |_, diffs| {
+                for (row, _) in diffs {
+                    touched.entry(row).or_default();
+                }
+            });
+            self.rewind(&seqs, &s0, shape);
+        }
+        for event in fresh {
+            self.log(event, stats);
+        }
+        self.replay(&s0, shape, |s, diffs| {
+            for (row, diff) in diffs {
+                touched.entry(row).or_default().push((s.clone(), diff));
+            }
+        });
+        for (row, changes) in touched {
+            self.revise(row, &s0, changes, out);
+        }
+    }
+
+    /// Whether `e` is already in the log (D1).
+    fn logged(&self, e: &Event) -> bool {
+        self.by_seq.get(&e.seq).is_some_and(|logged| {
+            logged
+                .iter()
+                .any(|l| l.system == e.system && l.rank() == e.tie_rank())
+        })
+    }
+
+    /// Adds a new event to the log; it is a sequence tie (D2) if another event of the key has
+    /// its business sequence.
+    fn log(&mut self, e: Event, stats: &mut CommitStats) {
+        match self.by_system.get_mut(&e.system) {
+            Some(seqs) => seqs.push(e.seq.clone()),
+            None => {
+                self.by_system.insert(e.system.clone(), vec![e.seq.clone()]);
+            }
+        }
+        let seq = e.seq.clone();
+        match self.by_seq.get_mut(&seq) {
+            Some(logged) => {
+                stats.sequence_ties += 1;
+                logged.push(Logged::from_event(e));
+            }
+            None => {
+                self.by_seq.insert(seq, vec![Logged::from_event(e)]);
+            }
+        }
+    }
+
+    /// The distinct business sequences of the logged events with system time `>= s0`.
+    fn sequences_from(&self, s0: &Value) -> Vec<Value> {
+        let mut seqs = Vec::new();
+        let mut cursor = Included(s0);
+        while let Some((s, at)) = self.by_system.first_from(cursor) {
+            seqs.extend_from_slice(at);
+            cursor = Excluded(s);
+        }
+        seqs.sort_unstable();
+        seqs.dedup();
+        seqs
+    }
+
+    /// Rewinds `h` to `H(< s0)`, given every business sequence `seqs` that has logged events at
+    /// or after `s0`: each gets back the tie winner among its events before `s0`, or none.
+    fn rewind(&mut self, seqs: &[Value], s0: &Value, shape: &Shape) {
+        let KeyState { by_seq, h, .. } = self;
+        let mut discarded = Vec::new();
+        for seq in seqs {
+            let winner = tie_winner(by_seq.get(seq), |s| s < s0);
+            let same = match (winner, h.stored(seq)) {
+                (None, None) => true,
+                (Some(w), Some(held)) => w.rank() == held.rank(),
+                _ => false,
+            };
+            if same {
+                continue;
+            }
+            let mut before = BTreeMap::new();
+            h.replace(seq, winner.map(Logged::to_stored), &mut before);
+            h.rederive(seq, seq, shape, before, &mut discarded);
+            discarded.clear();
+        }
+    }
+
+    /// Replays the logged events with system time `>= s0` into `h` (which must hold
+    /// `H(< s0)`), in system order, and passes each system time's business-row changes to
+    /// `changes`. Afterwards `h` holds `H(smax)`.
+    fn replay<F>(&mut self, s0: &Value, shape: &Shape, mut changes: F)
+    where
+        F: FnMut(&Value, Vec<(Row, isize)>),
+    {
+        let KeyState {
+            by_seq,
+            by_system,
+            h,
+            ..
+        } = self;
+        let mut cursor: Bound<&Value> = Included(s0);
+        while let Some((s, seqs)) = by_system.first_from(cursor) {
+            cursor = Excluded(s);
+            let mut before = BTreeMap::new();
+            let mut changed: Option<(&Value, &Value)> = None;
+            for seq in seqs {
+                let best = tie_winner(by_seq.get(seq), |t| t == s)
+                    .expect("the system index points at logged events");
+                if h.stored(seq).is_some_and(|held| held.rank() >= best.rank()) {
+                    continue;
+                }
+                h.replace(seq, Some(best.to_stored()), &mut before);
+                changed = Some(match changed {
+                    None => (seq, seq),
+                    Some((lo, hi)) => (lo.min(seq), hi.max(seq)),
+                });
+            }
+            if let Some((lo, hi)) = changed {
+                let mut diffs = Vec::new();
+                h.rederive(lo, hi, shape, before, &mut diffs);
+                changes(s, diffs);
+            }
+        }
+    }
+
+    /// Recomputes business row `row`'s system intervals from `s0` on: those that ended before
+    /// `s0` stay, the one believed just before `s0` re-opens, and `changes` (the row's
+    /// retractions and insertions at or after `s0`, in system order) close and open intervals.
+    /// Emits the intervals that differ.
+    fn revise(
+        &mut self,
+        row: Row,
+        s0: &Value,
+        changes: Vec<(Value, isize)>,
+        out: &mut Vec<(Row, isize)>,
+    ) {
+        let old: &[Interval] = self.rows.get(&row).map_or(&[], Vec::as_slice);
+        // Intervals are disjoint and ascending, so those that ended before `s0` are a prefix.
+        let settled = old
+            .iter()
+            .position(|(_, end)| end.as_ref().is_none_or(|end| end >= s0))
+            .unwrap_or(old.len());
+        let mut revised: Vec<Interval> = Vec::new();
+        if let Some((start, _)) = old.get(settled).filter(|(start, _)| start < s0) {
+            revised.push((start.clone(), None));
+        }
+        for (s, diff) in changes {
+            if diff > 0 {
+                revised.push((s, None));
+            } else {
+                let open = revised
+                    .last_mut()
+                    .filter(|(_, end)| end.is_none())
+                    .expect("a retracted business row was believed");
+                open.1 = Some(s);
+            }
+        }
+        emit_difference(&row, &old[settled..], &revised, out);
+        match self.rows.get_mut(&row) {
+            Some(intervals) => {
+                intervals.truncate(settled);
+                intervals.extend(revised);
+                if intervals.is_empty() {
+                    self.rows.remove(&row);
+                }
+            }
+            None if !revised.is_empty() => {
+                self.rows.insert(row, revised);
+            }
+            None => {}
+        }
+    }
+}
+
+/// The greatest event by tie rank (D2) among `logged` whose system time passes `keep`.
+fn tie_winner<'a>(
+    logged: Option<&'a Vec<Logged>>,
+    keep: impl Fn(&Value) -> bool,
+) -> Option<&'a Logged> {
+    logged
+        .into_iter()
+        .flatten()
+        .filter(|l| keep(&l.system))
+        .max_by(|a, b| a.rank().cmp(&b.rank()))
+}
+
+/// Emits `-` for the intervals of `old` not in `new` and `+` for those of `new` not in `old`;
+/// both are ascending by start, and starts are distinct within each.
+fn emit_difference(row: &Row, old: &[Interval], new: &[Interval], out: &mut Vec<(Row, isize)>) {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let (mut o, mut n) = (old.iter().peekable(), new.iter().peekable());
+    loop {
+        let step = match (o.peek(), n.peek()) {
+            (None, None) => break,
+            (Some(_), None) => Less,
+            (None, Some(_)) => Greater,
+            (Some(a), Some(b)) => a.0.cmp(&b.0),
+        };
+        match step {
+            Less => out.push((versioned(row, o.next().expect("peeked")), -1)),
+            Greater => out.push((versioned(row, n.next().expect("peeked")), 1)),
+            Equal => {
+                let (a, b) = (o.next().expect("peeked"), n.next().expect("peeked"));
+                if a != b {
+                    out.push((versioned(row, a), -1));
+                    out.push((versioned(row, b), 1));
+                }
+            }
+        }
+    }
+}
+
+/// The output row: the business row, then `__SYSTEM_START_AT`, `__SYSTEM_END_AT`.
+fn versioned(row: &Row, (start, end): &Interval) -> Row {
+    let mut out = Vec::with_capacity(row.len() + 2);
+    out.extend_from_slice(row);
+    out.push(start.clone());
+    out.push(end.clone().unwrap_or(Value::Null));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model;
+    use crate::plan::{ScdType, Target, TargetKind};
+    use crate::value::{DataType, Schema};
+    use rand::rngs::ChaCha8Rng;
+    use rand::{RngExt, SeedableRng};
+
+    /// A bitemporal target over STRING `columns` (types do not matter to the model).
+    fn target(columns: &[&str], keys: &[usize], tracked: Vec<bool>, partial: bool) -> Target {
+        let mut schema: Vec<(String, DataType)> = columns
+            .iter()
+            .map(|c| (c.to_string(), DataType::String))
+            .collect();
+        for extra in [
+            "__START_AT",
+            "__END_AT",
+            "__SYSTEM_START_AT",
+            "__SYSTEM_END_AT",
+        ] {
+            schema.push((extra.into(), DataType::Timestamp));
+        }
+        Target {
+            kind: TargetKind::AutoCdc,
+            name: "t".into(),
+            schema: Schema::new(schema),
+            image_len: columns.len(),
+            keys: keys.to_vec(),
+            scd: ScdType::Bitemporal,
+            sequence_type: DataType::Timestamp,
+            system_sequence_type: Some(DataType::Timestamp),
+            tracked,
+            partial,
+            tombstone_gc_seconds: 0,
+            line: 1,
+        }
+    }
+
+    /// The table the updates add up to; every multiplicity must stay 0 or 1.
+    fn table(updates: &[(Row, isize)]) -> Vec<Row> {
+        let mut acc: BTreeMap<Row, isize> = BTreeMap::new();
+        for (r, d) in updates {
+            *acc.entry(r.clone()).or_default() += d;
+        }
+        acc.into_iter()
+            .inspect(|(r, d)| assert!(*d == 0 || *d == 1, "multiplicity {d} of {r:?}"))
+            .filter(|(_, d)| *d == 1)
+            .map(|(r, _)| r)
+            .collect()
+    }
+
+    /// Applies `commits` in order to a new state and, after each, compares the accumulated
+    /// table with the model of the events so far; returns the tables and the counters.
+    fn run(t: &Target, commits: &[Vec<Event>]) -> (Vec<Vec<Row>>, CommitStats) {
+        let mut state = BitemporalState::new(t.image_len, t.tracked.clone(), t.partial);
+        let mut stats = CommitStats::default();
+        let (mut all, mut seen, mut tables) = (Vec::new(), Vec::new(), Vec::new());
+        for commit in commits {
+            let mut updates = Vec::new();
+            state.apply(commit.clone(), 0, &mut updates, &mut stats);
+            let mut rows: Vec<&Row> = updates.iter().map(|(r, _)| r).collect();
+            rows.sort();
+            assert!(
+                rows.windows(2).all(|w| w[0] != w[1]),
+                "consolidated: {updates:?}"
+            );
+            all.extend(updates);
+            seen.extend(commit.iter().cloned());
+            let mut expected = model::bitemporal(t, &seen);
+            expected.sort();
+            let got = table(&all);
+            assert_eq!(got, expected, "after commit {commit:?} of {commits:?}");
+            tables.push(got);
+        }
+        (tables, stats)
+    }
+
+    fn commit_each(events: &[Event]) -> Vec<Vec<Event>> {
+        events.iter().map(|e| vec![e.clone()]).collect()
+    }
+
+    /// Splits `events` into commits at random points.
+    fn split(events: &[Event], rng: &mut ChaCha8Rng) -> Vec<Vec<Event>> {
+        let mut commits: Vec<Vec<Event>> = vec![Vec::new()];
+        for e in events {
+            if !commits.last().expect("one commit").is_empty() && rng.random_bool(0.5) {
+                commits.push(Vec::new());
+            }
+            commits.last_mut().expect("one commit").push(e.clone());
+        }
+        commits
+    }
+
+    fn shuffle<T>(items: &mut [T], rng: &mut ChaCha8Rng) {
+        for i in (1..items.len()).rev() {
+            items.swap(i, rng.random_range(0..=i));
+        }
+    }
+
+    fn permutations(n: usize) -> Vec<Vec<usize>> {
+        if n == 0 {
+            return vec![Vec::new()];
+        }
+        let mut all = Vec::new();
+        for p in permutations(n - 1) {
+            for at in 0..=p.len() {
+                let mut q = p.clone();
+                q.insert(at, n - 1);
+                all.push(q);
+            }
+        }
+        all
+    }
+
+    // ---- T8 ----
+
+    fn at(h: i64, m: i64, s: i64) -> Value {
+        Value::Timestamp(((h * 60 + m) * 60 + s) * 1_000_000)
+    }
+
+    fn a() -> Value {
+        Value::Str("A".into())
+    }
+
+    fn up(value: &str, bt: Value, st: Value) -> Event {
+        Event {
+            seq: bt,
+            kind: EventKind::Upsert,
+            key: vec![a()],
+            image: vec![a(), Value::Str(value.into())],
+            authored: None,
+            system: st,
+        }
+    }
+
+    /// The four events of T8, in the spec's order.
+    fn t8_events() -> Vec<Event> {
+        vec![
+            up("XFv1", at(10, 1, 0), at(10, 5, 0)),
+            up("XFv2", at(12, 15, 43), at(12, 20, 0)),
+            up("XFv3", at(12, 5, 0), at(12, 25, 0)),
+            Event {
+                seq: at(12, 30, 0),
+                kind: EventKind::Delete,
+                key: vec![a()],
+                image: vec![],
+                authored: None,
+                system: at(12, 30, 0),
+            },
+        ]
+    }
+
+    /// A T8 row; `None` ends are NULL.
+    fn t8_row(value: &str, bt: [Value; 2], st: [Value; 2]) -> Row {
+        let [start, end] = bt;
+        let [sstart, send] = st;
+        vec![a(), Value::Str(value.into()), start, end, sstart, send]
+    }
+
+    /// The tables after each of T8's four steps, as printed in the spec.
+    fn t8_tables() -> Vec<Vec<Row>> {
+        const N: Value = Value::Null;
+        let v1_open_until_1220 = t8_row("XFv1", [at(10, 1, 0), N], [at(10, 5, 0), at(12, 20, 0)]);
+        let step1 = vec![t8_row("XFv1", [at(10, 1, 0), N], [at(10, 5, 0), N])];
+        let step2 = vec![
+            v1_open_until_1220.clone(),
+            t8_row("XFv1", [at(10, 1, 0), at(12, 15, 43)], [at(12, 20, 0), N]),
+            t8_row("XFv2", [at(12, 15, 43), N], [at(12, 20, 0), N]),
+        ];
+        let step3_common = [
+            v1_open_until_1220,
+            t8_row(
+                "XFv1",
+                [at(10, 1, 0), at(12, 15, 43)],
+                [at(12, 20, 0), at(12, 25, 0)],
+            ),
+            t8_row("XFv1", [at(10, 1, 0), at(12, 5, 0)], [at(12, 25, 0), N]),
+            t8_row("XFv3", [at(12, 5, 0), at(12, 15, 43)], [at(12, 25, 0), N]),
+        ];
+        let mut step3 = step3_common.to_vec();
+        step3.push(t8_row("XFv2", [at(12, 15, 43), N], [at(12, 20, 0), N]));
+        let mut step4 = step3_common.to_vec();
+        step4.push(t8_row(
+            "XFv2",
+            [at(12, 15, 43), N],
+            [at(12, 20, 0), at(12, 30, 0)],
+        ));
+        step4.push(t8_row(
+            "XFv2",
+            [at(12, 15, 43), at(12, 30, 0)],
+            [at(12, 30, 0), N],
+        ));
+        let mut tables = vec![step1, step2, step3, step4];
+        for t in &mut tables {
+            t.sort();
+        }
+        tables
+    }
+
+    fn t8_target() -> Target {
+        target(&["id", "value"], &[0], vec![true, true], false)
+    }
+
+    #[test]
+    fn t8_steps_in_order() {
+        let (tables, _) = run(&t8_target(), &commit_each(&t8_events()));
+        assert_eq!(tables, t8_tables());
+    }
+
+    #[test]
+    fn t8_any_arrival_order_and_commit_split() {
+        let t = t8_target();
+        let events = t8_events();
+        let step4 = t8_tables().pop().expect("four steps");
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        for order in permutations(events.len()) {
+            let ordered: Vec<Event> = order.iter().map(|&i| events[i].clone()).collect();
+            let mut splits = vec![commit_each(&ordered), vec![ordered.clone()]];
+            splits.extend((0..4).map(|_| split(&ordered, &mut rng)));
+            for commits in splits {
+                let (tables, _) = run(&t, &commits);
+                assert_eq!(tables.last(), Some(&step4), "order {order:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn t9_two_rows() {
+        let t = target(&["id", "x", "y", "bt", "st"], &[0], vec![true; 5], false);
+        let ev = |x: &str, y: &str, bt: i64, st: i64| Event {
+            seq: Value::Int(bt),
+            kind: EventKind::Upsert,
+            key: vec![Value::Int(1)],
+            image: vec![
+                Value::Int(1),
+                Value::Str(x.into()),
+                Value::Str(y.into()),
+                Value::Int(bt),
+                Value::Int(st),
+            ],
+            authored: None,
+            system: Value::Int(st),
+        };
+        let row = |x: &str, y: &str, bt: i64, st: i64, b: [Value; 2], s: [Value; 2]| {
+            let mut r = ev(x, y, bt, st).image;
+            r.extend(b);
+            r.extend(s);
+            r
+        };
+        let (i, n) = (Value::Int, Value::Null);
+        let mut expected = vec![
+            row("x10", "y10", 10, 100, [i(10), n.clone()], [i(100), i(200)]),
+            row("x10", "y10", 10, 100, [i(10), i(20)], [i(200), n.clone()]),
+            row("x20", "y20", 20, 200, [i(20), n.clone()], [i(200), n]),
+        ];
+        expected.sort();
+        let (e1, e2) = (ev("x10", "y10", 10, 100), ev("x20", "y20", 20, 200));
+        for commits in [
+            vec![vec![e1.clone()], vec![e2.clone()]],
+            vec![vec![e2.clone()], vec![e1.clone()]],
+            vec![vec![e1.clone(), e2.clone()]],
+        ] {
+            let (tables, _) = run(&t, &commits);
+            assert_eq!(tables.last(), Some(&expected));
+        }
+    }
+
+    #[test]
+    fn duplicates_are_ignored_and_new_ties_counted_once() {
+        let t = t8_target();
+        let e1 = up("XFv1", at(10, 1, 0), at(10, 5, 0));
+        // The same business sequence, learned again later with another image: a tie.
+        let e2 = up("XFv9", at(10, 1, 0), at(11, 0, 0));
+        let commits = vec![
+            vec![e1.clone()],
+            vec![e1.clone(), e2.clone()],
+            vec![e2.clone(), e1],
+            vec![e2],
+        ];
+        let (_, stats) = run(&t, &commits);
+        assert_eq!(stats.sequence_ties, 1);
+    }
+
+    /// Random event sets of several keys over small business and system ranges (so ties,
+    /// equal system times and late events are common), with deletes, replays, tracked-column
+    /// masks and partial updates, in random arrival order and commit split: the engine equals
+    /// the model after every commit.
+    #[test]
+    fn random_event_sets_match_the_model() {
+        let mut rng = ChaCha8Rng::seed_from_u64(15);
+        let pick = |rng: &mut ChaCha8Rng, values: &[&str]| -> Value {
+            match values[rng.random_range(0..values.len())] {
+                "" => Value::Null,
+                v => Value::Str(v.into()),
+            }
+        };
+        for case in 0..400 {
+            let partial = rng.random_bool(0.4);
+            let tracked = vec![true, rng.random_bool(0.6), rng.random_bool(0.6)];
+            let t = target(&["k", "a", "b"], &[0], tracked, partial);
+            let mut events: Vec<Event> = Vec::new();
+            for _ in 0..rng.random_range(1..=14) {
+                if !events.is_empty() && rng.random_bool(0.1) {
+                    let again = events[rng.random_range(0..events.len())].clone();
+                    events.push(again);
+                    continue;
+                }
+                let key = vec![Value::Int(rng.random_range(0..3))];
+                let seq = Value::Int(rng.random_range(1..=6));
+                let system = Value::Int(rng.random_range(1..=5));
+                let event = if rng.random_bool(0.2) {
+                    Event {
+                        seq,
+                        kind: EventKind::Delete,
+                        key,
+                        image: vec![],
+                        authored: None,
+                        system,
+                    }
+                } else {
+                    let image = vec![
+                        key[0].clone(),
+                        pick(&mut rng, &["x", "y", ""]),
+                        pick(&mut rng, &["p", "q"]),
+                    ];
+                    let authored = (partial && rng.random_bool(0.7))
+                        .then(|| vec![true, rng.random_bool(0.5), rng.random_bool(0.5)]);
+                    Event {
+                        seq,
+                        kind: EventKind::Upsert,
+                        key,
+                        image,
+                        authored,
+                        system,
+                    }
+                };
+                events.push(event);
+            }
+            shuffle(&mut events, &mut rng);
+            let commits = if case % 4 == 0 {
+                commit_each(&events)
+            } else {
+                split(&events, &mut rng)
+            };
+            run(&t, &commits);
+        }
+    }
+
+    /// A business row believed, dropped and believed again has one interval per belief, in any
+    /// arrival order.
+    #[test]
+    fn a_row_can_be_believed_again() {
+        let t = t8_target();
+        let i = Value::Int;
+        // z from 1 (system 10); m at 5 (system 15) ends it at 5; z at 5 (system 20) wins the tie
+        // at 5 and folds into the version from 1, which is open-ended again; a delete at 8
+        // (system 30) ends it.
+        let events = vec![
+            up("z", i(1), i(10)),
+            up("m", i(5), i(15)),
+            up("z", i(5), i(20)),
+            Event {
+                seq: i(8),
+                kind: EventKind::Delete,
+                key: vec![a()],
+                image: vec![],
+                authored: None,
+                system: i(30),
+            },
+        ];
+        let row = |start: i64, end: Option<i64>, sstart: i64, send: Option<i64>| {
+            let opt = |v: Option<i64>| v.map_or(Value::Null, Value::Int);
+            vec![
+                a(),
+                Value::Str("z".into()),
+                i(start),
+                opt(end),
+                i(sstart),
+                opt(send),
+            ]
+        };
+        let mut expected = vec![
+            row(1, None, 10, Some(15)),
+            row(1, Some(5), 15, Some(20)),
+            row(1, None, 20, Some(30)),
+            row(1, Some(8), 30, None),
+            t8_row("m", [i(5), Value::Null], [i(15), i(20)]),
+        ];
+        expected.sort();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for order in permutations(events.len()) {
+            let ordered: Vec<Event> = order.iter().map(|&k| events[k].clone()).collect();
+            for commits in [commit_each(&ordered), split(&ordered, &mut rng)] {
+                let (tables, _) = run(&t, &commits);
+                assert_eq!(tables.last(), Some(&expected), "order {order:?}");
+            }
+        }
+    }
+}
+#[cfg(test)]
+mod perf_tmp {
+    use super::*;
+    fn ev(bt: i64, st: i64, v: i64) -> Event {
+        Event { seq: Value::Int(bt), kind: EventKind::Upsert, key: vec![Value::Int(1)], image: vec![Value::Int(1), Value::Int(v)], authored: None, system: Value::Int(st) }
+    }
+    #[test]
+    fn perf_tmp() {
+        for n in [500i64, 1000, 2000] {
+            let mut s = BitemporalState::new(2, vec![true, true], false);
+            let mut st = CommitStats::default();
+            let t = std::time::Instant::now();
+            let mut total = 0;
+            for i in 0..n {
+                let mut out = Vec::new();
+                s.apply(vec![ev(i * 2, i * 2, i % 7)], 0, &mut out, &mut st);
+                total += out.len();
+            }
+            let append = t.elapsed();
+            // late in business time, current in system time
+            let t = std::time::Instant::now();
+            for i in 0..1000 {
+                let mut out = Vec::new();
+                s.apply(vec![ev(i * 2 + 1, n * 2 + i, 3)], 0, &mut out, &mut st);
+                total += out.len();
+            }
+            let late_bt = t.elapsed();
+            // late in system time by ~10 system times
+            let t = std::time::Instant::now();
+            for i in 0..200 {
+                let mut out = Vec::new();
+                s.apply(vec![ev(n * 2 - 4001 - 2 * i, n * 2 + 1000 - 10 - 5 * i, 5)], 0, &mut out, &mut st);
+                total += out.len();
+            }
+            let late_st = t.elapsed();
+            eprintln!("n={n} append {append:?} late_bt {late_bt:?} late_st {late_st:?} total {total}");
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! Interval stabbing: the rows of a flat SCD2 or bitemporal table visible at a point.
+//!
+//! A row is visible at business time `b` when `__START_AT <= b < __END_AT` and at system time
+//! `s` when `__SYSTEM_START_AT <= s < __SYSTEM_END_AT` (D10: half-open, a NULL end is open).
+//! This is the definition every as-of read answers to; [`crate::operators::AsOf`] is checked
+//! against it. It builds nothing: one pass over the rows, so a read costs O(rows) whatever the
+//! point, with no set-up.
+
+use crate::plan::{ScdType, Target};
+use crate::value::{Row, Value};
+
+/// Where the key, image and interval columns of a table's rows are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AsOfLayout {
+    /// Key columns (indices into the row, within the image), in `KEYS` order.
+    pub keys: Vec<usize>,
+    /// Number of image columns: the row's prefix that flows write.
+    pub image_len: usize,
+    /// `__START_AT`, `__END_AT`.
+    pub business: (usize, usize),
+    /// `__SYSTEM_START_AT`, `__SYSTEM_END_AT`; `None` for SCD2 tables, whose every row counts as
+    /// believed since the beginning of system time and forever (only business time applies).
+    pub system: Option<(usize, usize)>,
+}
+
+impl AsOfLayout {
+    /// The layout of `target`'s rows; `None` for SCD type 1 targets, which have no business
+    /// time.
+    pub fn of(target: &Target) -> Option<Self> {
+        let n = target.image_len;
+        let system = match target.scd {
+            ScdType::Type1 => return None,
+            ScdType::Type2 => None,
+            ScdType::Bitemporal => Some((n + 2, n + 3)),
+        };
+        Some(AsOfLayout {
+            keys: target.keys.clone(),
+            image_len: n,
+            business: (n, n + 1),
+            system,
+        })
+    }
+
+    /// The key values of `row`, in `KEYS` order.
+    pub fn key(&self, row: &[Value]) -> Row {
+        self.keys.iter().map(|&k| row[k].clone()).collect()
+    }
+}
+
+/// Whether `point` lies in `[start, end)`; a NULL `end` is open (a NULL `start`, which valid
+/// tables never hold, is unbounded below since NULL sorts lowest).
+pub fn contains(start: &Value, end: &Value, point: &Value) -> bool {
+    start <= point && (end.is_null() || point < end)
+}
+
+/// The rows of `rows` visible at the given point, sorted by key, `__START_AT`,
+/// `__SYSTEM_START_AT`, then the whole row; each keeps all its columns (its image is
+/// `row[..layout.image_len]`).
+///
+/// * `system`: `Some(s)` keeps the rows believed at `s`; `None` keeps the current belief
+///   (`__SYSTEM_END_AT IS NULL`). Ignored for SCD2 layouts (`layout.system == None`).
+/// * `business`: `Some(b)` keeps the rows whose business interval contains `b`; `None` keeps
+///   every business row (the whole history as believed at `system`).
+/// * `filter`: `(column, value)` pairs the row must equal (plain [`Value`] equality).
+///
+/// For a valid bitemporal table and a given key, at most one row is visible at a `(s, b)`
+/// point: the SCD1 value at `b` as known at `s`.
+///
+/// ```
+/// use scdflow::query::{visible, AsOfLayout};
+/// use scdflow::value::Value::{self, Int, Null};
+///
+/// // (key, value, __START_AT, __END_AT, __SYSTEM_START_AT, __SYSTEM_END_AT)
+/// let row = |v: &str, b: (i64, Value), s: (i64, Value)| {
+///     vec![Int(1), Value::Str(v.into()), Int(b.0), b.1, Int(s.0), s.1]
+/// };
+/// let rows = vec![
+///     row("v1", (10, Null), (100, Int(200))),
+///     row("v1", (10, Int(20)), (200, Null)),
+///     row("v2", (20, Null), (200, Null)),
+/// ];
+/// let layout = AsOfLayout { keys: vec![0], image_len: 2, business: (2, 3), system: Some((4, 5)) };
+/// let at = |s: Option<i64>, b: i64| visible(&rows, &layout, s.map(Int).as_ref(), Some(&Int(b)), &[]);
+/// assert_eq!(at(Some(150), 25), vec![rows[0].clone()]); // before the correction: v1 forever
+/// assert_eq!(at(None, 25), vec![rows[2].clone()]);      // now: v2 from 20
+/// assert!(at(Some(99), 25).is_empty());                  // nothing known yet
+/// ```
+pub fn visible(
+    rows: &[Row],
+    layout: &AsOfLayout,
+    system: Option<&Value>,
+    business: Option<&Value>,
+    filter: &[(usize, Value)],
+) -> Vec<Row> {
+    let believed = |row: &Row| match (layout.system, system) {
+        (None, _) => true,
+        (Some((_, end)), None) => row[end].is_null(),
+        (Some((start, end)), Some(s)) => contains(&row[start], &row[end], s),
+    };
+    let valid = |row: &Row| {
+        business.is_none_or(|b| contains(&row[layout.business.0], &row[layout.business.1], b))
+    };
+    let wanted = |row: &Row| filter.iter().all(|(c, v)| &row[*c] == v);
+    let mut out: Vec<Row> = rows
+        .iter()
+        .filter(|r| wanted(r) && believed(r) && valid(r))
+        .cloned()
+        .collect();
+    sort(layout, &mut out);
+    out
+}
+
+/// Sorts rows by key, `__START_AT`, `__SYSTEM_START_AT` (if any), then the whole row.
+pub fn sort(layout: &AsOfLayout, rows: &mut [Row]) {
+    let starts = std::iter::once(layout.business.0).chain(layout.system.map(|s| s.0));
+    let order: Vec<usize> = layout.keys.iter().copied().chain(starts).collect();
+    rows.sort_by(|a, b| {
+        let ka = order.iter().map(|&i| &a[i]);
+        let kb = order.iter().map(|&i| &b[i]);
+        ka.cmp(kb).then_with(|| a.cmp(b))
+    });
+}
