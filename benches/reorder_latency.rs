@@ -4,9 +4,12 @@
 //! 200000 100000 1000 1).
 //! Workload (`scdflow::gen`, seed 42): EVENTS events over KEYS keys, 10% deletes, two STRING
 //! payload columns, each event displaced by up to D positions from sequence order for
-//! D in {0, 1000, 100000}, fed in commits of BATCH events. For SCD1 and SCD2 it records, per
-//! commit, the time from handing the commit to the inputs until the output frontier passes it
-//! (HdrHistogram, microseconds), and the throughput. Baselines, on the same events:
+//! D in {0, 1000, 100000}, fed in commits of BATCH events. The bitemporal target gets the same
+//! workload plus 10% stragglers (late in business time by `10 * BATCH` positions, 10 commits)
+//! and 1% of events late in system time (by up to `10 * BATCH` positions). For SCD1, SCD2 and
+//! bitemporal it records, per commit, the time from handing the commit to the inputs until the
+//! output frontier passes it (HdrHistogram, microseconds), and the throughput. Baselines, on the
+//! same events:
 //! - `state loop`: the engine's per-key state machines applied commit by commit in one thread,
 //!   without timely (the physical-limit proxy: what the dataflow adds on top is overhead);
 //! - `dd reduce`: the same semantics as a plain differential `reduce` per key that re-evaluates
@@ -19,7 +22,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use differential_dataflow::input::Input;
 use hdrhistogram::Histogram;
-use scdflow::engine::{CdcState, CommitStats, Scd1State, Scd2State};
+use scdflow::engine::{BitemporalState, CdcState, CommitStats, Scd1State, Scd2State};
 use scdflow::gen::{self, Workload};
 use scdflow::plan::{ScdType, Target};
 use scdflow::runtime::{execute, CommitEvents};
@@ -77,11 +80,16 @@ fn engine(target: &Target, commits: Vec<CommitEvents>, workers: usize) -> Run {
 fn state_loop(target: &Target, commits: Vec<CommitEvents>) -> Run {
     let mut state: Box<dyn CdcState> = match target.scd {
         ScdType::Type1 => Box::new(Scd1State::new(target.image_len, target.partial, None)),
-        ScdType::Type2 | ScdType::Bitemporal => Box::new(Scd2State::new(
+        ScdType::Type2 => Box::new(Scd2State::new(
             target.image_len,
             target.tracked.clone(),
             target.partial,
             None,
+        )),
+        ScdType::Bitemporal => Box::new(BitemporalState::new(
+            target.image_len,
+            target.tracked.clone(),
+            target.partial,
         )),
     };
     let mut latencies = Vec::with_capacity(commits.len());
@@ -100,7 +108,7 @@ fn state_loop(target: &Target, commits: Vec<CommitEvents>) -> Run {
     }
 }
 
-/// SCD1/SCD2 as a `reduce` that evaluates the reference model over each changed key's events.
+/// The target as a `reduce` that evaluates the reference model over each changed key's events.
 fn dd_reduce(target: &Target, commits: Vec<CommitEvents>) -> Run {
     let target = target.clone();
     let started = Instant::now();
@@ -159,10 +167,23 @@ fn main() {
             commits: events.div_ceil(batch),
             ..Workload::default()
         };
-        println!("workload: {w}");
-        for scd in [ScdType::Type1, ScdType::Type2] {
-            let target = gen::target(&w, scd);
-            let commits = gen::events(&w, &target);
+        let bitemporal = Workload {
+            stragglers: 0.1,
+            straggler_distance: 10 * batch,
+            system_late: 0.01,
+            system_lag: 10 * batch,
+            ..w.clone()
+        };
+        for (scd, w) in [
+            (ScdType::Type1, &w),
+            (ScdType::Type2, &w),
+            (ScdType::Bitemporal, &bitemporal),
+        ] {
+            if scd != ScdType::Type2 {
+                println!("workload: {w}");
+            }
+            let target = gen::target(w, scd);
+            let commits = gen::events(w, &target);
             println!(" {scd:?}, {workers} worker(s), {batch} events per commit:");
             let baseline = state_loop(&target, commits.clone());
             baseline.line("state loop", events, None);

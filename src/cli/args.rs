@@ -80,7 +80,7 @@ pub struct CheckArgs {
 /// `scdflow generate`; the knobs of `scdflow::gen::Workload`, whose docs give the exact model.
 #[derive(Debug, clap::Args)]
 pub struct GenerateArgs {
-    /// Output directory: `events/commit_NNNNNN.<ext>`, `scd1.sql`, `scd2.sql`.
+    /// Output directory: `events/commit_NNNNNN.<ext>`, `scd1.sql`, `scd2.sql`, `bitemporal.sql`.
     #[arg(long)]
     pub out: PathBuf,
     /// Number of events.
@@ -111,6 +111,13 @@ pub struct GenerateArgs {
     /// How late a straggler arrives, in positions [default: 100 * D, or events / 10 if D = 0].
     #[arg(long, value_name = "POSITIONS")]
     pub straggler_distance: Option<u64>,
+    /// Fraction of events late in system time (bitemporal.sql): their system time `st` is
+    /// their arrival position minus a lag uniform in 1..=--system-lag.
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().system_late)]
+    pub system_late: f64,
+    /// The largest lag of an event late in system time, in arrival positions.
+    #[arg(long, value_name = "POSITIONS", default_value_t = Workload::default().system_lag)]
+    pub system_lag: u64,
     /// Number of commits (files) the arrival order is cut into.
     #[arg(long, default_value_t = Workload::default().commits)]
     pub commits: u64,
@@ -137,6 +144,8 @@ impl GenerateArgs {
             straggler_distance: self.straggler_distance.unwrap_or_else(|| {
                 Workload::default_straggler_distance(self.events, self.displacement)
             }),
+            system_late: self.system_late,
+            system_lag: self.system_lag,
             commits: self.commits,
             seed: self.seed,
         }

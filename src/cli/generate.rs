@@ -2,9 +2,9 @@
 //!
 //! Layout: `DIR/events/commit_000001.<csv|jsonl>`, ... (one file per commit, numbered from 1,
 //! zero-padded to at least six digits so that name order, which is the order a pipeline reads
-//! them in, is commit order), `DIR/scd1.sql` and `DIR/scd2.sql`. `DIR/events` must be absent
-//! or empty: a pipeline reads every file in it, so commits left by an earlier, larger workload
-//! would silently join the feed.
+//! them in, is commit order), `DIR/scd1.sql`, `DIR/scd2.sql` and `DIR/bitemporal.sql`.
+//! `DIR/events` must be absent or empty: a pipeline reads every file in it, so commits left by
+//! an earlier, larger workload would silently join the feed.
 
 use super::args::GenerateArgs;
 use anyhow::Context;
@@ -27,7 +27,11 @@ pub fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
         scdflow::io::write_rows(&events_dir.join(name), format, &schema, &rows)?;
     }
     let mut pipelines = Vec::new();
-    for (scd, file) in [(ScdType::Type1, "scd1.sql"), (ScdType::Type2, "scd2.sql")] {
+    for (scd, file) in [
+        (ScdType::Type1, "scd1.sql"),
+        (ScdType::Type2, "scd2.sql"),
+        (ScdType::Bitemporal, "bitemporal.sql"),
+    ] {
         let path = args.out.join(file);
         std::fs::write(&path, gen::pipeline(&workload, scd, format))
             .with_context(|| format!("{}: cannot write", path.display()))?;

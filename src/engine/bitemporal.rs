@@ -23,8 +23,9 @@
 //! `H(< s0)` (it puts back, at each business sequence with events at or after `s0`, the tie
 //! winner among the events before `s0`), then replays the events at or after `s0` in system
 //! order: at each system time it stores the events of that time that win their ties and
-//! re-derives `h` (O(log h) plus the versions that change, see `super::scd2`), and the business
-//! rows that re-derivation retracts or inserts are the rows whose belief changes at that time.
+//! re-derives `h` at each (O(log h) plus the versions that change, see `super::scd2`); the
+//! business rows these re-derivations retract or insert, summed, are the rows whose belief
+//! changes at that time.
 //! For an event later in system time than all the key's others (the usual case) that is one
 //! re-derivation. An event late in system time is spliced in: the old events from `s0` on are
 //! first replayed once more to learn which rows they touched, then the old and new events are
@@ -39,7 +40,6 @@
 //!   collection (D11 does not apply).
 //! * An event `d` system times late costs two replays of the key's events with system time at
 //!   or after its own: O(events since `s0` · log h) plus the rows they change.
-//! * Several events of one key at one system time re-derive the business range they span.
 //! * Truncates cannot reach a bitemporal target (validation rejects them); any that do are
 //!   ignored.
 
@@ -268,23 +268,25 @@ impl KeyState {
         let mut cursor: Bound<&Value> = Included(s0);
         while let Some((s, seqs)) = by_system.first_from(cursor) {
             cursor = Excluded(s);
-            let mut before = BTreeMap::new();
-            let mut changed: Option<(&Value, &Value)> = None;
+            // One re-derivation per changed sequence keeps a time's events that lie far apart
+            // in business time from walking the history between them.
+            let mut diffs = Vec::new();
+            let mut rederived = 0;
             for seq in seqs {
                 let best = tie_winner(by_seq.get(seq), |t| t == s)
                     .expect("the system index points at logged events");
                 if h.stored(seq).is_some_and(|held| held.rank() >= best.rank()) {
                     continue;
                 }
+                let mut before = BTreeMap::new();
                 h.replace(seq, Some(best.to_stored()), &mut before);
-                changed = Some(match changed {
-                    None => (seq, seq),
-                    Some((lo, hi)) => (lo.min(seq), hi.max(seq)),
-                });
+                h.rederive(seq, seq, shape, before, &mut diffs);
+                rederived += 1;
             }
-            if let Some((lo, hi)) = changed {
-                let mut diffs = Vec::new();
-                h.rederive(lo, hi, shape, before, &mut diffs);
+            if rederived > 1 {
+                consolidate(&mut diffs);
+            }
+            if !diffs.is_empty() {
                 changes(s, diffs);
             }
         }
@@ -339,11 +341,22 @@ impl KeyState {
     }
 }
 
+/// Sums the updates of equal rows and drops those that cancel.
+fn consolidate(updates: &mut Vec<(Row, isize)>) {
+    updates.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut merged: Vec<(Row, isize)> = Vec::with_capacity(updates.len());
+    for (row, diff) in updates.drain(..) {
+        match merged.last_mut() {
+            Some((last, sum)) if *last == row => *sum += diff,
+            _ => merged.push((row, diff)),
+        }
+    }
+    merged.retain(|(_, diff)| *diff != 0);
+    *updates = merged;
+}
+
 /// The greatest event by tie rank (D2) among `logged` whose system time passes `keep`.
-fn tie_winner<'a>(
-    logged: Option<&'a Vec<Logged>>,
-    keep: impl Fn(&Value) -> bool,
-) -> Option<&'a Logged> {
+fn tie_winner(logged: Option<&Vec<Logged>>, keep: impl Fn(&Value) -> bool) -> Option<&Logged> {
     logged
         .into_iter()
         .flatten()
@@ -744,7 +757,7 @@ mod tests {
         // z from 1 (system 10); m at 5 (system 15) ends it at 5; z at 5 (system 20) wins the tie
         // at 5 and folds into the version from 1, which is open-ended again; a delete at 8
         // (system 30) ends it.
-        let events = vec![
+        let events = [
             up("z", i(1), i(10)),
             up("m", i(5), i(15)),
             up("z", i(5), i(20)),
@@ -783,45 +796,6 @@ mod tests {
                 let (tables, _) = run(&t, &commits);
                 assert_eq!(tables.last(), Some(&expected), "order {order:?}");
             }
-        }
-    }
-}
-#[cfg(test)]
-mod perf_tmp {
-    use super::*;
-    fn ev(bt: i64, st: i64, v: i64) -> Event {
-        Event { seq: Value::Int(bt), kind: EventKind::Upsert, key: vec![Value::Int(1)], image: vec![Value::Int(1), Value::Int(v)], authored: None, system: Value::Int(st) }
-    }
-    #[test]
-    fn perf_tmp() {
-        for n in [500i64, 1000, 2000] {
-            let mut s = BitemporalState::new(2, vec![true, true], false);
-            let mut st = CommitStats::default();
-            let t = std::time::Instant::now();
-            let mut total = 0;
-            for i in 0..n {
-                let mut out = Vec::new();
-                s.apply(vec![ev(i * 2, i * 2, i % 7)], 0, &mut out, &mut st);
-                total += out.len();
-            }
-            let append = t.elapsed();
-            // late in business time, current in system time
-            let t = std::time::Instant::now();
-            for i in 0..1000 {
-                let mut out = Vec::new();
-                s.apply(vec![ev(i * 2 + 1, n * 2 + i, 3)], 0, &mut out, &mut st);
-                total += out.len();
-            }
-            let late_bt = t.elapsed();
-            // late in system time by ~10 system times
-            let t = std::time::Instant::now();
-            for i in 0..200 {
-                let mut out = Vec::new();
-                s.apply(vec![ev(n * 2 - 4001 - 2 * i, n * 2 + 1000 - 10 - 5 * i, 5)], 0, &mut out, &mut st);
-                total += out.len();
-            }
-            let late_st = t.elapsed();
-            eprintln!("n={n} append {append:?} late_bt {late_bt:?} late_st {late_st:?} total {total}");
         }
     }
 }

@@ -16,6 +16,7 @@ pub(super) enum Stream {
     Contents = 0,
     Displacement = 1,
     Stragglers = 2,
+    SystemTime = 3,
 }
 
 /// The generator of `stream` under `seed`.
@@ -46,6 +47,8 @@ pub(super) struct Change {
     /// Empty for deletes and truncates. Numbers, not text ([`value_text`]), so that a large
     /// workload fits in memory until its rows are made commit by commit.
     pub payload: Vec<Option<u32>>,
+    /// The system time ([`super::order::SystemClock`]): 0 until the arrival order assigns it.
+    pub system: u64,
 }
 
 /// Every event of `w`, in sequence order.
@@ -61,6 +64,7 @@ fn change(w: &Workload, seq: u64, rng: &mut ChaCha8Rng) -> Change {
         kind: EventKind::Upsert,
         key: 0,
         payload: Vec::new(),
+        system: 0,
     };
     if u < w.truncates {
         change.kind = EventKind::Truncate;

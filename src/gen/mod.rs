@@ -5,8 +5,9 @@
 //! which carry the same events:
 //!
 //! - [`rows`] (or lazily [`commit_rows`]): source rows in [`schema`] (`k BIGINT, c0 STRING,
-//!   ..., op STRING, seq BIGINT, cols STRING`), per commit in arrival order, ready for
-//!   [`crate::io::write_rows`] into [`EVENTS_DIR`] and the pipelines of [`pipeline`];
+//!   ..., op STRING, seq BIGINT, st BIGINT, cols STRING`), per commit in arrival order, ready
+//!   for [`crate::io::write_rows`] into [`EVENTS_DIR`] and the pipelines of [`pipeline`] (SCD1,
+//!   SCD2 and bitemporal all read the same files);
 //! - [`events`]: the same commits as engine input ([`CommitEvents`]) for a target shaped like
 //!   [`target`], so benchmarks and tests feed the engine without SQL. Reading the files of
 //!   [`rows`] through [`pipeline`]'s SQL yields exactly these events, commit by commit (only
@@ -50,21 +51,40 @@
 //! Finally the arrival order is cut into `commits` consecutive commits of equal size (sizes
 //! differ by at most one; with more commits than events some are empty).
 //!
+//! # System time (bitemporal targets)
+//!
+//! Every event also carries a system time `st`, the `SYSTEM SEQUENCE BY` column of the
+//! bitemporal pipeline (the SCD1 and SCD2 pipelines leave the column out, and [`events`] fills
+//! [`Event::system`] only for bitemporal targets). It models a commit-log position: the event
+//! that arrives at position `p` (0-based, counted over all commits) has `st = p`, so system time
+//! normally grows with arrival, while business time (`seq`) is out of order by the displacement
+//! and the stragglers above. Independently per position, with probability `system_late`, the
+//! event is instead *late in system time*: `st = p - l` with `l` uniform in `1 ..= system_lag`,
+//! clamped at 0, so it reaches the engine after up to `l` events with greater system times
+//! (about `l / (events / commits)` commits back). A late event can share its system time with
+//! the event that arrived at position `st` and with other late events; events with equal system
+//! time are applied together (D15).
+//!
+//! System times belong to positions, not to events: the order knobs (`displacement`,
+//! `stragglers`) put other events at the positions, and so give them other system times.
+//!
 //! # Determinism
 //!
 //! All randomness comes from ChaCha8 seeded with [`Workload::seed`], drawing only fixed-width
 //! integers and `f64`s (never `usize`), so a workload gives byte-identical rows on every
-//! platform for the pinned `rand` / `chacha20` versions. Contents, displacement and stragglers
-//! use three separate ChaCha streams of the seed: changing `displacement`, `stragglers` or
-//! `commits` reorders or regroups the *same* events, which lets a benchmark compare reordering
-//! depths on one event set.
+//! platform for the pinned `rand` / `chacha20` versions. Contents, displacement, stragglers and
+//! system times use four separate ChaCha streams of the seed: changing `displacement`,
+//! `stragglers` or `commits` reorders or regroups the *same* events, which lets a benchmark
+//! compare reordering depths on one event set, and the system-time knobs change only `st`. The
+//! system-time stream draws, per arrival position, an `f64` (late iff below `system_late`) and,
+//! for a late event, its lag (`u64`); with `system_late = 0` it draws nothing.
 //!
 //! # Limits
 //!
-//! The whole event set is drawn up front and held compactly (about 60 bytes plus 8 per payload
-//! column per event; `scdflow generate` of 1M events peaks near 130 MB), because the arrival
-//! order needs all of it; rows are made commit by commit ([`commit_rows`]). Keys must fit a
-//! BIGINT (`keys <= i64::MAX`).
+//! The whole event set is drawn up front and held compactly (about 70 bytes plus 8 per payload
+//! column per event; `scdflow generate` of 1M events in 100 commits peaks near 110 MB), because
+//! the arrival order needs all of it; rows are made commit by commit ([`commit_rows`]). Keys must
+//! fit a BIGINT (`keys <= i64::MAX`).
 
 mod draw;
 mod order;
@@ -93,9 +113,11 @@ pub struct Workload {
     pub keys: u64,
     /// Fraction of DELETE events.
     pub deletes: f64,
-    /// Fraction of TRUNCATE events (SCD1 only; the SCD2 pipeline filters them out).
+    /// Fraction of TRUNCATE events (SCD1 only; the SCD2 and bitemporal pipelines filter them
+    /// out).
     pub truncates: f64,
-    /// Fraction of partial upserts (`COLUMNS TO UPDATE`).
+    /// Fraction of partial upserts (`COLUMNS TO UPDATE`; `IGNORE NULL UPDATES` for bitemporal
+    /// targets, which is the same for these rows).
     pub partial: f64,
     /// Number of STRING payload columns `c0 .. c{width-1}`.
     pub width: usize,
@@ -106,6 +128,12 @@ pub struct Workload {
     pub stragglers: f64,
     /// How much later a straggler arrives, in positions.
     pub straggler_distance: u64,
+    /// Fraction of events late in system time (bitemporal targets): `st` below the arrival
+    /// position by a lag uniform in `1 ..= system_lag`.
+    pub system_late: f64,
+    /// The largest lag of an event late in system time, in arrival positions; at least 1 when
+    /// `system_late > 0`.
+    pub system_lag: u64,
     /// Number of commits the arrival order is cut into (equal sizes), at least 1.
     pub commits: u64,
     /// The seed of every random draw.
@@ -114,8 +142,9 @@ pub struct Workload {
 
 impl Default for Workload {
     /// 100,000 events over 10,000 keys, 10% deletes, no truncates or partial updates, two
-    /// payload columns, displacement 1,000, no stragglers (distance 100,000 if enabled),
-    /// 100 commits of 1,000 events, seed 42.
+    /// payload columns, displacement 1,000, no stragglers (distance 100,000 if enabled), no
+    /// events late in system time (lag up to 10,000 positions if enabled), 100 commits of 1,000
+    /// events, seed 42.
     fn default() -> Self {
         let (events, displacement) = (100_000, 1_000);
         Workload {
@@ -128,6 +157,8 @@ impl Default for Workload {
             displacement,
             stragglers: 0.0,
             straggler_distance: Workload::default_straggler_distance(events, displacement),
+            system_late: 0.0,
+            system_lag: 10_000,
             commits: 100,
             seed: 42,
         }
@@ -146,8 +177,9 @@ impl Workload {
     }
 
     /// Checks the workload: every fraction in `[0, 1]`, deletes + truncates + partial at most 1,
-    /// `keys >= 1`, `commits >= 1`, and `width >= 1` when there are partial upserts. [`rows`]
-    /// and [`events`] require a valid workload.
+    /// `keys >= 1`, `commits >= 1`, `width >= 1` when there are partial upserts and
+    /// `system_lag >= 1` when events are late in system time. [`rows`] and [`events`] require a
+    /// valid workload.
     pub fn validate(&self) -> Result<()> {
         let invalid = |message: String| Err(Error::new(ErrorKind::Validation, message));
         for (name, f) in [
@@ -155,6 +187,7 @@ impl Workload {
             ("truncates", self.truncates),
             ("partial", self.partial),
             ("stragglers", self.stragglers),
+            ("system_late", self.system_late),
         ] {
             if !(0.0..=1.0).contains(&f) {
                 return invalid(format!("{name} must be a fraction in [0, 1], got {f}"));
@@ -180,6 +213,12 @@ impl Workload {
         if self.partial > 0.0 && self.width == 0 {
             return invalid("partial updates need at least one payload column (width >= 1)".into());
         }
+        if self.system_late > 0.0 && self.system_lag == 0 {
+            return invalid(
+                "system_lag must be at least 1 when events are late in system time (system_late > 0)"
+                    .into(),
+            );
+        }
         Ok(())
     }
 
@@ -196,7 +235,8 @@ impl fmt::Display for Workload {
         write!(
             f,
             "events {}, keys {}, deletes {}, truncates {}, partial {}, width {}, \
-             displacement {}, stragglers {}, straggler distance {}, commits {}, seed {}",
+             displacement {}, stragglers {}, straggler distance {}, system late {}, \
+             system lag {}, commits {}, seed {}",
             self.events,
             self.keys,
             self.deletes,
@@ -206,6 +246,8 @@ impl fmt::Display for Workload {
             self.displacement,
             self.stragglers,
             self.straggler_distance,
+            self.system_late,
+            self.system_lag,
             self.commits,
             self.seed
         )
@@ -213,18 +255,20 @@ impl fmt::Display for Workload {
 }
 
 /// The source rows' schema: `k BIGINT, c0 STRING, ..., c{width-1} STRING, op STRING,
-/// seq BIGINT, cols STRING`.
+/// seq BIGINT, st BIGINT, cols STRING`.
 pub fn schema(w: &Workload) -> Schema {
     let mut columns = vec![("k".to_string(), DataType::BigInt)];
     columns.extend((0..w.width).map(|j| (format!("c{j}"), DataType::String)));
     columns.push(("op".to_string(), DataType::String));
     columns.push(("seq".to_string(), DataType::BigInt));
+    columns.push(("st".to_string(), DataType::BigInt));
     columns.push(("cols".to_string(), DataType::String));
     Schema::new(columns)
 }
 
-/// The target [`pipeline`] declares for `scd`: named `scd1` / `scd2`, image `k, c0, ...`, key
-/// `k`, BIGINT sequence, every column tracked, partial iff the workload has partial upserts.
+/// The target [`pipeline`] declares for `scd`: named `scd1` / `scd2` / `bitemporal`, image
+/// `k, c0, ...`, key `k`, BIGINT sequence (and BIGINT system sequence for bitemporal), every
+/// column tracked, partial iff the workload has partial upserts.
 pub fn target(w: &Workload, scd: ScdType) -> Target {
     let mut columns = vec![("k".to_string(), DataType::BigInt)];
     columns.extend((0..w.width).map(|j| (format!("c{j}"), DataType::String)));
@@ -284,9 +328,10 @@ pub fn commit_rows(w: &Workload) -> impl Iterator<Item = Vec<Row>> {
 
 /// Per commit, in arrival order, the events a flow into `target` gets from [`rows`]: whole
 /// images unless `target.partial`, in which case every upsert carries its `authored` mask (full
-/// upserts author everything, as their `cols` lists every column). For an SCD2 target,
-/// truncates are left out, as [`pipeline`]'s SCD2 filter leaves them out. Commit timestamps are
-/// all 0 (tombstones never expire).
+/// upserts author everything, as their `cols` lists every column). For SCD2 and bitemporal
+/// targets, truncates are left out, as [`pipeline`]'s filter leaves them out; for bitemporal
+/// targets [`Event::system`] is the system time `st` (module docs), for the others NULL. Commit
+/// timestamps are all 0 (tombstones never expire).
 ///
 /// # Panics
 ///
@@ -298,12 +343,13 @@ pub fn events(w: &Workload, target: &Target) -> Vec<CommitEvents> {
         "the target's image must be k, c0 .. c{{width-1}}"
     );
     let keep_truncates = target.scd == ScdType::Type1;
+    let bitemporal = target.scd == ScdType::Bitemporal;
     commits(w)
         .map(|commit| CommitEvents {
             events: vec![commit
                 .into_iter()
                 .filter(|c| keep_truncates || c.kind != EventKind::Truncate)
-                .map(|c| c.into_event(target.partial))
+                .map(|c| c.into_event(target.partial, bitemporal))
                 .collect()],
             timestamp: 0,
             ..CommitEvents::default()
@@ -311,11 +357,12 @@ pub fn events(w: &Workload, target: &Target) -> Vec<CommitEvents> {
         .collect()
 }
 
-/// All events, commit by commit, in arrival order.
+/// All events, commit by commit, in arrival order, with their system times.
 fn commits(w: &Workload) -> impl Iterator<Item = Vec<Change>> {
     w.assert_valid();
     let mut changes: Vec<Option<Change>> = draw::changes(w).into_iter().map(Some).collect();
     let arrival = order::arrival(w);
+    let mut clock = order::SystemClock::new(w);
     let n = arrival.len() as u128;
     let c = u128::from(w.commits);
     (0..c).map(move |i| {
@@ -323,13 +370,19 @@ fn commits(w: &Workload) -> impl Iterator<Item = Vec<Change>> {
         let (start, end) = ((n * i / c) as usize, (n * (i + 1) / c) as usize);
         arrival[start..end]
             .iter()
-            .filter_map(|&seq| changes[seq as usize].take())
+            .map(|&seq| {
+                let mut change = changes[seq as usize]
+                    .take()
+                    .expect("each event arrives once");
+                change.system = clock.next();
+                change
+            })
             .collect()
     })
 }
 
 impl Change {
-    /// The source row: `k, c0 .., op, seq, cols`.
+    /// The source row: `k, c0 .., op, seq, st, cols`.
     fn into_row(self, width: usize) -> Row {
         let key = match self.kind {
             EventKind::Truncate => Value::Null,
@@ -347,7 +400,7 @@ impl Change {
             EventKind::Delete => "DELETE",
             EventKind::Truncate => "TRUNCATE",
         };
-        let mut row = Vec::with_capacity(width + 4);
+        let mut row = Vec::with_capacity(width + 5);
         row.push(key);
         if self.payload.is_empty() {
             row.extend(std::iter::repeat_n(Value::Null, width));
@@ -360,14 +413,21 @@ impl Change {
         }
         row.push(Value::Str(op.to_string()));
         row.push(seq_value(self.seq));
+        row.push(seq_value(self.system));
         row.push(cols.unwrap_or(Value::Null));
         row
     }
 
     /// The engine event (src/event.rs conventions: deletes and truncates have empty images,
-    /// truncates an empty key; `authored` only for `partial` targets, keys always authored).
-    fn into_event(self, partial: bool) -> Event {
+    /// truncates an empty key; `authored` only for `partial` targets, keys always authored;
+    /// `system` only for `bitemporal` targets, which never see truncates).
+    fn into_event(self, partial: bool, bitemporal: bool) -> Event {
         let seq = seq_value(self.seq);
+        let system = if bitemporal {
+            seq_value(self.system)
+        } else {
+            Value::Null
+        };
         match self.kind {
             EventKind::Truncate => Event {
                 seq,
@@ -383,7 +443,7 @@ impl Change {
                 key: vec![key_value(self.key)],
                 image: Vec::new(),
                 authored: None,
-                system: Value::Null,
+                system,
             },
             EventKind::Upsert => {
                 let authored = partial.then(|| {
@@ -403,15 +463,15 @@ impl Change {
                     key: vec![key_value(self.key)],
                     image,
                     authored,
-                    system: Value::Null,
+                    system,
                 }
             }
         }
     }
 }
 
-// Keys are below `keys <= i64::MAX` (validated) and sequences below `events`, whose events all
-// fit in memory: both fit in a BIGINT.
+// Keys are below `keys <= i64::MAX` (validated), sequences and system times below `events`,
+// whose events all fit in memory: all fit in a BIGINT.
 fn key_value(k: u64) -> Value {
     Value::Int(k as i64)
 }

@@ -1,4 +1,5 @@
-//! The arrival order: displacement, then stragglers (the model is in the module docs of `gen`).
+//! The arrival order: displacement, then stragglers, and the system times that follow from it
+//! (the model is in the module docs of `gen`).
 //!
 //! Positions and sequence indices are `u64` so that the draws are portable; they index vectors
 //! that hold every event, so they also fit in `usize`.
@@ -24,6 +25,43 @@ pub(super) fn arrival(w: &Workload) -> Vec<u64> {
         );
     }
     order
+}
+
+/// The system times of the events in arrival order: the event at position `p` gets `p`, or, if it
+/// is late in system time, `p` minus a lag uniform in `1 ..= lag` (clamped at 0).
+pub(super) struct SystemClock {
+    late: f64,
+    lag: u64,
+    /// `None` when no event is late: no draws at all.
+    rng: Option<ChaCha8Rng>,
+    /// The next arrival position.
+    position: u64,
+}
+
+impl SystemClock {
+    pub(super) fn new(w: &Workload) -> Self {
+        SystemClock {
+            late: w.system_late,
+            lag: w.system_lag,
+            rng: (w.system_late > 0.0).then(|| rng(w.seed, Stream::SystemTime)),
+            position: 0,
+        }
+    }
+
+    /// The system time of the event at the next arrival position. Draws, per position: an
+    /// `f64` (late iff below `late`), then for late events the lag (`u64`).
+    pub(super) fn next(&mut self) -> u64 {
+        let p = self.position;
+        self.position += 1;
+        let Some(rng) = &mut self.rng else {
+            return p;
+        };
+        if rng.random::<f64>() < self.late {
+            p.saturating_sub(rng.random_range(1..=self.lag))
+        } else {
+            p
+        }
+    }
 }
 
 /// Sequence order with each event displaced by at most `d` positions, or a uniform shuffle
@@ -95,6 +133,32 @@ mod tests {
         shuffled.sort_unstable();
         assert_eq!(shuffled, (0..1000).collect::<Vec<_>>());
         assert!(displaced(0, 0, &mut rng).is_empty());
+    }
+
+    #[test]
+    fn system_times_are_arrival_positions_except_late_ones() {
+        let w = Workload {
+            events: 10_000,
+            system_late: 0.1,
+            system_lag: 50,
+            ..Workload::default()
+        };
+        let mut clock = SystemClock::new(&w);
+        let times: Vec<u64> = (0..w.events).map(|_| clock.next()).collect();
+        let mut late = 0;
+        for (p, &st) in (0u64..).zip(&times) {
+            if st != p {
+                late += 1;
+                assert!(st < p && p - st <= 50, "{p}: {st}");
+            }
+        }
+        assert!((900..1100).contains(&late), "{late}");
+        assert_eq!(times[0], 0, "position 0 cannot be late");
+        let mut on_time = SystemClock::new(&Workload::default());
+        assert_eq!(
+            (0..5).map(|_| on_time.next()).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4]
+        );
     }
 
     #[test]

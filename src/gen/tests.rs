@@ -6,6 +6,7 @@ use std::path::Path;
 struct Cols {
     op: usize,
     seq: usize,
+    st: usize,
     cols: usize,
 }
 
@@ -13,7 +14,8 @@ fn cols(w: &Workload) -> Cols {
     Cols {
         op: w.width + 1,
         seq: w.width + 2,
-        cols: w.width + 3,
+        st: w.width + 3,
+        cols: w.width + 4,
     }
 }
 
@@ -28,6 +30,8 @@ fn small() -> Workload {
         displacement: 50,
         stragglers: 0.05,
         straggler_distance: 500,
+        system_late: 0.05,
+        system_lag: 300,
         commits: 7,
         seed: 7,
     }
@@ -37,6 +41,13 @@ fn seq(row: &Row, c: &Cols) -> u64 {
     match row[c.seq] {
         Value::Int(s) => s as u64,
         ref other => panic!("sequence {other:?}"),
+    }
+}
+
+fn st(row: &Row, c: &Cols) -> u64 {
+    match row[c.st] {
+        Value::Int(s) => s as u64,
+        ref other => panic!("system time {other:?}"),
     }
 }
 
@@ -65,9 +76,13 @@ fn order_knobs_reorder_the_same_events() {
         ..small()
     };
     let c = cols(&w);
+    // System times belong to arrival positions (module docs), so only they move with the order.
     let sorted = |w: &Workload| {
         let mut all: Vec<Row> = rows(w).into_iter().flatten().collect();
         all.sort_by_key(|r| seq(r, &c));
+        for r in &mut all {
+            r.remove(c.st);
+        }
         all
     };
     assert_eq!(sorted(&w), sorted(&reordered));
@@ -95,6 +110,66 @@ fn without_stragglers_every_event_arrives_within_d_positions() {
             displacement * 4 / 10
         };
         assert!(farthest >= expected, "D = {displacement}: only {farthest}");
+    }
+}
+
+#[test]
+fn system_times_are_arrival_positions_unless_late_and_change_nothing_else() {
+    let w = small();
+    let c = cols(&w);
+    let on_time = Workload {
+        system_late: 0.0,
+        ..small()
+    };
+    let (late_rows, on_time_rows): (Vec<Row>, Vec<Row>) = (
+        rows(&w).into_iter().flatten().collect(),
+        rows(&on_time).into_iter().flatten().collect(),
+    );
+    let mut late = 0;
+    for ((row, plain), p) in late_rows.iter().zip(&on_time_rows).zip(0u64..) {
+        assert_eq!(st(plain, &c), p);
+        let s = st(row, &c);
+        if s != p {
+            late += 1;
+            assert!(s < p && p - s <= w.system_lag, "position {p}: st {s}");
+        }
+        let without_st = |r: &Row| {
+            let mut r = r.clone();
+            r.remove(c.st);
+            r
+        };
+        assert_eq!(without_st(row), without_st(plain));
+    }
+    // 5% of 2,000.
+    assert!((70..=130).contains(&late), "{late}");
+}
+
+/// A bitemporal target's events carry `st` as their system time, and some reach the engine after
+/// events with greater system times (the point of `system_late`); other targets' carry NULL.
+#[test]
+fn bitemporal_events_carry_the_system_time() {
+    let w = small();
+    let system: Vec<Value> = events(&w, &target(&w, ScdType::Bitemporal))
+        .into_iter()
+        .flat_map(|c| c.events.into_iter().flatten())
+        .map(|e| e.system)
+        .collect();
+    let mut greatest = i64::MIN;
+    let mut behind = 0;
+    for s in &system {
+        let Value::Int(s) = *s else {
+            panic!("system time {s:?}")
+        };
+        behind += usize::from(s < greatest);
+        greatest = greatest.max(s);
+    }
+    assert!(behind > 50, "{behind} events late in system time");
+    for scd in [ScdType::Type1, ScdType::Type2] {
+        let all = events(&w, &target(&w, scd));
+        assert!(all
+            .iter()
+            .flat_map(|c| &c.events[0])
+            .all(|e| e.system.is_null()));
     }
 }
 
@@ -133,6 +208,8 @@ fn fractions_hold_within_tolerance_over_ten_thousand_events() {
         displacement: 10,
         stragglers: 0.1,
         straggler_distance: 1_000,
+        system_late: 0.01,
+        system_lag: 100,
         commits: 10,
         seed: 42,
     };
@@ -159,6 +236,13 @@ fn fractions_hold_within_tolerance_over_ten_thousand_events() {
         .count() as f64
         / all.len() as f64;
     assert!(near(late, 0.095), "{late}");
+    let system_late = all
+        .iter()
+        .zip(0u64..)
+        .filter(|(r, p)| st(r, &c) != *p)
+        .count() as f64
+        / all.len() as f64;
+    assert!((system_late - 0.01).abs() < 0.004, "{system_late}");
     let keys: std::collections::BTreeSet<&Value> = all.iter().map(|r| &r[0]).collect();
     assert_eq!(keys.len(), 1_001, "every key and NULL (truncates)");
 }
@@ -243,6 +327,20 @@ fn invalid_workloads_are_rejected_with_the_knob_named() {
             },
             "width",
         ),
+        (
+            Workload {
+                system_late: 2.0,
+                ..small()
+            },
+            "system_late",
+        ),
+        (
+            Workload {
+                system_lag: 0,
+                ..small()
+            },
+            "system_lag",
+        ),
     ];
     for (w, needle) in cases {
         let err = w.validate().unwrap_err();
@@ -256,6 +354,15 @@ fn invalid_workloads_are_rejected_with_the_knob_named() {
         ..small()
     };
     assert!(rounding.validate().is_ok());
+    let on_time = Workload {
+        system_late: 0.0,
+        system_lag: 0,
+        ..small()
+    };
+    assert!(
+        on_time.validate().is_ok(),
+        "no lag needed when nothing is late"
+    );
     assert!(Workload::default().validate().is_ok());
     assert_eq!(Workload::default().straggler_distance, 100_000);
     assert_eq!(Workload::default_straggler_distance(5_000, 0), 500);
@@ -266,7 +373,7 @@ fn invalid_workloads_are_rejected_with_the_knob_named() {
 fn rows_through_the_pipeline_are_the_events() {
     for partial in [0.0, 0.2] {
         let w = Workload { partial, ..small() };
-        for scd in [ScdType::Type1, ScdType::Type2] {
+        for scd in [ScdType::Type1, ScdType::Type2, ScdType::Bitemporal] {
             let sql = pipeline(&w, scd, OutputFormat::Csv);
             let p = crate::sql::parse(&sql, Path::new("gen/pipeline.sql"))
                 .unwrap_or_else(|e| panic!("{e}\n{sql}"));
@@ -278,6 +385,7 @@ fn rows_through_the_pipeline_are_the_events() {
             assert_eq!(parsed.keys, expected.keys);
             assert_eq!(parsed.scd, expected.scd);
             assert_eq!(parsed.sequence_type, expected.sequence_type);
+            assert_eq!(parsed.system_sequence_type, expected.system_sequence_type);
             assert_eq!(parsed.tracked, expected.tracked);
             assert_eq!(parsed.partial, expected.partial);
             assert_eq!(parsed.tombstone_gc_seconds, expected.tombstone_gc_seconds);
@@ -321,6 +429,18 @@ fn jsonl_pipelines_parse() {
 /// deliberate (a new `rand` / `chacha20` version can cause it).
 #[test]
 fn the_output_is_pinned() {
+    let c = cols(&small());
+    let late: Vec<(u64, u64)> = (0u64..)
+        .zip(rows(&small()).iter().flatten())
+        .filter(|(p, r)| st(r, &c) != *p)
+        .map(|(p, r)| (p, st(r, &c)))
+        .take(3)
+        .collect();
+    assert_eq!(
+        late,
+        vec![(17, 0), (55, 38), (56, 0)],
+        "(position, system time) of the first events late in system time"
+    );
     let first: Vec<Row> = rows(&small())[0][..3].to_vec();
     let s = |v: &str| Value::Str(v.into());
     assert_eq!(
@@ -333,6 +453,7 @@ fn the_output_is_pinned() {
                 s("v359613"),
                 s("UPSERT"),
                 Value::Int(1),
+                Value::Int(0),
                 s("c0,c1,c2"),
             ],
             vec![
@@ -342,6 +463,7 @@ fn the_output_is_pinned() {
                 s("v322892"),
                 s("UPSERT"),
                 Value::Int(4),
+                Value::Int(1),
                 s("c0,c1,c2"),
             ],
             vec![
@@ -351,6 +473,7 @@ fn the_output_is_pinned() {
                 Value::Null,
                 s("DELETE"),
                 Value::Int(11),
+                Value::Int(2),
                 Value::Null,
             ],
         ]

@@ -11,6 +11,7 @@
 //! Limits: inputs are insert-only (a retraction is ignored), and timestamps must be totally
 //! ordered.
 
+mod as_of;
 mod bitemporal;
 mod change_feed;
 mod keyed;
@@ -18,12 +19,11 @@ mod replace_using;
 mod scd1;
 mod scd2;
 mod snapshot_diff;
-mod as_of;
 
+pub use as_of::{as_of, AsOf, AsOfIndex, AsOfPoint, AsOfTime, AsOfTrace, Instant, Unchanged};
 pub use bitemporal::{Bitemporal, BitemporalConfig};
 pub use change_feed::ChangeFeed;
 pub use replace_using::{ReplaceConfig, ReplaceUsing};
 pub use scd1::{Scd1, Scd1Config};
 pub use scd2::{Scd2, Scd2Config};
 pub use snapshot_diff::SnapshotDiff;
-pub use as_of::{as_of, AsOf, AsOfIndex, AsOfPoint, AsOfTime, AsOfTrace, Instant, Unchanged};

@@ -1,6 +1,6 @@
-//! `scdflow generate` end to end: its files, run through its pipelines by `scdflow run` on two
-//! workers, give the tables the reference model computes from `gen::events` of the same
-//! workload.
+//! `scdflow generate` end to end: its files, run through its pipelines (SCD1, SCD2 and
+//! bitemporal) by `scdflow run` on two workers, give the tables the reference model computes from
+//! `gen::events` of the same workload.
 
 use scdflow::gen::{self, Workload};
 use scdflow::plan::{Format, ScdType};
@@ -26,7 +26,7 @@ fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// Generates `w` with the CLI's flags, runs both pipelines and compares with the model.
+/// Generates `w` with the CLI's flags, runs the three pipelines and compares with the model.
 fn generate_run_and_compare(w: &Workload, format: &str) {
     let dir = tempfile::tempdir().unwrap();
     let numbers = [
@@ -39,6 +39,8 @@ fn generate_run_and_compare(w: &Workload, format: &str) {
         ("--displacement", w.displacement.to_string()),
         ("--stragglers", w.stragglers.to_string()),
         ("--straggler-distance", w.straggler_distance.to_string()),
+        ("--system-late", w.system_late.to_string()),
+        ("--system-lag", w.system_lag.to_string()),
         ("--commits", w.commits.to_string()),
         ("--seed", w.seed.to_string()),
     ];
@@ -56,7 +58,11 @@ fn generate_run_and_compare(w: &Workload, format: &str) {
         .count();
     assert_eq!(files as u64, w.commits);
 
-    for (scd, sql) in [(ScdType::Type1, "scd1.sql"), (ScdType::Type2, "scd2.sql")] {
+    for (scd, sql) in [
+        (ScdType::Type1, "scd1.sql"),
+        (ScdType::Type2, "scd2.sql"),
+        (ScdType::Bitemporal, "bitemporal.sql"),
+    ] {
         let out = dir.path().join(format!("out_{sql}"));
         let pipeline = dir.path().join(sql);
         succeed(&[
@@ -93,6 +99,8 @@ fn generated_csv_pipelines_give_the_model_tables() {
         deletes: 0.1,
         partial: 0.05,
         displacement: 200,
+        system_late: 0.05,
+        system_lag: 500,
         commits: 10,
         ..Workload::default()
     };
@@ -111,6 +119,8 @@ fn generated_jsonl_with_truncates_and_stragglers_gives_the_model_tables() {
         displacement: 1_000,
         stragglers: 0.05,
         straggler_distance: 300,
+        system_late: 0.02,
+        system_lag: 400,
         commits: 7,
         seed: 3,
     };
@@ -126,6 +136,7 @@ fn invalid_knobs_and_a_used_directory_are_refused() {
         ("--partial", "0.95", "at most 1"),
         ("--keys", "0", "keys must be"),
         ("--commits", "0", "commits must be at least 1"),
+        ("--system-late", "2", "system_late must be a fraction"),
     ] {
         let result = scdflow(&["generate", "--out", out, flag, value]);
         let stderr = String::from_utf8_lossy(&result.stderr);
