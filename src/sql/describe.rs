@@ -8,8 +8,8 @@ use super::describe_flows::{replace_flow_text, snapshot_flow_text};
 use super::targets::scd_name;
 use crate::expr::Expr;
 use crate::plan::{
-    CdcFlow, Expectation, Format, OnViolation, PartialUpdates, Pipeline, SourceInput,
-    SourceTable, Target, TargetKind,
+    CdcFlow, Expectation, Format, OnViolation, PartialUpdates, Pipeline, SourceInput, SourceTable,
+    Target, TargetKind,
 };
 use crate::value::Schema;
 use std::fmt::Write;

@@ -133,7 +133,8 @@ fn system_sequence(
             Err(invalid(line, message))
         }
         (Some(system), ScdType::Bitemporal) => {
-            let e = compile(&system.value, schema).map_err(|e| in_clause(clause, e, system.line))?;
+            let e =
+                compile(&system.value, schema).map_err(|e| in_clause(clause, e, system.line))?;
             check_sequence_type(e.ty(), clause, system.line)?;
             Ok(Some(e))
         }

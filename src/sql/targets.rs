@@ -221,7 +221,9 @@ fn check_same_shape(first: &First, shape: &Shape, flow: &FlowStmt) -> Result<()>
             a.sequence_type, shape.sequence_type
         ))
     } else if a.system_sequence_type != shape.system_sequence_type {
-        let name = |t: &Option<crate::value::DataType>| t.as_ref().map_or("none".to_string(), |t| t.to_string());
+        let name = |t: &Option<crate::value::DataType>| {
+            t.as_ref().map_or("none".to_string(), |t| t.to_string())
+        };
         Some(format!(
             "the SYSTEM SEQUENCE BY type ({} vs {})",
             name(&a.system_sequence_type),

@@ -143,7 +143,10 @@ fn t8_point_in_time_checks() {
             })
             .collect();
         let expected: Vec<String> = seen.into_iter().map(String::from).collect();
-        assert_eq!(values, expected, "as of system {system}, business {business}");
+        assert_eq!(
+            values, expected,
+            "as of system {system}, business {business}"
+        );
     }
 }
 

@@ -363,4 +363,3 @@ fn a_snapshot_target_has_no_other_flow() {
         "flows `snap` (line 3) and `snap2` both write `t`",
     );
 }
-
