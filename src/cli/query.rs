@@ -37,7 +37,7 @@ pub fn query(args: QueryArgs) -> anyhow::Result<ExitCode> {
     }
     let rows = prepared.read(&pipeline, &evaluation);
     let schema = &pipeline.targets[prepared.target()].schema;
-    let text = scdflow::query::render(args.format.into(), schema, &rows);
+    let text = scdflow::io::render_rows(args.format.into(), schema, &rows)?;
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -33,7 +33,7 @@ pub use files::list_files;
 pub use format::{format_double, format_value_text, value_to_json, value_to_json_text};
 pub use row::{RowError, SourceRow};
 pub use versioned::{version_regex, versioned_files};
-pub use write::{append_quarantine, write_rows, OutputFormat};
+pub use write::{append_quarantine, render_rows, write_rows, OutputFormat};
 
 use crate::plan::Format;
 use crate::value::Schema;

@@ -46,13 +46,20 @@ impl OutputFormat {
 /// Writes exactly `rows`, in the given order, to `path` (atomically replacing it). Every row
 /// must have one value per schema column.
 pub fn write_rows(path: &Path, format: OutputFormat, schema: &Schema, rows: &[Row]) -> Result<()> {
+    let out = render_rows(format, schema, rows).map_err(|e| e.in_file(path))?;
+    replace_file(path, out.as_bytes())
+}
+
+/// `rows` as the text [`write_rows`] writes: CSV with a header line, or JSON lines. Every row
+/// must have one value per schema column.
+pub fn render_rows(format: OutputFormat, schema: &Schema, rows: &[Row]) -> Result<String> {
     let mut out = String::new();
     match format {
         OutputFormat::Csv => {
             let names: Vec<&str> = schema.names().collect();
             push_csv_line(&mut out, names.iter().map(|n| Some(*n)));
             for row in rows {
-                check_width(path, schema, row)?;
+                check_width(schema, row)?;
                 let cells: Vec<Option<String>> = row
                     .iter()
                     .zip(&schema.columns)
@@ -63,12 +70,12 @@ pub fn write_rows(path: &Path, format: OutputFormat, schema: &Schema, rows: &[Ro
         }
         OutputFormat::Jsonl => {
             for row in rows {
-                check_width(path, schema, row)?;
+                check_width(schema, row)?;
                 push_json_line(&mut out, schema, row);
             }
         }
     }
-    replace_file(path, out.as_bytes())
+    Ok(out)
 }
 
 /// Appends `records` (each with the source file it came from) to the quarantine file `path`.
@@ -98,15 +105,14 @@ pub fn append_quarantine(path: &Path, records: &[(PathBuf, RowError)]) -> Result
         .map_err(|e| Error::write(path, &e))
 }
 
-fn check_width(path: &Path, schema: &Schema, row: &Row) -> Result<()> {
+fn check_width(schema: &Schema, row: &Row) -> Result<()> {
     if row.len() == schema.len() {
         return Ok(());
     }
     Err(Error::new(
         ErrorKind::Internal,
         format!("row of {} values for {} columns", row.len(), schema.len()),
-    )
-    .in_file(path))
+    ))
 }
 
 /// Appends one CSV line; `None` cells are NULL.

@@ -39,11 +39,9 @@
 //! maintained incrementally, commit by commit); a single query never recovers it.
 
 mod parse;
-mod render;
 mod stab;
 
 pub use parse::{parse, Literal, Query};
-pub use render::render;
 pub use stab::{contains, sort, visible, AsOfLayout};
 
 use crate::driver::{final_rows, sort_rows, Evaluation, TargetResult};
