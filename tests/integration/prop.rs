@@ -219,6 +219,39 @@ fn check(
             workers
         );
     }
+    if mode.bitemporal() {
+        let last = prefixes.len() as u64;
+        believed_histories_are_scd2(&target, &events, &table_at(&target, &updates, last))?;
+    }
+    Ok(())
+}
+
+/// SPEC 7 item 3: at every system time `s`, the rows believed at `s` (their business columns)
+/// are the SCD2 table of the events known at `s`.
+fn believed_histories_are_scd2(
+    target: &Target,
+    events: &[Event],
+    table: &[Row],
+) -> Result<(), TestCaseError> {
+    let n = target.image_len;
+    let mut scd2 = target.clone();
+    scd2.scd = ScdType::Type2;
+    scd2.system_sequence_type = None;
+    scd2.schema.columns.truncate(n + 2);
+    let times: std::collections::BTreeSet<&Value> = events.iter().map(|e| &e.system).collect();
+    for s in times {
+        let believed = |r: &&Row| &r[n + 2] <= s && (r[n + 3].is_null() || *s < r[n + 3]);
+        let mut rows: Vec<Row> = table
+            .iter()
+            .filter(believed)
+            .map(|r| r[..n + 2].to_vec())
+            .collect();
+        rows.sort();
+        let known: Vec<Event> = events.iter().filter(|e| e.system <= *s).cloned().collect();
+        let mut expected = scdflow::model::scd2(&scd2, &known);
+        expected.sort();
+        prop_assert_eq!(rows, expected, "rows believed at system time {:?}", s);
+    }
     Ok(())
 }
 
