@@ -7,6 +7,14 @@
 //! at a time besides the state. Each worker captures its updates locally; they are merged once
 //! at the end. The updates are timestamped by commit, so a target after any commit is the sum of
 //! the updates up to it.
+//!
+//! In a cluster ([`Cluster`]: timely's own TCP transport between processes, no other
+//! infrastructure) every process is handed the same commits and feeds the share of its own
+//! workers (the deal is by global worker index, so the union of the shares is the input, as in
+//! one process). The targets' updates and every worker's counters are exchanged to worker 0,
+//! which lives in process 0: its [`Updates`] hold everything, the other processes' hold
+//! nothing. Commit timestamps are each process's own (they age tombstones on that process's
+//! keys).
 
 use crate::engine::CommitStats;
 use crate::event::Event;
@@ -23,6 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::{Exchange, Probe};
 use timely::dataflow::ProbeHandle;
 
 /// A full snapshot for a snapshot target: its version and its rows (in the target's image
@@ -89,6 +98,22 @@ impl Updates {
 /// Called by worker 0 after each commit completes, with the commit's version.
 pub type Progress = Box<dyn Fn(u64) + Send + Sync>;
 
+/// This process's place in a cluster of processes that run one pipeline together.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cluster {
+    /// This process's index in `addresses`.
+    pub process: usize,
+    /// `host:port` of every process, in process order (at least two).
+    pub addresses: Vec<String>,
+}
+
+impl Cluster {
+    /// Whether this process gathers the results (process 0).
+    pub fn gathers(&self) -> bool {
+        self.process == 0
+    }
+}
+
 /// One worker's input for one target in one commit.
 #[derive(Debug, Default)]
 struct TargetShare {
@@ -142,6 +167,9 @@ fn slot(shares: &mut [Share], w: usize, t: usize) -> &mut TargetShare {
         .expect("the commit is pushed before it is dealt")[t]
 }
 
+/// A worker's counters of one commit of one target: `(target, version, counters)`.
+type StatsRecord = (usize, u64, CommitStats);
+
 /// One worker's input handles for one target.
 struct Inputs {
     events: InputSession<u64, Event, isize>,
@@ -187,25 +215,61 @@ pub fn execute(
     workers: usize,
     progress: Option<Progress>,
 ) -> Result<Updates> {
+    execute_in(targets, commits, workers, None, progress)
+}
+
+/// As [`execute`], with `workers` threads in this process of `cluster` (every process passes
+/// the same commits); the result is complete in process 0 and empty elsewhere.
+///
+/// # Errors
+///
+/// When the cluster cannot be formed (an address that cannot be bound or reached) or a worker
+/// fails.
+pub fn execute_in(
+    targets: &[Target],
+    commits: Vec<CommitEvents>,
+    workers: usize,
+    cluster: Option<&Cluster>,
+    progress: Option<Progress>,
+) -> Result<Updates> {
     let workers = workers.max(1);
     let targets: Arc<Vec<Target>> = Arc::new(targets.to_vec());
     let clock: Arc<Vec<i64>> = Arc::new(commits.iter().map(|c| c.timestamp).collect());
+    let (first, peers) = match cluster {
+        Some(c) => (c.process * workers, c.addresses.len() * workers),
+        None => (0, workers),
+    };
+    // Every process deals the whole input over every worker of the cluster and keeps its own
+    // workers' shares.
     let shares: Arc<Vec<Mutex<Share>>> = Arc::new(
-        deal(commits, &targets, workers)
+        deal(commits, &targets, peers)
             .into_iter()
+            .skip(first)
+            .take(workers)
             .map(Mutex::new)
             .collect(),
     );
     let sink = Arc::new(Mutex::new(Updates::new(targets.len())));
     let progress = Arc::new(progress);
-    let config = match workers {
-        1 => timely::Config::thread(),
-        n => timely::Config::process(n),
+    let gather = cluster.is_some();
+    let config = match (cluster, workers) {
+        (Some(c), threads) => timely::Config {
+            communication: timely::CommunicationConfig::Cluster {
+                threads,
+                process: c.process,
+                addresses: c.addresses.clone(),
+                report: false,
+                zerocopy: false,
+            },
+            worker: timely::WorkerConfig::default(),
+        },
+        (None, 1) => timely::Config::thread(),
+        (None, n) => timely::Config::process(n),
     };
     let worker_sink = Arc::clone(&sink);
     let guards = timely::execute(config, move |worker| {
         let index = worker.index();
-        let share = std::mem::take(&mut *shares[index].lock().expect("share"));
+        let share = std::mem::take(&mut *shares[index - first].lock().expect("share"));
         let local = Rc::new(RefCell::new(Updates::new(targets.len())));
         let batches: Rc<RefCell<Vec<Vec<Vec<(Row, u64, isize)>>>>> =
             Rc::new(RefCell::new(vec![Vec::new(); targets.len()]));
@@ -230,9 +294,16 @@ pub fn execute(
                     // A sink moves the updates out (`inspect` would clone every row) and keeps
                     // each batch as it came: appending to one growing vector would copy all
                     // earlier updates whenever it doubles, in the middle of some commit.
-                    render(t, target, events_in, row_collection, &clock, &local)
+                    let output = render(t, target, events_in, row_collection, &clock, &local).inner;
+                    // In a cluster every update goes to worker 0, in process 0; the probe comes
+                    // after the exchange, so a complete commit has arrived there.
+                    let output = if gather {
+                        output.exchange(|_| 0)
+                    } else {
+                        output
+                    };
+                    output
                         .probe_with(&probe)
-                        .inner
                         .sink(Pipeline, "Capture", move |(input, _)| {
                             input.for_each(|_, updates| {
                                 capture.borrow_mut()[t].push(std::mem::take(updates))
@@ -245,14 +316,35 @@ pub fn execute(
                         rows,
                     }
                 })
-                .collect()
+                .collect::<Vec<Inputs>>()
         });
+        // Counters travel to worker 0 like the updates: one record per (target, commit) at the
+        // end of the run.
+        let gathered: Rc<RefCell<Vec<StatsRecord>>> = Rc::new(RefCell::new(Vec::new()));
+        let mut stats_input = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, stats) = scope.new_collection::<StatsRecord, isize>();
+            let capture = Rc::clone(&gathered);
+            stats
+                .inner
+                .exchange(|_| 0)
+                .probe_with(&probe)
+                .sink(Pipeline, "CaptureStats", move |(input, _)| {
+                    input.for_each(|_, records| {
+                        let records = records.drain(..).map(|(record, _, _)| record);
+                        capture.borrow_mut().extend(records);
+                    });
+                });
+            input
+        });
+        let commits = share.len() as u64;
         for (c, commit) in share.into_iter().enumerate() {
             let version = c as u64 + 1;
             let started = Instant::now();
             for (input, target_share) in inputs.iter_mut().zip(commit) {
                 input.feed(version, target_share);
             }
+            stats_input.advance_to(version + 1);
+            stats_input.flush();
             // Park rather than spin while other workers finish the commit: with more workers than
             // cores, spinning steals the cores that would finish it.
             while probe.less_than(&(version + 1)) {
@@ -266,10 +358,22 @@ pub fn execute(
             }
         }
         drop(inputs);
+        let mut local = std::mem::take(&mut *local.borrow_mut());
+        if gather {
+            stats_input.advance_to(commits + 1);
+            for (t, per_commit) in local.stats.iter_mut().enumerate() {
+                for (version, stats) in std::mem::take(per_commit) {
+                    stats_input.insert((t, version, stats));
+                }
+            }
+        }
+        drop(stats_input);
         while !probe.done() {
             worker.step_or_park(None);
         }
-        let mut local = std::mem::take(&mut *local.borrow_mut());
+        for (t, version, stats) in gathered.take() {
+            local.stats[t].entry(version).or_default().merge(&stats);
+        }
         for (rows, batches) in local.rows.iter_mut().zip(batches.take()) {
             rows.extend(batches.into_iter().flatten());
         }

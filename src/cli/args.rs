@@ -28,17 +28,31 @@ pub enum Command {
     Generate(GenerateArgs),
 }
 
-/// `scdflow run`.
+/// `scdflow run`. `-h` is timely's hostfile option, so help is `--help` only.
 #[derive(Debug, clap::Args)]
+#[command(disable_help_flag = true)]
 pub struct RunArgs {
     /// The pipeline file (SQL).
     pub pipeline: PathBuf,
     /// Output directory.
     #[arg(long, default_value = "out")]
     pub out: PathBuf,
-    /// Worker threads.
+    /// Worker threads (per process).
     #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub workers: u16,
+    /// Number of processes running the pipeline together (timely's cluster mode).
+    #[arg(short = 'n', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub processes: u16,
+    /// This process's index, from 0; process 0 writes the outputs.
+    #[arg(short = 'p', long, default_value_t = 0)]
+    pub process: u16,
+    /// A file of `host:port` lines, one per process (the first `--processes` are used);
+    /// default `localhost:2101`, `localhost:2102`, ...
+    #[arg(short = 'h', long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
     pub format: FormatArg,

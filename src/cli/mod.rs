@@ -2,6 +2,7 @@
 
 mod args;
 mod check;
+mod cluster;
 mod generate;
 mod progress;
 mod query;

@@ -17,6 +17,7 @@ pub fn query(args: QueryArgs) -> anyhow::Result<ExitCode> {
         workers: usize::from(args.workers),
         on_invalid: args.on_invalid.into(),
         tombstone_gc_seconds: None,
+        cluster: None,
     };
     let evaluation = scdflow::driver::evaluate(
         &pipeline,

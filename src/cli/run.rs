@@ -6,6 +6,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let cluster = super::cluster::cluster(args.processes, args.process, args.hostfile.as_deref())?;
     let pipeline = scdflow::sql::load(&args.pipeline)?;
     for warning in &pipeline.warnings {
         eprintln!("warning: {warning}");
@@ -15,6 +16,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         workers: usize::from(args.workers),
         on_invalid: args.on_invalid.into(),
         tombstone_gc_seconds: args.tombstone_gc_seconds,
+        cluster: cluster.clone(),
     };
     let evaluation = scdflow::driver::evaluate(
         &pipeline,
@@ -32,6 +34,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             "warning: quarantined {}",
             q.error.clone().into_error(&q.file)
         );
+    }
+    if let Some(c) = cluster.as_ref().filter(|c| !c.gathers()) {
+        println!(
+            "process {} of {}: done; process 0 writes the outputs",
+            c.process,
+            c.addresses.len()
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     let format: scdflow::io::OutputFormat = args.format.into();
     scdflow::output::write_all(&pipeline, &evaluation, &args.out, format)?;

@@ -83,12 +83,16 @@ pub struct Evaluation {
 /// How to run a pipeline.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// Worker threads (0 counts as 1).
+    /// Worker threads (0 counts as 1), per process.
     pub workers: usize,
     /// What to do with invalid rows.
     pub on_invalid: OnInvalid,
     /// Overrides every target's `pipelines.cdc.tombstoneGCThresholdInSeconds` (0 = never).
     pub tombstone_gc_seconds: Option<u64>,
+    /// Run as one process of a cluster: every process reads and validates the whole input and
+    /// executes its workers' share; the targets' updates and counters reach process 0 only (the
+    /// other processes' targets come back empty).
+    pub cluster: Option<runtime::Cluster>,
 }
 
 /// Runs `pipeline`.
@@ -162,7 +166,13 @@ pub fn evaluate(
         inputs.push(prepared.input);
     }
     let commit_timestamps: Vec<i64> = inputs.iter().map(|c| c.timestamp).collect();
-    let updates = runtime::execute(&targets_run, inputs, options.workers, progress)?;
+    let updates = runtime::execute_in(
+        &targets_run,
+        inputs,
+        options.workers,
+        options.cluster.as_ref(),
+        progress,
+    )?;
     let mut targets = Vec::new();
     for (t, (target, updates)) in pipeline.targets.iter().zip(updates.rows).enumerate() {
         let changes = changefeed::changes(target, &updates);

@@ -1,9 +1,11 @@
 //! Per-commit counters that the states report alongside their row updates (D13).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What one commit did to one target, beyond its row updates.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct CommitStats {
     /// Events ignored because the key's state (or a truncate) is newer (D13).
     pub stale_events: u64,

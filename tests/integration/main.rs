@@ -10,6 +10,8 @@ mod golden_bitemporal;
 mod golden_snapshot;
 // The binary: bundled examples, outputs, and each bad-input class.
 mod cli;
+// `scdflow run` as two processes on loopback.
+mod cluster;
 // Snapshot and REPLACE USING flows vs the model.
 mod prop_snapshot;
 // Tombstone retention through the dataflow.

@@ -1,0 +1,178 @@
+//! `scdflow run` as a cluster of processes on loopback (timely's `-n`, `-p`, `-h`): two processes
+//! of two workers each write exactly what one worker writes, and the options' errors.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn dataflows() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("dataflows")
+}
+
+fn scdflow(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_scdflow"));
+    command
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Ports nobody listens on now (all held until every one is chosen, so they differ).
+fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// Waits for `child`, killing it (and failing) after two minutes: a cluster that cannot form
+/// would otherwise hang the test suite.
+fn finish(mut child: Child, what: &str) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("poll").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not finish in two minutes");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn read(dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// A change feed or `metrics.json` without its wall-clock timestamps.
+fn without_timestamps(name: &str, text: &str) -> String {
+    if name == "metrics.json" {
+        let mut json: serde_json::Value = serde_json::from_str(text).unwrap();
+        strip_timestamps(&mut json);
+        return json.to_string();
+    }
+    if name.contains(".changes.") {
+        return text
+            .lines()
+            .map(|l| l.rsplit_once(',').map_or(l, |(head, _)| head))
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
+    text.to_string()
+}
+
+fn strip_timestamps(json: &mut serde_json::Value) {
+    match json {
+        serde_json::Value::Object(fields) => {
+            fields.retain(|k, _| !k.contains("timestamp"));
+            fields.values_mut().for_each(strip_timestamps);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_timestamps),
+        _ => {}
+    }
+}
+
+#[test]
+fn two_processes_of_two_workers_write_what_one_worker_writes() {
+    // T1 has stale events and a late batch, T5 snapshots, T8 bitemporal history, and the
+    // multi-file example two targets fed by one derived stream.
+    for example in [
+        "t1_scd1.sql",
+        "customers_multi_file.sql",
+        "t5_snapshot_scd2.sql",
+        "t8_bitemporal.sql",
+    ] {
+        let pipeline = dataflows().join(example);
+        let pipeline = pipeline.to_str().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let hostfile = dir.path().join("hosts.txt");
+        let ports = free_ports(2);
+        let hosts: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
+        std::fs::write(&hostfile, hosts).unwrap();
+        let hostfile = hostfile.to_str().unwrap();
+        let outs: Vec<PathBuf> = ["single", "p0", "p1"]
+            .iter()
+            .map(|d| dir.path().join(d))
+            .collect();
+        let out = |i: usize| outs[i].to_str().unwrap();
+        let single = scdflow(&["run", pipeline, "--out", out(0)])
+            .spawn()
+            .unwrap();
+        finish(single, "the single-worker run");
+        let process = |p: &str, o: &str| {
+            scdflow(&[
+                "run", pipeline, "--out", o, "-w", "2", "-n", "2", "-p", p, "-h", hostfile,
+            ])
+            .spawn()
+            .unwrap()
+        };
+        let first = process("0", out(1));
+        let second = process("1", out(2));
+        finish(first, "process 0");
+        let done = finish(second, "process 1");
+        // Timely itself may print connection retries before that line.
+        let said = String::from_utf8_lossy(&done.stdout).into_owned();
+        assert!(
+            said.ends_with("process 1 of 2: done; process 0 writes the outputs\n"),
+            "{said}"
+        );
+        assert!(!outs[2].exists(), "process 1 wrote outputs");
+        let mut files = 0;
+        for entry in std::fs::read_dir(&outs[0]).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if std::fs::metadata(outs[0].join(&name)).unwrap().is_dir() {
+                continue;
+            }
+            let (a, b) = (read(&outs[0], &name), read(&outs[1], &name));
+            assert_eq!(
+                without_timestamps(&name, &a),
+                without_timestamps(&name, &b),
+                "{example}: {name}"
+            );
+            if !name.contains(".changes.") && name != "metrics.json" {
+                assert_eq!(a, b, "{example}: {name} byte for byte");
+            }
+            files += 1;
+        }
+        assert!(files >= 3, "{example}: {files} files compared");
+    }
+}
+
+fn fails(args: &[&str]) -> String {
+    let out = scdflow(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn cluster_option_errors() {
+    let pipeline = dataflows().join("t3_scd2.sql");
+    let pipeline = pipeline.to_str().unwrap();
+    assert_eq!(
+        fails(&["run", pipeline, "-n", "2", "-p", "2"]),
+        "error: --process 2: must be less than --processes 2 (processes count from 0)\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let hostfile = dir.path().join("hosts.txt");
+    std::fs::write(&hostfile, "# the cluster\n127.0.0.1:2101\n127.0.0.1\n").unwrap();
+    let h = hostfile.to_str().unwrap();
+    assert_eq!(
+        fails(&["run", pipeline, "-n", "2", "-h", h]),
+        format!("error: {h}:3: expected host:port, found `127.0.0.1`\n")
+    );
+    std::fs::write(&hostfile, "127.0.0.1:2101\n").unwrap();
+    assert_eq!(
+        fails(&["run", pipeline, "-n", "2", "-h", h]),
+        format!("error: {h}: 1 address(es) for 2 processes; give one host:port line per process\n")
+    );
+}
