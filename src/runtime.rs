@@ -324,16 +324,16 @@ pub fn execute_in(
         let mut stats_input = worker.dataflow::<u64, _, _>(|scope| {
             let (input, stats) = scope.new_collection::<StatsRecord, isize>();
             let capture = Rc::clone(&gathered);
-            stats
-                .inner
-                .exchange(|_| 0)
-                .probe_with(&probe)
-                .sink(Pipeline, "CaptureStats", move |(input, _)| {
+            stats.inner.exchange(|_| 0).probe_with(&probe).sink(
+                Pipeline,
+                "CaptureStats",
+                move |(input, _)| {
                     input.for_each(|_, records| {
                         let records = records.drain(..).map(|(record, _, _)| record);
                         capture.borrow_mut().extend(records);
                     });
-                });
+                },
+            );
             input
         });
         let commits = share.len() as u64;
