@@ -20,6 +20,8 @@ pub enum ErrorKind {
     Io,
     /// A CSV or JSON file is malformed beyond a single value (bad quoting, not JSON, ...).
     Format,
+    /// Another process of the cluster failed; its own error says why.
+    Peer,
     /// A broken internal invariant; a bug in scdflow.
     Internal,
 }
@@ -33,6 +35,7 @@ impl ErrorKind {
             ErrorKind::InvalidRow => "invalid_row",
             ErrorKind::Io => "io",
             ErrorKind::Format => "format",
+            ErrorKind::Peer => "peer",
             ErrorKind::Internal => "internal",
         }
     }

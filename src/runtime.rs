@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::operators::{Exchange, Probe};
 use timely::dataflow::ProbeHandle;
 
@@ -71,6 +72,11 @@ pub struct Updates {
     /// Per commit, on worker 0: the time from handing the commit to the inputs until every
     /// target's output frontier passed it.
     pub latencies: Vec<Duration>,
+    /// The commit timestamps every worker used, per commit (in a cluster, agreed by all
+    /// processes: each commit's reader's clock, made non-decreasing).
+    pub timestamps: Vec<i64>,
+    /// In process 0 of a cluster: every process's [`ProcessInput::reports`], by version.
+    pub reports: Vec<(u64, String)>,
 }
 
 impl Updates {
@@ -79,6 +85,8 @@ impl Updates {
             rows: vec![Vec::new(); targets],
             stats: vec![BTreeMap::new(); targets],
             latencies: Vec::new(),
+            timestamps: Vec::new(),
+            reports: Vec::new(),
         }
     }
 
@@ -92,6 +100,11 @@ impl Updates {
             }
         }
         self.latencies.extend(other.latencies);
+        if self.timestamps.is_empty() {
+            self.timestamps = other.timestamps;
+        }
+        self.reports.extend(other.reports);
+        self.reports.sort();
     }
 }
 
@@ -114,6 +127,20 @@ impl Cluster {
     }
 }
 
+/// What one process brings to a run ([`execute_in`]).
+#[derive(Debug, Default)]
+pub struct ProcessInput {
+    /// Every commit of the run, in order: `Some` for the commits this process read, `None` for
+    /// those another process of the cluster read. Every process passes the same number.
+    pub commits: Vec<Option<CommitEvents>>,
+    /// Opaque per-commit reports, `(version, text)`, that reach process 0 (the driver's metrics
+    /// and set-aside rows of the commits this process read).
+    pub reports: Vec<(u64, String)>,
+    /// Why this process cannot run its share (it could not read it): every process then fails
+    /// instead of waiting for it.
+    pub failure: Option<String>,
+}
+
 /// One worker's input for one target in one commit.
 #[derive(Debug, Default)]
 struct TargetShare {
@@ -126,9 +153,9 @@ struct TargetShare {
 /// A worker's share of the input: per commit, per target.
 type Share = Vec<Vec<TargetShare>>;
 
-/// Deals each commit's input round-robin to `workers` shares; every worker learns of every
-/// snapshot version, so each can delete the keys it owns that a snapshot no longer has.
-fn deal(commits: Vec<CommitEvents>, targets: &[Target], workers: usize) -> Vec<Share> {
+/// Deals each commit's input round-robin to `workers` shares (a commit read elsewhere gives
+/// every share nothing); every worker feeds every snapshot version it is dealt.
+fn deal(commits: Vec<Option<CommitEvents>>, targets: &[Target], workers: usize) -> Vec<Share> {
     let mut shares: Vec<Share> = (0..workers)
         .map(|_| Vec::with_capacity(commits.len()))
         .collect();
@@ -136,6 +163,7 @@ fn deal(commits: Vec<CommitEvents>, targets: &[Target], workers: usize) -> Vec<S
         for share in &mut shares {
             share.push((0..targets.len()).map(|_| TargetShare::default()).collect());
         }
+        let Some(commit) = commit else { continue };
         for (t, events) in commit.events.into_iter().enumerate().take(targets.len()) {
             for (i, event) in events.into_iter().enumerate() {
                 slot(&mut shares, i % workers, t).events.push(event);
@@ -215,40 +243,49 @@ pub fn execute(
     workers: usize,
     progress: Option<Progress>,
 ) -> Result<Updates> {
-    execute_in(targets, commits, workers, None, progress)
+    let input = ProcessInput {
+        commits: commits.into_iter().map(Some).collect(),
+        ..ProcessInput::default()
+    };
+    execute_in(targets, input, workers, None, progress)
 }
 
-/// As [`execute`], with `workers` threads in this process of `cluster` (every process passes
-/// the same commits); the result is complete in process 0 and empty elsewhere.
+/// As [`execute`], with `workers` threads in this process of `cluster`. Every process passes
+/// all the run's commits, `Some` for those it read; each process's workers feed the commits it
+/// read. The targets' updates, counters and reports are complete in process 0 and empty
+/// elsewhere.
 ///
 /// # Errors
 ///
-/// When the cluster cannot be formed (an address that cannot be bound or reached) or a worker
-/// fails.
+/// When the cluster cannot be formed (an address that cannot be bound or reached), when a
+/// process brings a [`ProcessInput::failure`] ([`ErrorKind::Peer`] in the others), or when a
+/// worker fails.
 pub fn execute_in(
     targets: &[Target],
-    commits: Vec<CommitEvents>,
+    input: ProcessInput,
     workers: usize,
     cluster: Option<&Cluster>,
     progress: Option<Progress>,
 ) -> Result<Updates> {
     let workers = workers.max(1);
     let targets: Arc<Vec<Target>> = Arc::new(targets.to_vec());
-    let clock: Arc<Vec<i64>> = Arc::new(commits.iter().map(|c| c.timestamp).collect());
-    let (first, peers) = match cluster {
-        Some(c) => (c.process * workers, c.addresses.len() * workers),
-        None => (0, workers),
-    };
-    // Every process deals the whole input over every worker of the cluster and keeps its own
-    // workers' shares.
+    let process = cluster.map_or(0, |c| c.process);
+    let first = process * workers;
+    let read_here: Arc<Vec<Option<i64>>> = Arc::new(
+        input
+            .commits
+            .iter()
+            .map(|c| c.as_ref().map(|c| c.timestamp))
+            .collect(),
+    );
     let shares: Arc<Vec<Mutex<Share>>> = Arc::new(
-        deal(commits, &targets, peers)
+        deal(input.commits, &targets, workers)
             .into_iter()
-            .skip(first)
-            .take(workers)
             .map(Mutex::new)
             .collect(),
     );
+    let failure = Arc::new(input.failure.map(|f| format!("process {process}: {f}")));
+    let reports = Arc::new(Mutex::new(input.reports));
     let sink = Arc::new(Mutex::new(Updates::new(targets.len())));
     let progress = Arc::new(progress);
     let gather = cluster.is_some();
@@ -267,8 +304,19 @@ pub fn execute_in(
         (None, n) => timely::Config::process(n),
     };
     let worker_sink = Arc::clone(&sink);
-    let guards = timely::execute(config, move |worker| {
+    let guards = timely::execute(config, move |worker| -> Option<String> {
         let index = worker.index();
+        let leads = index == first;
+        let (clock, failed) = if gather {
+            agree(worker, leads, &read_here, failure.as_deref())
+        } else {
+            let clock = read_here.iter().map(|t| t.unwrap_or(i64::MIN)).collect();
+            (clock, failure.as_ref().clone())
+        };
+        if failed.is_some() {
+            return failed;
+        }
+        let clock = Arc::new(clock);
         let share = std::mem::take(&mut *shares[index - first].lock().expect("share"));
         let local = Rc::new(RefCell::new(Updates::new(targets.len())));
         let batches: Rc<RefCell<Vec<Vec<Vec<(Row, u64, isize)>>>>> =
@@ -318,23 +366,16 @@ pub fn execute_in(
                 })
                 .collect::<Vec<Inputs>>()
         });
-        // Counters travel to worker 0 like the updates: one record per (target, commit) at the
-        // end of the run.
+        // Counters and reports travel to worker 0 like the updates, at the end of the run: one
+        // record per (target, commit), and the reports of each process's commits.
         let gathered: Rc<RefCell<Vec<StatsRecord>>> = Rc::new(RefCell::new(Vec::new()));
-        let mut stats_input = worker.dataflow::<u64, _, _>(|scope| {
-            let (input, stats) = scope.new_collection::<StatsRecord, isize>();
-            let capture = Rc::clone(&gathered);
-            stats.inner.exchange(|_| 0).probe_with(&probe).sink(
-                Pipeline,
-                "CaptureStats",
-                move |(input, _)| {
-                    input.for_each(|_, records| {
-                        let records = records.drain(..).map(|(record, _, _)| record);
-                        capture.borrow_mut().extend(records);
-                    });
-                },
-            );
-            input
+        let gathered_reports: Rc<RefCell<Vec<(u64, String)>>> = Rc::new(RefCell::new(Vec::new()));
+        let (mut stats_input, mut report_input) = worker.dataflow::<u64, _, _>(|scope| {
+            let (stats_input, stats) = scope.new_collection::<StatsRecord, isize>();
+            let (report_input, reports) = scope.new_collection::<(u64, String), isize>();
+            to_worker_zero(stats.inner, &probe, &gathered);
+            to_worker_zero(reports.inner, &probe, &gathered_reports);
+            (stats_input, report_input)
         });
         let commits = share.len() as u64;
         for (c, commit) in share.into_iter().enumerate() {
@@ -345,6 +386,8 @@ pub fn execute_in(
             }
             stats_input.advance_to(version + 1);
             stats_input.flush();
+            report_input.advance_to(version + 1);
+            report_input.flush();
             // Park rather than spin while other workers finish the commit: with more workers than
             // cores, spinning steals the cores that would finish it.
             while probe.less_than(&(version + 1)) {
@@ -366,25 +409,118 @@ pub fn execute_in(
                     stats_input.insert((t, version, stats));
                 }
             }
+            if leads {
+                report_input.advance_to(commits + 1);
+                for report in std::mem::take(&mut *reports.lock().expect("reports")) {
+                    report_input.insert(report);
+                }
+            }
         }
         drop(stats_input);
+        drop(report_input);
         while !probe.done() {
             worker.step_or_park(None);
         }
         for (t, version, stats) in gathered.take() {
             local.stats[t].entry(version).or_default().merge(&stats);
         }
+        local.reports = gathered_reports.take();
+        if leads {
+            local.timestamps = clock.to_vec();
+        }
         for (rows, batches) in local.rows.iter_mut().zip(batches.take()) {
             rows.extend(batches.into_iter().flatten());
         }
         worker_sink.lock().expect("sink").merge(local);
+        None
     })
     .map_err(|e| Error::new(ErrorKind::Internal, format!("cannot start workers: {e}")))?;
+    let mut failed = None;
     for result in guards.join() {
-        result.map_err(|e| Error::new(ErrorKind::Internal, format!("worker failed: {e}")))?;
+        let result =
+            result.map_err(|e| Error::new(ErrorKind::Internal, format!("worker failed: {e}")))?;
+        failed = failed.or(result);
+    }
+    if let Some(why) = failed {
+        return Err(Error::new(ErrorKind::Peer, why));
     }
     let updates = std::mem::take(&mut *sink.lock().expect("sink"));
     Ok(updates)
+}
+
+/// Before a cluster run: every worker learns every commit's timestamp (from the process that
+/// read it) and whether a process failed to read its share. The lead worker of each process
+/// (`leads`) announces its process's commits and failure to all workers. Returns the clock (one
+/// timestamp per commit, made non-decreasing) and the first failure, if any.
+fn agree(
+    worker: &mut timely::worker::Worker,
+    leads: bool,
+    read_here: &[Option<i64>],
+    failure: Option<&str>,
+) -> (Vec<i64>, Option<String>) {
+    let heard: Rc<RefCell<Vec<(u64, i64, String)>>> = Rc::new(RefCell::new(Vec::new()));
+    let probe: ProbeHandle<u64> = ProbeHandle::new();
+    let mut announce = worker.dataflow::<u64, _, _>(|scope| {
+        let (input, announced) = scope.new_collection::<(u64, i64, String), isize>();
+        let capture = Rc::clone(&heard);
+        announced.inner.broadcast().probe_with(&probe).sink(
+            Pipeline,
+            "Agree",
+            move |(input, _)| {
+                input.for_each(|_, records| {
+                    capture
+                        .borrow_mut()
+                        .extend(records.drain(..).map(|(record, _, _)| record));
+                });
+            },
+        );
+        input
+    });
+    if leads {
+        for (c, timestamp) in read_here.iter().enumerate() {
+            if let Some(t) = timestamp {
+                announce.insert((c as u64 + 1, *t, String::new()));
+            }
+        }
+        if let Some(why) = failure {
+            announce.insert((0, 0, why.to_string()));
+        }
+    }
+    drop(announce);
+    while !probe.done() {
+        worker.step_or_park(None);
+    }
+    let mut clock = vec![i64::MIN; read_here.len()];
+    let mut failed = None;
+    for (version, timestamp, why) in heard.take() {
+        match version {
+            0 => failed = failed.or(Some(why)),
+            v => clock[v as usize - 1] = timestamp,
+        }
+    }
+    for c in 1..clock.len() {
+        clock[c] = clock[c].max(clock[c - 1]);
+    }
+    (clock, failed)
+}
+
+/// Sends every record of `stream` to worker 0, where `into` collects them.
+fn to_worker_zero<'s, D: timely::ExchangeData>(
+    stream: timely::dataflow::StreamVec<'s, u64, (D, u64, isize)>,
+    probe: &ProbeHandle<u64>,
+    into: &Rc<RefCell<Vec<D>>>,
+) {
+    let capture = Rc::clone(into);
+    stream
+        .exchange(|_| 0)
+        .probe_with(probe)
+        .sink(Pipeline, "ToWorkerZero", move |(input, _)| {
+            input.for_each(|_, records| {
+                capture
+                    .borrow_mut()
+                    .extend(records.drain(..).map(|(record, _, _)| record));
+            });
+        });
 }
 
 fn render<'s>(

@@ -3,10 +3,10 @@
 
 use crate::plan::{Expectation, OnViolation};
 use crate::value::Value;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Passed and failed counts of one expectation in one commit.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExpectationCount {
     /// Constraint name.
     pub name: String,

@@ -5,11 +5,11 @@ use super::expect::ExpectationCount;
 use super::flows::FlowRef;
 use crate::changefeed::{Change, ChangeType};
 use crate::engine::CommitStats;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The metrics of one flow in one commit (D13).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlowCommitMetrics {
     /// Commit version.
     pub commit_version: u64,
@@ -30,12 +30,12 @@ pub struct FlowCommitMetrics {
     /// Snapshot versions skipped because not newer than the last applied one (D12).
     pub num_skipped_snapshots: u64,
     /// The target's expectations checked on this flow's rows.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expectations: Vec<ExpectationCount>,
 }
 
 /// The expectations of one source table in one commit.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableCommitMetrics {
     /// Commit version.
     pub commit_version: u64,

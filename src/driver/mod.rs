@@ -6,11 +6,19 @@
 //! Invalid rows (D3) are found before anything executes: under [`OnInvalid::Fail`] the first
 //! one (in commit order, then line) fails the run and nothing is written; under
 //! [`OnInvalid::Quarantine`] they are set aside with their reason and the run goes on.
+//!
+//! In a cluster ([`Options::cluster`]) process `p` of `n` reads commits `p`, `p + n`, ... (in
+//! commit order, from 0), and what it learns of them (metrics, set-aside rows, warnings)
+//! travels to process 0 with the targets' updates, so process 0's [`Evaluation`] is the whole
+//! run's and the others' are empty. A process that cannot read its share fails with its own
+//! error, and every other process with [`crate::ErrorKind::Peer`]; under
+//! [`OnInvalid::Fail`] each process reports the first invalid row of its own share.
 
 mod commit;
 pub(crate) mod expect;
 pub mod flows;
 mod metrics;
+mod report;
 
 pub use commit::CommitSource;
 pub use expect::ExpectationCount;
@@ -20,9 +28,9 @@ pub use metrics::{FlowCommitMetrics, TableCommitMetrics};
 use crate::changefeed::{self, Change};
 use crate::io::RowError;
 use crate::plan::{Pipeline, Target};
-use crate::runtime::{self, CommitEvents, Progress};
+use crate::runtime::{self, Progress};
 use crate::value::Row;
-use crate::Result;
+use crate::{Error, ErrorKind, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -38,7 +46,7 @@ pub enum OnInvalid {
 }
 
 /// An invalid row set aside under [`OnInvalid::Quarantine`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Quarantined {
     /// The flow (or, for rows no flow reads directly, the table) the row was meant for.
     pub owner: String,
@@ -108,71 +116,87 @@ pub fn evaluate(
             .for_each(|t| t.tombstone_gc_seconds = seconds);
     }
     let flows = flows::all(pipeline);
+    let (processes, process) = options
+        .cluster
+        .as_ref()
+        .map_or((1, 0), |c| (c.addresses.len(), c.process));
+    // In a cluster each process reads every `processes`-th commit; a process that cannot read
+    // its share still joins, so that the others fail with it instead of waiting.
+    let mut input = runtime::ProcessInput::default();
+    let mut reports: Vec<report::CommitReport> = Vec::new();
+    let mut failure = None;
+    let mut last = i64::MIN;
+    for (c, source) in commit::sources(pipeline)?.iter().enumerate() {
+        let version = c as u64 + 1;
+        if c % processes != process || failure.is_some() {
+            input.commits.push(None);
+            continue;
+        }
+        match report::read(pipeline, &flows, source, version, options.on_invalid) {
+            Ok((mut commit, report)) => {
+                // Commit time is ingestion time, never decreasing even if the clock steps back.
+                last = now_micros().max(last);
+                commit.timestamp = last;
+                input.commits.push(Some(commit));
+                reports.push(report);
+            }
+            Err(e) if options.cluster.is_none() => return Err(e),
+            Err(e) => {
+                input.failure = Some(e.to_string());
+                input.commits.push(None);
+                failure = Some(e);
+            }
+        }
+    }
+    if options.cluster.is_some() {
+        input.reports = reports
+            .drain(..)
+            .map(|r| {
+                (
+                    r.version,
+                    serde_json::to_string(&r).expect("reports serialize"),
+                )
+            })
+            .collect();
+    }
+    let run = runtime::execute_in(
+        &targets_run,
+        input,
+        options.workers,
+        options.cluster.as_ref(),
+        progress,
+    );
+    let mut updates = match (run, failure) {
+        (_, Some(own)) => return Err(own),
+        (run, None) => run?,
+    };
+    for (_, text) in std::mem::take(&mut updates.reports) {
+        let report = serde_json::from_str(&text).map_err(|e| {
+            Error::new(
+                ErrorKind::Internal,
+                format!("a commit report does not parse: {e}"),
+            )
+        })?;
+        reports.push(report);
+    }
+    reports.sort_by_key(|r| r.version);
     let mut metrics: Vec<Vec<FlowCommitMetrics>> = vec![Vec::new(); flows.len()];
     let mut table_metrics: Vec<Vec<TableCommitMetrics>> = vec![Vec::new(); pipeline.tables.len()];
     let mut quarantined = Vec::new();
     let mut warnings = Vec::new();
-    let mut inputs: Vec<CommitEvents> = Vec::new();
     let mut events = 0u64;
-    // Commits are read one at a time: a file's rows are dropped once they are the runtime's input.
-    for (c, source) in commit::sources(pipeline)?.iter().enumerate() {
-        let version = c as u64 + 1;
-        let mut prepared = commit::prepare(pipeline, &flows, source, version, &mut metrics)?;
-        if let Some(first) = prepared.invalid.first() {
-            if options.on_invalid == OnInvalid::Fail {
-                return Err(first.error.clone().into_error(&first.file));
-            }
+    for report in reports {
+        for (f, entry) in report.metrics {
+            metrics[f].push(entry);
         }
-        for (flow, v) in &prepared.skipped {
-            warnings.push(format!(
-                "{}: snapshot version {v} of flow `{}` is not newer than the last applied one; skipped",
-                source.file().display(),
-                pipeline.snapshot_flows[*flow].name
-            ));
-        }
-        for q in &prepared.invalid {
-            if let Some(f) = flows.iter().position(|f| f.name == q.owner) {
-                if let Some(m) = metrics[f].iter_mut().find(|m| m.commit_version == version) {
-                    m.num_quarantined_rows += 1;
-                }
-            }
-        }
-        for (t, entry) in prepared.tables {
+        for (t, entry) in report.tables {
             table_metrics[t].push(entry);
         }
-        // Commit time is ingestion time, never decreasing even if the wall clock steps back.
-        let last = inputs.last().map_or(i64::MIN, |p| p.timestamp);
-        prepared.input.timestamp = now_micros().max(last);
-        events += prepared
-            .input
-            .events
-            .iter()
-            .map(|e| e.len() as u64)
-            .sum::<u64>();
-        events += prepared
-            .input
-            .rows
-            .iter()
-            .map(|r| r.len() as u64)
-            .sum::<u64>();
-        events += prepared
-            .input
-            .snapshots
-            .iter()
-            .flatten()
-            .map(|s| s.rows.len() as u64)
-            .sum::<u64>();
-        quarantined.extend(prepared.invalid);
-        inputs.push(prepared.input);
+        quarantined.extend(report.invalid);
+        warnings.extend(report.warnings);
+        events += report.events;
     }
-    let commit_timestamps: Vec<i64> = inputs.iter().map(|c| c.timestamp).collect();
-    let updates = runtime::execute_in(
-        &targets_run,
-        inputs,
-        options.workers,
-        options.cluster.as_ref(),
-        progress,
-    )?;
+    let commit_timestamps = std::mem::take(&mut updates.timestamps);
     let mut targets = Vec::new();
     for (t, (target, updates)) in pipeline.targets.iter().zip(updates.rows).enumerate() {
         let changes = changefeed::changes(target, &updates);

@@ -15,7 +15,7 @@ pub struct SourceRow {
 
 /// A record that does not fit the schema. Not an error by itself: the flow's `--on-invalid`
 /// policy decides whether it fails the update ([`RowError::into_error`]) or is quarantined.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RowError {
     /// 1-based physical line of the record's first byte.
     pub line: u64,

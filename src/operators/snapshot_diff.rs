@@ -4,9 +4,9 @@
 //! in a hash map. When a time carrying snapshot version `v` completes, every key whose image is
 //! new or changed becomes an upsert at sequence `v` and every key of the previous snapshot that
 //! is missing becomes a delete at `v`; unchanged keys produce nothing, so only changed keys reach
-//! the SCD operators. The version arrives on its own collection, which every worker feeds for
-//! itself, so a worker learns of a snapshot (and deletes its keys) even when none of the
-//! snapshot's rows are its own.
+//! the SCD operators. The version arrives on its own collection, broadcast to every worker (any
+//! worker, or all of them, may feed it), so a worker learns of a snapshot (and deletes its keys)
+//! even when none of the snapshot's rows are its own.
 //!
 //! Why a hash map and not an arrangement where the new snapshot meets the retraction of the old
 //! one: the arrangement's batcher sorts both snapshots (2N updates) per version, while the map
@@ -24,6 +24,7 @@ use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::vec::Broadcast;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
@@ -95,8 +96,11 @@ where
     fn snapshot_diff(self, versions: VecCollection<'s, T, i64>) -> VecCollection<'s, T, Event> {
         let exchange = Exchange::new(|((key, _), _, _): &((Row, Row), T, isize)| key.hashed());
         self.inner
+            // Every worker must see every version, whoever fed it (in a cluster only the process
+            // that read a snapshot has it), so that it can delete the keys it owns that the
+            // snapshot no longer has.
             .binary_frontier(
-                versions.inner,
+                versions.inner.broadcast(),
                 exchange,
                 Pipeline,
                 "SnapshotDiff",

@@ -176,3 +176,107 @@ fn cluster_option_errors() {
         format!("error: {h}: 1 address(es) for 2 processes; give one host:port line per process\n")
     );
 }
+
+/// A pipeline over two commits whose second (read by process 1 in a cluster of two) has a row
+/// with a NULL sequence.
+fn bad_second_commit(dir: &Path) -> PathBuf {
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("batch_1.csv"), "id,v,seq\n1,a,1\n2,b,1\n").unwrap();
+    std::fs::write(data.join("batch_2.csv"), "id,v,seq\n1,c,2\n2,d,\n3,e,2\n").unwrap();
+    let sql =
+        "CREATE STREAMING TABLE src AS SELECT * FROM STREAM read_files('data', format => 'csv', \
+               schema => 'id INT, v STRING, seq INT');\n\
+               CREATE STREAMING TABLE t;\n\
+               CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(src) KEYS (id) SEQUENCE BY seq;\n";
+    let file = dir.join("pipeline.sql");
+    std::fs::write(&file, sql).unwrap();
+    file
+}
+
+fn hostfile(dir: &Path) -> String {
+    let path = dir.join("hosts.txt");
+    let hosts: String = free_ports(2)
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}\n"))
+        .collect();
+    std::fs::write(&path, hosts).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Waits for `child` (with the watchdog of [`finish`]) and returns its output, failed or not.
+fn outcome(mut child: Child, what: &str) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("poll").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not finish in two minutes");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+#[test]
+fn a_process_that_cannot_read_its_share_fails_the_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = bad_second_commit(dir.path());
+    let pipeline = pipeline.to_str().unwrap();
+    let hosts = hostfile(dir.path());
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let process = |p: &str| {
+        scdflow(&[
+            "run", pipeline, "--out", out, "-n", "2", "-p", p, "-h", &hosts,
+        ])
+        .spawn()
+        .unwrap()
+    };
+    let (first, second) = (process("0"), process("1"));
+    let (zero, one) = (outcome(first, "process 0"), outcome(second, "process 1"));
+    assert_eq!(one.status.code(), Some(2));
+    assert_eq!(zero.status.code(), Some(2));
+    let own = String::from_utf8_lossy(&one.stderr).into_owned();
+    assert!(
+        own.ends_with("batch_2.csv:3: flow `f`: SEQUENCE BY: the sequence value is NULL\n"),
+        "{own}"
+    );
+    let peer = String::from_utf8_lossy(&zero.stderr).into_owned();
+    assert!(peer.starts_with("error: process 1: "), "{peer}");
+    assert!(!Path::new(out).exists(), "nothing is written");
+}
+
+#[test]
+fn quarantine_across_processes_equals_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = bad_second_commit(dir.path());
+    let pipeline = pipeline.to_str().unwrap();
+    let hosts = hostfile(dir.path());
+    let outs: Vec<String> = ["single", "p0", "p1"]
+        .iter()
+        .map(|d| dir.path().join(d).to_str().unwrap().to_string())
+        .collect();
+    let quarantine = ["--on-invalid", "quarantine"];
+    let mut single = vec!["run", pipeline, "--out", &outs[0]];
+    single.extend(quarantine);
+    finish(scdflow(&single).spawn().unwrap(), "the single run");
+    let process = |p: &str, o: &str| {
+        let mut args = vec![
+            "run", pipeline, "--out", o, "-n", "2", "-p", p, "-h", &hosts,
+        ];
+        args.extend(quarantine);
+        scdflow(&args).spawn().unwrap()
+    };
+    let (first, second) = (process("0", &outs[1]), process("1", &outs[2]));
+    finish(first, "process 0");
+    finish(second, "process 1");
+    let (one, two) = (Path::new(&outs[0]), Path::new(&outs[1]));
+    for file in ["t.csv", "_quarantine/f.jsonl"] {
+        assert_eq!(read(one, file), read(two, file), "{file}");
+    }
+    assert_eq!(
+        without_timestamps("metrics.json", &read(one, "metrics.json")),
+        without_timestamps("metrics.json", &read(two, "metrics.json"))
+    );
+    assert!(read(one, "_quarantine/f.jsonl").contains("\"line\":3"));
+}
