@@ -12,13 +12,16 @@
 //!   timely workers, one timely time per commit;
 //! - [`driver`] runs a whole pipeline, [`changefeed`] derives each target's change feed from its
 //!   updates and [`output`] writes the CLI's files;
-//! - [`model`] is the reference model: the specification as plain functions of the event set.
+//! - [`model`] is the reference model: the specification as plain functions of the event set;
+//! - [`gen`] generates seeded workloads, and [`bench`](mod@bench) measures per-commit latency
+//!   under reordering against baselines (`scdflow bench`).
 //!
 //! Every target is a function of the set of events it has seen, never of their arrival order,
 //! commit split or number of workers; the integration tests check that against [`model`].
 
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod changefeed;
 pub mod driver;
 pub mod engine;

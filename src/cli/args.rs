@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use scdflow::gen::Workload;
+use scdflow::plan::ScdType;
 use std::path::PathBuf;
 
 /// scdflow: correct SCD type 1 / type 2 tables from late, out-of-order change feeds.
@@ -26,6 +27,9 @@ pub enum Command {
     /// Write a seeded change-feed workload (one file per commit) and SCD1 / SCD2 pipelines
     /// over it.
     Generate(GenerateArgs),
+    /// Measure per-commit latency under reordering (scdflow against a sequential state loop
+    /// and a differential `reduce`, in the same run) and optionally write a report with plots.
+    Bench(BenchArgs),
 }
 
 /// `scdflow run`. `-h` is timely's hostfile option, so help is `--help` only.
@@ -166,6 +170,176 @@ impl GenerateArgs {
     }
 }
 
+/// `scdflow bench`: the generator's knobs (see `scdflow::gen::Workload`), the sweeps and the
+/// feeding; `scdflow::bench` documents what is measured.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Number of events of every workload.
+    #[arg(long, default_value_t = 200_000)]
+    pub events: u64,
+    /// The numbers of keys K of the history sweep (history length events/K per key); the
+    /// displacement sweep runs at the largest.
+    #[arg(long, value_name = "K,...", value_delimiter = ',', default_values_t = [100, 1_000, 10_000, 100_000])]
+    pub keys: Vec<u64>,
+    /// The displacements D of the displacement sweep; the history sweep runs at their median.
+    #[arg(long, value_name = "D,...", value_delimiter = ',', default_values_t = [0, 1_000, 100_000])]
+    pub displacement: Vec<u64>,
+    /// B: events per commit.
+    #[arg(long, value_name = "B", default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch: u64,
+    /// R: offer R events per second in an open loop (commit i due at i*B/R seconds; latency
+    /// counted from the due time); without it, a closed loop.
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// Worker threads of the dataflow systems (the state loop uses one).
+    #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers: u16,
+    /// Flow kinds to measure.
+    #[arg(long, value_name = "FLOW,...", value_enum, value_delimiter = ',', default_values_t = [FlowArg::Scd1, FlowArg::Scd2, FlowArg::Bitemporal])]
+    pub flows: Vec<FlowArg>,
+    /// Systems to measure, in this order.
+    #[arg(long, value_name = "SYSTEM,...", value_enum, value_delimiter = ',', default_values_t = [SystemArg::Scdflow, SystemArg::StateLoop, SystemArg::DdReduce])]
+    pub systems: Vec<SystemArg>,
+    /// Fraction of DELETE events.
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().deletes)]
+    pub deletes: f64,
+    /// Fraction of TRUNCATE events (SCD1; SCD2 and bitemporal leave them out).
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().truncates)]
+    pub truncates: f64,
+    /// Fraction of partial upserts (`COLUMNS TO UPDATE`).
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().partial)]
+    pub partial: f64,
+    /// Number of STRING payload columns.
+    #[arg(long, default_value_t = Workload::default().width)]
+    pub width: usize,
+    /// Fraction of stragglers, events late by --straggler-distance positions.
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().stragglers)]
+    pub stragglers: f64,
+    /// How late a straggler arrives, in positions [default: 100 * D, or events / 10 if D = 0].
+    #[arg(long, value_name = "POSITIONS")]
+    pub straggler_distance: Option<u64>,
+    /// Fraction of events late in system time (bitemporal only).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
+    pub system_late: f64,
+    /// The largest lag of an event late in system time, in positions [default: 10 * B, ten
+    /// commits].
+    #[arg(long, value_name = "POSITIONS")]
+    pub system_lag: Option<u64>,
+    /// Seed of every random draw.
+    #[arg(long, default_value_t = Workload::default().seed)]
+    pub seed: u64,
+    /// Stop handing commits to a system once its run has taken this many seconds (0: no
+    /// limit); its figures then cover the first commits only, which the table marks. This
+    /// bounds the dd reduce baseline, whose commits grow slower with every event of history.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub budget: f64,
+    /// Write DIR/report.md (every figure, the command, the machine) and SVG plots of latency
+    /// percentiles against D and against history length per key.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// Also run the DuckDB peer (benches/peers/duckdb_incremental.py, SCD1 and SCD2) on the
+    /// same workloads written as CSV files; needs python3 with the duckdb package.
+    #[arg(long)]
+    pub peers: bool,
+    /// The DuckDB peer's script [default: benches/peers/duckdb_incremental.py of the source
+    /// tree, else of the working directory].
+    #[arg(long, value_name = "FILE")]
+    pub peer_script: Option<PathBuf>,
+}
+
+impl BenchArgs {
+    /// The suite these arguments describe (not yet validated).
+    pub fn suite(&self) -> scdflow::bench::Suite {
+        let base = Workload::default();
+        let workload = Workload {
+            events: self.events,
+            deletes: self.deletes,
+            truncates: self.truncates,
+            partial: self.partial,
+            width: self.width,
+            stragglers: self.stragglers,
+            straggler_distance: self.straggler_distance.unwrap_or(base.straggler_distance),
+            system_late: self.system_late,
+            system_lag: self
+                .system_lag
+                .unwrap_or_else(|| self.batch.saturating_mul(10)),
+            seed: self.seed,
+            ..base
+        };
+        let mut flows = Vec::new();
+        for f in &self.flows {
+            let scd = ScdType::from(*f);
+            if !flows.contains(&scd) {
+                flows.push(scd);
+            }
+        }
+        let mut systems = Vec::new();
+        for s in &self.systems {
+            let system = scdflow::bench::System::from(*s);
+            if !systems.contains(&system) {
+                systems.push(system);
+            }
+        }
+        scdflow::bench::Suite {
+            workload,
+            default_straggler_distance: self.straggler_distance.is_none(),
+            batch: self.batch,
+            displacements: self.displacement.clone(),
+            keys: self.keys.clone(),
+            flows,
+            systems,
+            workers: usize::from(self.workers),
+            rate: self.rate,
+            budget: (self.budget != 0.0).then(|| {
+                std::time::Duration::try_from_secs_f64(self.budget)
+                    .unwrap_or(std::time::Duration::ZERO)
+            }),
+        }
+    }
+}
+
+/// `--flows`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FlowArg {
+    /// SCD type 1.
+    Scd1,
+    /// SCD type 2.
+    Scd2,
+    /// Bitemporal.
+    Bitemporal,
+}
+
+impl From<FlowArg> for ScdType {
+    fn from(f: FlowArg) -> Self {
+        match f {
+            FlowArg::Scd1 => ScdType::Type1,
+            FlowArg::Scd2 => ScdType::Type2,
+            FlowArg::Bitemporal => ScdType::Bitemporal,
+        }
+    }
+}
+
+/// `--systems`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SystemArg {
+    /// The engine.
+    Scdflow,
+    /// The engine's state machines in one thread, without timely.
+    StateLoop,
+    /// A differential `reduce` per key over the reference model.
+    DdReduce,
+}
+
+impl From<SystemArg> for scdflow::bench::System {
+    fn from(s: SystemArg) -> Self {
+        match s {
+            SystemArg::Scdflow => scdflow::bench::System::Scdflow,
+            SystemArg::StateLoop => scdflow::bench::System::StateLoop,
+            SystemArg::DdReduce => scdflow::bench::System::DdReduce,
+        }
+    }
+}
+
 /// `--format`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum FormatArg {
@@ -202,7 +376,73 @@ impl From<OnInvalidArg> for scdflow::driver::OnInvalid {
     }
 }
 
-/// Parses the process arguments (exits with usage on error, as clap does).
+/// Parses the process arguments. Help and version go to stdout (exit 0); an error is one line
+/// on stderr with exit status 2, like every other error of the binary.
 pub fn parse() -> Args {
-    Args::parse()
+    match Args::try_parse() {
+        Ok(args) => args,
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            e.exit()
+        }
+        Err(e) => {
+            eprintln!("{}", one_line(&e.render().to_string()));
+            std::process::exit(2)
+        }
+    }
+}
+
+/// clap's error text as one line: the `error:` line, its `tip:`s, and where to find help.
+fn one_line(text: &str) -> String {
+    let mut line = String::new();
+    let mut tips = Vec::new();
+    for l in text.lines().map(str::trim) {
+        if l.starts_with("error:") && line.is_empty() {
+            line = l.to_string();
+        } else if let Some(tip) = l.strip_prefix("tip:") {
+            tips.push(tip.trim());
+        }
+    }
+    if line.is_empty() {
+        line = format!(
+            "error: {}",
+            text.lines().next().unwrap_or("invalid arguments")
+        );
+    }
+    if !tips.is_empty() {
+        line = format!("{line} ({})", tips.join("; "));
+    }
+    format!("{line}; see --help")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_errors_become_one_line() {
+        let e = Args::try_parse_from(["scdflow", "bench", "--evnts", "3"]).unwrap_err();
+        let line = one_line(&e.render().to_string());
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(
+            line.starts_with("error: unexpected argument '--evnts'"),
+            "{line}"
+        );
+        assert!(line.contains("--events"), "the tip survives: {line}");
+    }
+
+    #[test]
+    fn bench_defaults_describe_both_sweeps() {
+        let args = Args::try_parse_from(["scdflow", "bench"]).unwrap();
+        let Command::Bench(b) = args.command else {
+            panic!("bench")
+        };
+        let suite = b.suite();
+        suite.validate().unwrap();
+        assert_eq!(suite.points().len(), 6);
+        assert_eq!(suite.workload.system_lag, 10_000);
+        assert_eq!(suite.rate, None);
+    }
 }

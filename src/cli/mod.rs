@@ -1,11 +1,16 @@
 //! Command-line front end: the only place that knows clap and anyhow.
 
 mod args;
+mod bench;
 mod check;
 mod cluster;
 mod generate;
+mod machine;
+mod peers;
+mod plot;
 mod progress;
 mod query;
+mod report;
 mod run;
 
 pub use args::parse;
@@ -20,5 +25,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Check(a) => check::check(a),
         Command::Query(a) => query::query(a),
         Command::Generate(a) => generate::generate(a),
+        Command::Bench(a) => bench::bench(a),
     }
 }

@@ -20,5 +20,7 @@ mod tombstones;
 mod generate;
 // `scdflow query`: point-in-time reads through the binary.
 mod query;
+// `scdflow bench`: its table, report and plots, the open loop, the peer, bad arguments.
+mod bench;
 // Shared builders for targets and events.
 mod util;

@@ -1,0 +1,204 @@
+//! The timely driver of the dataflow systems: feeds commits closed or open loop and times them
+//! on worker 0.
+
+use super::Feed;
+use crate::event::Event;
+use crate::operators::{Bitemporal, Scd1, Scd2};
+use crate::plan::{ScdType, Target};
+use crate::value::Row;
+use crate::{Error, ErrorKind, Result};
+use differential_dataflow::input::Input;
+use differential_dataflow::VecCollection;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::{Operator, Probe};
+use timely::dataflow::ProbeHandle;
+
+/// What one run measured.
+pub(super) struct Run {
+    /// Per commit, its latency.
+    pub latencies: Vec<Duration>,
+    /// From the start to the last completion.
+    pub total: Duration,
+    /// Net rows of the output.
+    pub rows: i64,
+}
+
+/// The dataflow under measurement.
+#[derive(Clone)]
+pub(super) enum Dataflow {
+    /// The engine's operator for the target.
+    Engine(Target),
+    /// A `reduce` per key that re-evaluates the reference model.
+    Reduce(Target),
+}
+
+impl Dataflow {
+    fn render<'s>(&self, events: VecCollection<'s, u64, Event>) -> VecCollection<'s, u64, Row> {
+        match self {
+            Dataflow::Engine(t) => match t.scd {
+                ScdType::Type1 => events.scd1(t.into()),
+                ScdType::Type2 => events.scd2(t.into()),
+                ScdType::Bitemporal => events.bitemporal(t.into()),
+            },
+            Dataflow::Reduce(t) => {
+                let t = t.clone();
+                events
+                    .map(|e| (e.key.clone(), e))
+                    .reduce(move |_key, input, output: &mut Vec<(Row, isize)>| {
+                        let events: Vec<Event> = input.iter().map(|(e, _)| (*e).clone()).collect();
+                        let rows = crate::model::evaluate(&t, &events);
+                        output.extend(rows.into_iter().map(|r| (r, 1)));
+                    })
+                    .map(|(_key, row)| row)
+            }
+        }
+    }
+}
+
+/// Deals each commit's events round-robin to `workers` shares (as the runtime does).
+fn deal(commits: Vec<Vec<Event>>, workers: usize) -> Vec<Vec<Vec<Event>>> {
+    let mut shares: Vec<Vec<Vec<Event>>> = (0..workers)
+        .map(|_| Vec::with_capacity(commits.len()))
+        .collect();
+    for commit in commits {
+        for share in &mut shares {
+            share.push(Vec::with_capacity(commit.len() / workers + 1));
+        }
+        for (i, event) in commit.into_iter().enumerate() {
+            shares[i % workers]
+                .last_mut()
+                .expect("pushed above")
+                .push(event);
+        }
+    }
+    shares
+}
+
+/// Runs `dataflow` over `commits` (commit `i` at timely time `i`) on `feed.workers` threads.
+///
+/// The budget: in an open loop, every worker hands over the commits due within it. In a closed
+/// loop, worker 0 stops handing over commits once it runs out and publishes how many it handed
+/// over; the other workers hand over no more than that. (One that already handed over a commit
+/// more sees it complete once worker 0 drops its input; that commit is not timed.)
+pub(super) fn drive(dataflow: Dataflow, commits: Vec<Vec<Event>>, feed: Feed) -> Result<Run> {
+    let Feed {
+        workers,
+        pacing,
+        budget,
+    } = feed;
+    let workers = workers.max(1);
+    let limit = Arc::new(AtomicUsize::new(usize::MAX));
+    let shares: Arc<Vec<Mutex<Vec<Vec<Event>>>>> =
+        Arc::new(deal(commits, workers).into_iter().map(Mutex::new).collect());
+    // Every worker takes the same start, once all have built the dataflow.
+    let ready = Arc::new(Barrier::new(workers));
+    let origin: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
+    let config = if workers == 1 {
+        timely::Config::thread()
+    } else {
+        timely::Config::process(workers)
+    };
+    let guards = timely::execute(config, move |worker| {
+        let share = std::mem::take(&mut *shares[worker.index()].lock().expect("share"));
+        let probe: ProbeHandle<u64> = ProbeHandle::new();
+        let rows = Rc::new(Cell::new(0i64));
+        let count = Rc::clone(&rows);
+        let mut input = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, events) = scope.new_collection::<Event, isize>();
+            dataflow.render(events).inner.probe_with(&probe).sink(
+                Pipeline,
+                "Count",
+                move |(input, _)| {
+                    input.for_each(|_, updates| {
+                        let net: i64 = updates.drain(..).map(|(_, _, d)| d as i64).sum();
+                        count.set(count.get() + net);
+                    });
+                },
+            );
+            input
+        });
+        ready.wait();
+        let start = *origin.get_or_init(Instant::now);
+        let n = share.len();
+        let mut share = share.into_iter();
+        let (mut fed, mut done) = (0, 0);
+        let mut handed = Vec::with_capacity(n);
+        let mut latencies = Vec::with_capacity(n);
+        let mut last = start;
+        loop {
+            if let Some(b) = budget {
+                match pacing.due(start, fed) {
+                    // Every worker knows which commits are due within the budget.
+                    Some(due) if due.saturating_duration_since(start) >= b => {
+                        limit.fetch_min(fed, Ordering::SeqCst);
+                    }
+                    None if worker.index() == 0 && start.elapsed() >= b => {
+                        limit.fetch_min(fed, Ordering::SeqCst);
+                    }
+                    _ => {}
+                }
+            }
+            let cap = n.min(limit.load(Ordering::SeqCst));
+            if done >= fed && fed >= cap {
+                break;
+            }
+            // Hand over: in a closed loop once the previous commit is complete, in an open loop
+            // every commit that is due.
+            while fed < cap {
+                let now = Instant::now();
+                match pacing.due(start, fed) {
+                    None if fed > done => break,
+                    Some(due) if due > now => break,
+                    _ => {}
+                }
+                for event in share.next().expect("fed < n") {
+                    input.insert(event);
+                }
+                fed += 1;
+                input.advance_to(fed as u64);
+                input.flush();
+                handed.push(now);
+            }
+            // Park until there is work, or until the next commit is due.
+            let wake = match pacing.due(start, fed) {
+                Some(due) if fed < cap => Some(due.saturating_duration_since(Instant::now())),
+                _ => None,
+            };
+            worker.step_or_park(wake);
+            let now = Instant::now();
+            while done < fed && !probe.less_than(&(done as u64 + 1)) {
+                let from = pacing.due(start, done).unwrap_or(handed[done]);
+                latencies.push(now.saturating_duration_since(from));
+                done += 1;
+                last = now;
+            }
+        }
+        let total = last.saturating_duration_since(start);
+        // The sink counts what passed the probe once the dataflow has drained.
+        drop(input);
+        while worker.step_or_park(None) {}
+        let timing = (worker.index() == 0).then_some((latencies, total));
+        (timing, rows.get())
+    })
+    .map_err(|e| Error::new(ErrorKind::Internal, format!("cannot start workers: {e}")))?;
+    let mut run = Run {
+        latencies: Vec::new(),
+        total: Duration::ZERO,
+        rows: 0,
+    };
+    for result in guards.join() {
+        let (timing, rows) =
+            result.map_err(|e| Error::new(ErrorKind::Internal, format!("worker failed: {e}")))?;
+        if let Some((latencies, total)) = timing {
+            run.latencies = latencies;
+            run.total = total;
+        }
+        run.rows += rows;
+    }
+    Ok(run)
+}

@@ -1,0 +1,61 @@
+//! The state-loop baseline: the engine's per-key state machines applied commit by commit in
+//! this thread, without timely.
+
+use super::drive::Run;
+use super::Feed;
+use crate::engine::{BitemporalState, CdcState, CommitStats, Scd1State, Scd2State};
+use crate::event::Event;
+use crate::plan::{ScdType, Target};
+use std::time::Instant;
+
+/// The state of `target` (tombstones kept forever, as in the engine with commit time 0).
+fn state(target: &Target) -> Box<dyn CdcState> {
+    match target.scd {
+        ScdType::Type1 => Box::new(Scd1State::new(target.image_len, target.partial, None)),
+        ScdType::Type2 => Box::new(Scd2State::new(
+            target.image_len,
+            target.tracked.clone(),
+            target.partial,
+            None,
+        )),
+        ScdType::Bitemporal => Box::new(BitemporalState::new(
+            target.image_len,
+            target.tracked.clone(),
+            target.partial,
+        )),
+    }
+}
+
+/// Applies `commits` in order, waiting for each one's due time in an open loop, until the
+/// budget runs out.
+pub(super) fn run(target: &Target, commits: Vec<Vec<Event>>, feed: Feed) -> Run {
+    let mut state = state(target);
+    let mut latencies = Vec::with_capacity(commits.len());
+    let mut rows = 0i64;
+    let mut out = Vec::new();
+    let start = Instant::now();
+    for (i, events) in commits.into_iter().enumerate() {
+        let due = feed.pacing.due(start, i);
+        // The budget counts due times in an open loop, hand-over times in a closed one.
+        let at = due.unwrap_or_else(Instant::now);
+        if feed
+            .budget
+            .is_some_and(|b| at.saturating_duration_since(start) >= b)
+        {
+            break;
+        }
+        if let Some(wait) = due.and_then(|d| d.checked_duration_since(Instant::now())) {
+            std::thread::sleep(wait);
+        }
+        let handed = Instant::now();
+        out.clear();
+        state.apply(events, 0, &mut out, &mut CommitStats::default());
+        latencies.push(due.unwrap_or(handed).elapsed());
+        rows += out.iter().map(|(_, diff)| *diff as i64).sum::<i64>();
+    }
+    Run {
+        latencies,
+        total: start.elapsed(),
+        rows,
+    }
+}

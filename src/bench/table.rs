@@ -1,0 +1,103 @@
+//! The figures as Markdown tables (printed by `scdflow bench` and embedded in its report).
+
+use super::{flow_label, Record, System, MIB};
+use std::fmt::Write;
+
+/// Every record, one row each, in the order given: flow, D, K, events per key, system,
+/// commits measured (`n of C` when a budget stopped the run), throughput, latency percentiles
+/// (µs), peak RSS and the estimate of state per key.
+pub fn markdown_table(records: &[Record]) -> String {
+    let mut t = String::from(
+        "| flow | D | K | events/key | system | commits | events/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | peak RSS MiB | state B/key (est.) |\n\
+         |---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+    );
+    for r in records {
+        let l = &r.latency;
+        let (rss, state) = match r.rss {
+            Some(rss) => (
+                format!("{:.0}", rss.peak as f64 / MIB),
+                format!("{:.0}", r.state_bytes_per_key().unwrap_or(0.0)),
+            ),
+            None => ("–".into(), "–".into()),
+        };
+        let commits = if r.complete() {
+            r.commits.to_string()
+        } else {
+            format!("{} of {}", r.commits, r.planned)
+        };
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {} | {commits} | {:.0} | {} | {} | {} | {} | {} | {rss} | {state} |",
+            flow_label(r.flow),
+            r.displacement,
+            r.keys,
+            per_key(r.history),
+            r.system,
+            r.events_per_second(),
+            l.p50_us,
+            l.p90_us,
+            l.p99_us,
+            l.p999_us,
+            l.max_us,
+        );
+    }
+    t
+}
+
+/// Per flow and point where scdflow was measured: its throughput over each other system's
+/// (`x state loop` above 1 means faster), and each other system's p99 over scdflow's (above 1
+/// means scdflow's is lower).
+pub fn ratios_table(records: &[Record]) -> String {
+    let mut others: Vec<&str> = Vec::new();
+    for r in records {
+        if !r.is(System::Scdflow) && !others.contains(&r.system.as_str()) {
+            others.push(&r.system);
+        }
+    }
+    let mut t = String::from("| flow | D | K |");
+    for o in &others {
+        let _ = write!(t, " throughput vs {o} | p99: {o} / scdflow |");
+    }
+    t.push_str("\n|---|--:|--:|");
+    t.push_str(&"--:|--:|".repeat(others.len()));
+    t.push('\n');
+    for ours in records.iter().filter(|r| r.is(System::Scdflow)) {
+        let _ = write!(
+            t,
+            "| {} | {} | {} |",
+            flow_label(ours.flow),
+            ours.displacement,
+            ours.keys
+        );
+        for o in &others {
+            let theirs = records.iter().find(|r| {
+                r.system == *o
+                    && r.flow == ours.flow
+                    && r.displacement == ours.displacement
+                    && r.keys == ours.keys
+            });
+            match theirs {
+                Some(theirs) => {
+                    let _ = write!(
+                        t,
+                        " {:.2}x | {:.2}x |",
+                        ours.events_per_second() / theirs.events_per_second().max(1e-9),
+                        theirs.latency.p99_us as f64 / ours.latency.p99_us.max(1) as f64
+                    );
+                }
+                None => t.push_str(" – | – |"),
+            }
+        }
+        t.push('\n');
+    }
+    t
+}
+
+/// Events per key: one decimal below 10.
+fn per_key(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}

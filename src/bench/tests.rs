@@ -1,0 +1,171 @@
+use super::*;
+use crate::plan::ScdType;
+
+fn suite(displacements: Vec<u64>, keys: Vec<u64>) -> Suite {
+    Suite {
+        workload: Workload {
+            events: 1_000,
+            ..Workload::default()
+        },
+        default_straggler_distance: true,
+        batch: 100,
+        displacements,
+        keys,
+        flows: vec![ScdType::Type1, ScdType::Type2, ScdType::Bitemporal],
+        systems: System::ALL.to_vec(),
+        workers: 1,
+        rate: None,
+        budget: None,
+    }
+}
+
+#[test]
+fn summary_percentiles() {
+    let latencies: Vec<Duration> = (1..=1000).map(Duration::from_micros).collect();
+    let s = Summary::of(&latencies);
+    assert_eq!(s.count, 1000);
+    assert_eq!((s.p50_us, s.p90_us, s.p99_us), (500, 900, 990));
+    assert_eq!((s.p999_us, s.max_us), (999, 1000));
+    // Far past the histogram's initial range: it grows rather than clamps.
+    let s = Summary::of(&[Duration::from_secs(30), Duration::from_millis(1)]);
+    assert_eq!((s.p50_us, s.max_us), (1_000, 30_000_000));
+    assert!(s.p99_us.abs_diff(30_000_000) <= 30_000, "{s:?}");
+    assert_eq!(Summary::of(&[]), Summary::default());
+}
+
+#[test]
+fn sweeps_share_their_common_point() {
+    let s = suite(vec![100_000, 0, 1_000], vec![100, 1_000, 100_000]);
+    assert_eq!(s.displacement_sweep_keys(), 100_000);
+    assert_eq!(s.history_sweep_displacement(), 1_000);
+    assert_eq!(
+        s.points(),
+        vec![
+            (100_000, 100_000),
+            (0, 100_000),
+            (1_000, 100_000),
+            (1_000, 100),
+            (1_000, 1_000)
+        ]
+    );
+    let w = s.workload((0, 100));
+    assert_eq!((w.keys, w.displacement, w.commits), (100, 0, 10));
+    assert_eq!(w.straggler_distance, 100, "events / 10 at D = 0");
+}
+
+#[test]
+fn invalid_suites_are_rejected() {
+    let mut s = suite(vec![0], vec![10]);
+    s.batch = 0;
+    assert!(s.validate().is_err());
+    let mut s = suite(vec![0], vec![10]);
+    s.rate = Some(0.0);
+    assert!(s.validate().is_err());
+    let s = suite(vec![0], vec![0]);
+    assert!(s.validate().is_err(), "keys must be at least 1");
+    let s = suite(vec![], vec![10]);
+    assert!(s.validate().is_err());
+}
+
+/// Every system, closed and open loop, one and two workers: a latency per commit and the same
+/// table size as the state loop (`Suite::run` checks the sizes).
+#[test]
+fn every_system_measures_every_commit() {
+    for (workers, rate) in [(1, None), (2, None), (1, Some(200_000.0)), (2, Some(1e9))] {
+        let mut s = suite(vec![300], vec![20]);
+        s.workers = workers;
+        s.rate = rate;
+        let mut seen = 0;
+        let records = s.run(|_| {}, |_| seen += 1).expect("run");
+        assert_eq!(records.len(), 3 * 3);
+        assert_eq!(seen, records.len());
+        for r in &records {
+            assert_eq!(r.commits, 10, "{r}");
+            assert_eq!(r.latency.count, 10, "{r}");
+            assert!(r.rows.unwrap() > 0, "{r}");
+            assert!(r.latency.p50_us <= r.latency.max_us, "{r}");
+        }
+    }
+}
+
+/// An open loop offering 20 commits at 2,000 events/s takes about a second: commits are handed
+/// over at their due times, not back to back.
+#[test]
+fn open_loop_waits_for_due_times() {
+    let w = Workload {
+        events: 2_000,
+        keys: 50,
+        commits: 20,
+        ..Workload::default()
+    };
+    let target = gen::target(&w, ScdType::Type1);
+    let commits = gen::events(&w, &target);
+    for system in [System::Scdflow, System::StateLoop] {
+        let feed = Feed {
+            pacing: Pacing::open(100, 2_000.0),
+            ..Feed::closed(1)
+        };
+        let m = measure(system, &target, commits.clone(), feed).unwrap();
+        // The last commit is due at 19 * 50 ms.
+        assert!(
+            m.total >= Duration::from_millis(950),
+            "{system}: {:?}",
+            m.total
+        );
+        assert_eq!(m.latencies.len(), 20);
+    }
+}
+
+#[test]
+fn tables_have_a_row_per_record_and_ratios_per_point() {
+    let s = suite(vec![0], vec![20]);
+    let records = s.run(|_| {}, |_| {}).unwrap();
+    let table = markdown_table(&records);
+    assert_eq!(table.lines().count(), 2 + records.len(), "{table}");
+    let ratios = ratios_table(&records);
+    assert_eq!(ratios.lines().count(), 2 + 3, "{ratios}");
+    assert!(ratios.contains("throughput vs state loop"), "{ratios}");
+}
+
+/// A budget stops the hand-over early: the figures cover the commits handed over, on one or
+/// two workers, closed or open loop.
+#[test]
+fn budget_stops_early() {
+    let w = Workload {
+        events: 2_000,
+        keys: 50,
+        commits: 20,
+        ..Workload::default()
+    };
+    let target = gen::target(&w, ScdType::Type2);
+    let commits = gen::events(&w, &target);
+    for (workers, pacing) in [
+        (1, Pacing::Closed),
+        (2, Pacing::Closed),
+        (2, Pacing::open(100, 1_000.0)),
+    ] {
+        for system in System::ALL {
+            let feed = Feed {
+                workers,
+                pacing,
+                budget: Some(Duration::from_millis(250)),
+            };
+            let m = measure(system, &target, commits.clone(), feed).unwrap();
+            let n = m.latencies.len();
+            assert_eq!(m.planned, 20);
+            if pacing != Pacing::Closed {
+                // Due every 100 ms: commits 0, 1, 2 are due within 250 ms.
+                assert_eq!(n, 3, "{system}");
+                assert!(!m.complete());
+            }
+            assert!(n >= 1, "{system}");
+            assert_eq!(
+                m.events,
+                commits[..n]
+                    .iter()
+                    .map(|c| c.events[0].len() as u64)
+                    .sum::<u64>()
+            );
+        }
+    }
+}
