@@ -9,12 +9,13 @@
 //! the updates up to it.
 //!
 //! In a cluster ([`Cluster`]: timely's own TCP transport between processes, no other
-//! infrastructure) every process is handed the same commits and feeds the share of its own
-//! workers (the deal is by global worker index, so the union of the shares is the input, as in
-//! one process). The targets' updates and every worker's counters are exchanged to worker 0,
-//! which lives in process 0: its [`Updates`] hold everything, the other processes' hold
-//! nothing. Commit timestamps are each process's own (they age tombstones on that process's
-//! keys).
+//! infrastructure) each process brings the commits it read ([`ProcessInput`]) and its workers
+//! feed them; the operators exchange events by key across the cluster. Before the first commit
+//! every worker learns every commit's timestamp (the reading process's clock, made
+//! non-decreasing) and whether some process could not read its share, in which case every
+//! process fails rather than waits. The targets' updates, every worker's counters and the
+//! processes' reports are exchanged to worker 0, which lives in process 0: its [`Updates`] hold
+//! everything, the other processes' hold nothing.
 
 use crate::engine::CommitStats;
 use crate::event::Event;
