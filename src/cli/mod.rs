@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod check;
 mod cluster;
+mod evaluate;
 mod generate;
 mod machine;
 mod peers;

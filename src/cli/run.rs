@@ -1,40 +1,19 @@
 //! `scdflow run PIPELINE.sql`: execute and write outputs.
 
 use super::args::RunArgs;
-use super::progress::Progress;
 use std::io::Write;
 use std::process::ExitCode;
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cluster = super::cluster::cluster(args.processes, args.process, args.hostfile.as_deref())?;
-    let pipeline = scdflow::sql::load(&args.pipeline)?;
-    for warning in &pipeline.warnings {
-        eprintln!("warning: {warning}");
-    }
-    let progress = Progress::start();
+    let pipeline = super::evaluate::load(&args.pipeline)?;
     let options = scdflow::driver::Options {
         workers: usize::from(args.workers),
         on_invalid: args.on_invalid.into(),
         tombstone_gc_seconds: args.tombstone_gc_seconds,
         cluster: cluster.clone(),
     };
-    let evaluation = scdflow::driver::evaluate(
-        &pipeline,
-        &options,
-        progress.as_ref().map(Progress::reporter),
-    )?;
-    if let Some(p) = &progress {
-        p.finish(evaluation.events);
-    }
-    for warning in &evaluation.warnings {
-        eprintln!("warning: {warning}");
-    }
-    for q in &evaluation.quarantined {
-        eprintln!(
-            "warning: quarantined {}",
-            q.error.clone().into_error(&q.file)
-        );
-    }
+    let evaluation = super::evaluate::evaluate(&pipeline, &options)?;
     if let Some(c) = cluster.as_ref().filter(|c| !c.gathers()) {
         println!(
             "process {} of {}: done; process 0 writes the outputs",
