@@ -95,6 +95,32 @@ pub struct CheckArgs {
     pub pipeline: PathBuf,
 }
 
+/// The generator knobs that `generate` and `bench` share (see `scdflow::gen::Workload`).
+#[derive(Debug, clap::Args)]
+pub struct ContentArgs {
+    /// Fraction of DELETE events.
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().deletes)]
+    pub deletes: f64,
+    /// Fraction of TRUNCATE events (SCD1 only: SCD2 and bitemporal pipelines leave them out).
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().truncates)]
+    pub truncates: f64,
+    /// Fraction of partial upserts (`COLUMNS TO UPDATE`).
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().partial)]
+    pub partial: f64,
+    /// Number of STRING payload columns.
+    #[arg(long, default_value_t = Workload::default().width)]
+    pub width: usize,
+    /// Fraction of stragglers, events late by --straggler-distance positions.
+    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().stragglers)]
+    pub stragglers: f64,
+    /// How late a straggler arrives, in positions [default: 100 * D, or events / 10 if D = 0].
+    #[arg(long, value_name = "POSITIONS")]
+    pub straggler_distance: Option<u64>,
+    /// Seed of every random draw.
+    #[arg(long, default_value_t = Workload::default().seed)]
+    pub seed: u64,
+}
+
 /// `scdflow generate`; the knobs of `scdflow::gen::Workload`, whose docs give the exact model.
 #[derive(Debug, clap::Args)]
 pub struct GenerateArgs {
@@ -107,28 +133,13 @@ pub struct GenerateArgs {
     /// Number of distinct keys.
     #[arg(long, default_value_t = Workload::default().keys)]
     pub keys: u64,
-    /// Fraction of DELETE events.
-    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().deletes)]
-    pub deletes: f64,
-    /// Fraction of TRUNCATE events (SCD1; scd2.sql filters them out).
-    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().truncates)]
-    pub truncates: f64,
-    /// Fraction of partial upserts (`COLUMNS TO UPDATE`).
-    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().partial)]
-    pub partial: f64,
-    /// Number of STRING payload columns.
-    #[arg(long, default_value_t = Workload::default().width)]
-    pub width: usize,
+    /// The events' contents and stragglers.
+    #[command(flatten)]
+    pub content: ContentArgs,
     /// D: each event arrives up to D positions away from sequence order (0 = in order,
     /// >= events = shuffled).
     #[arg(long, value_name = "D", default_value_t = Workload::default().displacement)]
     pub displacement: u64,
-    /// Fraction of stragglers, events late by --straggler-distance positions.
-    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().stragglers)]
-    pub stragglers: f64,
-    /// How late a straggler arrives, in positions [default: 100 * D, or events / 10 if D = 0].
-    #[arg(long, value_name = "POSITIONS")]
-    pub straggler_distance: Option<u64>,
     /// Fraction of events late in system time (bitemporal.sql): their system time `st` is
     /// their arrival position minus a lag uniform in 1..=--system-lag.
     #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().system_late)]
@@ -139,9 +150,6 @@ pub struct GenerateArgs {
     /// Number of commits (files) the arrival order is cut into.
     #[arg(long, default_value_t = Workload::default().commits)]
     pub commits: u64,
-    /// Seed of every random draw.
-    #[arg(long, default_value_t = Workload::default().seed)]
-    pub seed: u64,
     /// Format of the commit files.
     #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
     pub format: FormatArg,
@@ -150,22 +158,23 @@ pub struct GenerateArgs {
 impl GenerateArgs {
     /// The workload these arguments describe (not yet validated).
     pub fn workload(&self) -> Workload {
+        let c = &self.content;
         Workload {
             events: self.events,
             keys: self.keys,
-            deletes: self.deletes,
-            truncates: self.truncates,
-            partial: self.partial,
-            width: self.width,
+            deletes: c.deletes,
+            truncates: c.truncates,
+            partial: c.partial,
+            width: c.width,
             displacement: self.displacement,
-            stragglers: self.stragglers,
-            straggler_distance: self.straggler_distance.unwrap_or_else(|| {
+            stragglers: c.stragglers,
+            straggler_distance: c.straggler_distance.unwrap_or_else(|| {
                 Workload::default_straggler_distance(self.events, self.displacement)
             }),
             system_late: self.system_late,
             system_lag: self.system_lag,
             commits: self.commits,
-            seed: self.seed,
+            seed: c.seed,
         }
     }
 }
@@ -200,24 +209,9 @@ pub struct BenchArgs {
     /// Systems to measure, in this order.
     #[arg(long, value_name = "SYSTEM,...", value_enum, value_delimiter = ',', default_values_t = [SystemArg::Scdflow, SystemArg::StateLoop, SystemArg::DdReduce])]
     pub systems: Vec<SystemArg>,
-    /// Fraction of DELETE events.
-    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().deletes)]
-    pub deletes: f64,
-    /// Fraction of TRUNCATE events (SCD1; SCD2 and bitemporal leave them out).
-    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().truncates)]
-    pub truncates: f64,
-    /// Fraction of partial upserts (`COLUMNS TO UPDATE`).
-    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().partial)]
-    pub partial: f64,
-    /// Number of STRING payload columns.
-    #[arg(long, default_value_t = Workload::default().width)]
-    pub width: usize,
-    /// Fraction of stragglers, events late by --straggler-distance positions.
-    #[arg(long, value_name = "FRACTION", default_value_t = Workload::default().stragglers)]
-    pub stragglers: f64,
-    /// How late a straggler arrives, in positions [default: 100 * D, or events / 10 if D = 0].
-    #[arg(long, value_name = "POSITIONS")]
-    pub straggler_distance: Option<u64>,
+    /// The events' contents and stragglers.
+    #[command(flatten)]
+    pub content: ContentArgs,
     /// Fraction of events late in system time (bitemporal only).
     #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
     pub system_late: f64,
@@ -225,9 +219,6 @@ pub struct BenchArgs {
     /// commits].
     #[arg(long, value_name = "POSITIONS")]
     pub system_lag: Option<u64>,
-    /// Seed of every random draw.
-    #[arg(long, default_value_t = Workload::default().seed)]
-    pub seed: u64,
     /// Stop handing commits to a system once its run has taken this many seconds (0: no
     /// limit); its figures then cover the first commits only, which the table marks. This
     /// bounds the dd reduce baseline, whose commits grow slower with every event of history.
@@ -251,19 +242,20 @@ impl BenchArgs {
     /// The suite these arguments describe (not yet validated).
     pub fn suite(&self) -> scdflow::bench::Suite {
         let base = Workload::default();
+        let c = &self.content;
         let workload = Workload {
             events: self.events,
-            deletes: self.deletes,
-            truncates: self.truncates,
-            partial: self.partial,
-            width: self.width,
-            stragglers: self.stragglers,
-            straggler_distance: self.straggler_distance.unwrap_or(base.straggler_distance),
+            deletes: c.deletes,
+            truncates: c.truncates,
+            partial: c.partial,
+            width: c.width,
+            stragglers: c.stragglers,
+            straggler_distance: c.straggler_distance.unwrap_or(base.straggler_distance),
             system_late: self.system_late,
             system_lag: self
                 .system_lag
                 .unwrap_or_else(|| self.batch.saturating_mul(10)),
-            seed: self.seed,
+            seed: c.seed,
             ..base
         };
         let mut flows = Vec::new();
@@ -282,7 +274,7 @@ impl BenchArgs {
         }
         scdflow::bench::Suite {
             workload,
-            default_straggler_distance: self.straggler_distance.is_none(),
+            default_straggler_distance: c.straggler_distance.is_none(),
             batch: self.batch,
             displacements: self.displacement.clone(),
             keys: self.keys.clone(),
