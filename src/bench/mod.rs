@@ -475,6 +475,19 @@ impl Suite {
         }
     }
 
+    /// How the runs are fed, in words: workers, commit size, pacing and offered rate.
+    pub fn feeding(&self) -> String {
+        let rate = self
+            .rate
+            .map_or(String::new(), |r| format!(" (offered rate {r} events/s)"));
+        format!(
+            "{} worker thread(s) for scdflow and dd reduce (the state loop runs in one), {} events per commit, {}{rate}",
+            self.workers,
+            self.batch,
+            self.pacing()
+        )
+    }
+
     /// How every run is fed.
     pub fn feed(&self) -> Feed {
         Feed {

@@ -32,15 +32,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let machine = Machine::probe();
     println!("command: {command}");
     println!("machine: {machine}");
-    println!(
-        "{} worker(s) for scdflow and dd reduce (the state loop runs in one thread), {} events per commit, {}{}",
-        suite.workers,
-        suite.batch,
-        suite.pacing(),
-        suite
-            .rate
-            .map_or(String::new(), |r| format!(" (offered rate {r} events/s)"))
-    );
+    println!("{}", suite.feeding());
     let mut workloads = Vec::new();
     let mut records = suite.run(
         |w| {

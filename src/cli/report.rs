@@ -137,16 +137,7 @@ fn markdown(r: &Report) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let _ = writeln!(
-        m,
-        "- {} worker thread(s) for scdflow and dd reduce (the state loop runs in one), {} events per commit, {}{}",
-        suite.workers,
-        suite.batch,
-        suite.pacing(),
-        suite
-            .rate
-            .map_or(String::new(), |r| format!(" (offered rate {r} events/s)"))
-    );
+    let _ = writeln!(m, "- {}", suite.feeding());
     let _ = writeln!(
         m,
         "- displacement sweep: D in {:?} at K = {}; history sweep: K in {:?} at D = {}",
