@@ -31,8 +31,8 @@ fn free_ports(n: usize) -> Vec<u16> {
 }
 
 /// Waits for `child`, killing it (and failing) after two minutes: a cluster that cannot form
-/// would otherwise hang the test suite.
-fn finish(mut child: Child, what: &str) -> Output {
+/// would otherwise hang the test suite. Returns its output, failed or not.
+fn outcome(mut child: Child, what: &str) -> Output {
     let deadline = Instant::now() + Duration::from_secs(120);
     while child.try_wait().expect("poll").is_none() {
         if Instant::now() > deadline {
@@ -41,7 +41,12 @@ fn finish(mut child: Child, what: &str) -> Output {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let out = child.wait_with_output().expect("output");
+    child.wait_with_output().expect("output")
+}
+
+/// [`outcome`] of a run that must succeed.
+fn finish(child: Child, what: &str) -> Output {
+    let out = outcome(child, what);
     assert!(
         out.status.success(),
         "{what}: {}",
@@ -202,19 +207,6 @@ fn hostfile(dir: &Path) -> String {
         .collect();
     std::fs::write(&path, hosts).unwrap();
     path.to_str().unwrap().to_string()
-}
-
-/// Waits for `child` (with the watchdog of [`finish`]) and returns its output, failed or not.
-fn outcome(mut child: Child, what: &str) -> Output {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().expect("poll").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{what} did not finish in two minutes");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
 }
 
 #[test]

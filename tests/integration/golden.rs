@@ -121,7 +121,7 @@ pub fn seed_cases() -> Vec<Json> {
     serde_json::from_str::<Vec<Json>>(&text).unwrap()
 }
 
-fn seed_case(v: &Json) -> Case {
+pub fn seed_case(v: &Json) -> Case {
     let flow = &v["flow"];
     let schema = v["source_schema"]
         .as_array()

@@ -1,7 +1,7 @@
 //! Bitemporal golden tests: T8 (each of its four steps, all 24 arrival orders of its events,
 //! any commit grouping, 1, 2 and 4 workers) and T9, with the exact tables of SPEC section 4.
 
-use crate::golden::{run_sql, seed_cases, sorted};
+use crate::golden::{seed_case, seed_cases, sorted, table_json, Case};
 use serde_json::{json, Value as Json};
 
 /// Seed timestamps are written `2025-07-18T10:01:00.000Z`; the engine writes
@@ -28,51 +28,19 @@ fn seed(name: &str) -> Json {
         .unwrap_or_else(|| panic!("no seed vector {name}"))
 }
 
-fn schema(v: &Json) -> String {
-    v["source_schema"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            format!(
-                "{} {}",
-                c["name"].as_str().unwrap(),
-                c["type"].as_str().unwrap()
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// The seed's pipeline over `batches` (one JSON-lines file, so one commit, each), written into a
 /// fresh directory; returns the table after the last commit with `workers`.
 fn run(v: &Json, batches: &[Vec<Json>], workers: usize) -> Vec<Json> {
+    let case = Case {
+        batches: batches.to_vec(),
+        ..seed_case(v)
+    };
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    for (i, batch) in batches.iter().enumerate() {
-        let text: String = batch.iter().map(|r| format!("{r}\n")).collect();
-        std::fs::write(data.join(format!("batch_{:03}.jsonl", i + 1)), text).unwrap();
-    }
-    let flow = &v["flow"];
-    let sql = format!(
-        "CREATE STREAMING TABLE {} AS SELECT * FROM STREAM read_files('data', format => 'json', schema => '{}');\n\
-         CREATE STREAMING TABLE {};\n{}\n",
-        flow["source"].as_str().unwrap(),
-        schema(v),
-        flow["target"].as_str().unwrap(),
-        v["sql_equivalent"].as_str().unwrap()
-    );
-    normalized(&run_sql(dir.path(), &sql, workers, None))
+    normalized(&table_json(&case.pipeline(dir.path()), workers, None))
 }
 
 fn batches(v: &Json) -> Vec<Vec<Json>> {
-    v["batches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["rows"].as_array().unwrap().clone())
-        .collect()
+    seed_case(v).batches
 }
 
 #[test]
