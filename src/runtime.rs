@@ -76,7 +76,8 @@ pub struct Updates {
     /// The commit timestamps every worker used, per commit (in a cluster, agreed by all
     /// processes: each commit's reader's clock, made non-decreasing).
     pub timestamps: Vec<i64>,
-    /// In process 0 of a cluster: every process's [`ProcessInput::reports`], by version.
+    /// In process 0 of a cluster: every process's [`ProcessInput::reports`], in no particular
+    /// order.
     pub reports: Vec<(u64, String)>,
 }
 
@@ -105,7 +106,6 @@ impl Updates {
             self.timestamps = other.timestamps;
         }
         self.reports.extend(other.reports);
-        self.reports.sort();
     }
 }
 
