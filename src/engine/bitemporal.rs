@@ -48,6 +48,7 @@ use super::sorted_map::SortedMap;
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::value::{Row, Value};
+use differential_dataflow::consolidation::consolidate;
 use std::collections::BTreeMap;
 use std::ops::Bound::{self, Excluded, Included, Unbounded};
 
@@ -339,20 +340,6 @@ impl KeyState {
             None => {}
         }
     }
-}
-
-/// Sums the updates of equal rows and drops those that cancel.
-fn consolidate(updates: &mut Vec<(Row, isize)>) {
-    updates.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut merged: Vec<(Row, isize)> = Vec::with_capacity(updates.len());
-    for (row, diff) in updates.drain(..) {
-        match merged.last_mut() {
-            Some((last, sum)) if *last == row => *sum += diff,
-            _ => merged.push((row, diff)),
-        }
-    }
-    merged.retain(|(_, diff)| *diff != 0);
-    *updates = merged;
 }
 
 /// The greatest event by tie rank (D2) among `logged` whose system time passes `keep`.
