@@ -241,6 +241,11 @@ pub fn final_rows(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Row> {
 pub fn sort_rows(target: &Target, rows: &mut [Row]) {
     let starts = crate::changefeed::interval_starts(target);
     let order: Vec<usize> = target.keys.iter().copied().chain(starts).collect();
+    sort_by_columns(rows, &order);
+}
+
+/// Sorts rows by the columns at `order`, then by the whole row.
+pub fn sort_by_columns(rows: &mut [Row], order: &[usize]) {
     rows.sort_by(|a, b| {
         let ka = order.iter().map(|&i| &a[i]);
         let kb = order.iter().map(|&i| &b[i]);

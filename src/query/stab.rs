@@ -114,9 +114,5 @@ pub fn visible(
 pub fn sort(layout: &AsOfLayout, rows: &mut [Row]) {
     let starts = std::iter::once(layout.business.0).chain(layout.system.map(|s| s.0));
     let order: Vec<usize> = layout.keys.iter().copied().chain(starts).collect();
-    rows.sort_by(|a, b| {
-        let ka = order.iter().map(|&i| &a[i]);
-        let kb = order.iter().map(|&i| &b[i]);
-        ka.cmp(kb).then_with(|| a.cmp(b))
-    });
+    crate::driver::sort_by_columns(rows, &order);
 }
