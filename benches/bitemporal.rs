@@ -26,115 +26,59 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use hdrhistogram::Histogram;
-use scdflow::engine::{BitemporalState, CdcState, CommitStats, Scd2State};
+use scdflow::bench::{self, Feed, Measurement, Summary, System};
 use scdflow::gen::{self, Workload};
 use scdflow::plan::{ScdType, Target};
 use scdflow::runtime::{execute, CommitEvents};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// One measured run.
-struct Run {
-    latencies: Vec<Duration>,
-    total: Duration,
-    /// Rows in the table after the last commit.
-    rows: isize,
-    /// RSS at the start of the run and its peak during the run, in MiB (`None` without /proc).
-    rss_mib: Option<(u64, u64)>,
+/// Prints one run's line: throughput, time, percentiles, table size and memory (MiB).
+fn line(name: &str, m: &Measurement) {
+    let h = Summary::of(&m.latencies);
+    let rate = m.events as f64 / m.total.as_secs_f64();
+    let rss = m.rss.map_or_else(
+        || "?".to_string(),
+        |r| format!("{} -> {}", r.start >> 20, r.peak >> 20),
+    );
+    println!(
+        "  {name:<16} {rate:>9.0} ev/s  {:>6.2} s  p50 {:>7} µs  p90 {:>7}  p99 {:>7}  p99.9 {:>7}  max {:>8}  rows {:>8}  RSS {rss:>12} MiB",
+        m.total.as_secs_f64(),
+        h.p50_us,
+        h.p90_us,
+        h.p99_us,
+        h.p999_us,
+        h.max_us,
+        m.rows,
+    );
 }
 
-impl Run {
-    fn rate(&self, events: u64) -> f64 {
-        events as f64 / self.total.as_secs_f64()
-    }
-
-    fn line(&self, name: &str, events: u64) {
-        let mut h = Histogram::<u64>::new(3).expect("histogram");
-        for l in &self.latencies {
-            h.record(l.as_micros().max(1) as u64).expect("record");
-        }
-        let rss = self.rss_mib.map_or_else(
-            || "?".to_string(),
-            |(start, peak)| format!("{start} -> {peak}"),
-        );
-        println!(
-            "  {name:<16} {:>9.0} ev/s  {:>6.2} s  p50 {:>7} µs  p90 {:>7}  p99 {:>7}  p99.9 {:>7}  max {:>8}  rows {:>8}  RSS {rss:>12} MiB",
-            self.rate(events),
-            self.total.as_secs_f64(),
-            h.value_at_quantile(0.5),
-            h.value_at_quantile(0.9),
-            h.value_at_quantile(0.99),
-            h.value_at_quantile(0.999),
-            h.max(),
-            self.rows,
-        );
-    }
+fn rate(m: &Measurement) -> f64 {
+    m.events as f64 / m.total.as_secs_f64()
 }
 
-/// Resets the peak RSS to the current RSS (Linux `clear_refs` 5) and returns the current RSS in
-/// MiB, which includes the input and whatever the allocator kept from earlier runs.
-fn reset_peak_rss() -> Option<u64> {
-    std::fs::write("/proc/self/clear_refs", "5").ok()?;
-    status_mib("VmRSS:")
-}
-
-/// A `/proc/self/status` field given in kB, in MiB (VmHWM: the peak RSS since the last reset).
-fn status_mib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024)
-}
-
-fn engine(target: &Target, commits: Vec<CommitEvents>, workers: usize) -> Run {
-    let start_mib = reset_peak_rss();
+/// The engine as `scdflow run` executes it (`runtime::execute`, which keeps every update).
+fn engine(target: &Target, commits: Vec<CommitEvents>, workers: usize) -> Measurement {
+    let events = commits.iter().map(|c| c.events[0].len() as u64).sum();
+    let planned = commits.len();
     let started = Instant::now();
-    let updates = execute(std::slice::from_ref(target), commits, workers, None).expect("execute");
-    let total = started.elapsed();
-    let rss_mib = start_mib.zip(status_mib("VmHWM:"));
-    Run {
-        total,
+    let (updates, rss) =
+        bench::during(|| execute(std::slice::from_ref(target), commits, workers, None));
+    let updates = updates.expect("execute");
+    Measurement {
+        total: started.elapsed(),
         latencies: updates.latencies,
-        rows: updates.rows[0].iter().map(|(_, _, diff)| diff).sum(),
-        rss_mib,
+        planned,
+        events,
+        rows: updates.rows[0]
+            .iter()
+            .map(|(_, _, diff)| *diff as i64)
+            .sum(),
+        rss,
     }
 }
 
-fn state_loop(target: &Target, commits: Vec<CommitEvents>) -> Run {
-    let mut state: Box<dyn CdcState> = match target.scd {
-        ScdType::Bitemporal => Box::new(BitemporalState::new(
-            target.image_len,
-            target.tracked.clone(),
-            target.partial,
-        )),
-        ScdType::Type2 => Box::new(Scd2State::new(
-            target.image_len,
-            target.tracked.clone(),
-            target.partial,
-            None,
-        )),
-        ScdType::Type1 => unreachable!("SCD1 is not compared here"),
-    };
-    let start_mib = reset_peak_rss();
-    let mut latencies = Vec::with_capacity(commits.len());
-    let mut rows = 0;
-    let mut out = Vec::new();
-    let started = Instant::now();
-    for commit in commits {
-        let t = Instant::now();
-        out.clear();
-        let events = commit.events.into_iter().next().unwrap_or_default();
-        state.apply(events, 0, &mut out, &mut CommitStats::default());
-        latencies.push(t.elapsed());
-        rows += out.iter().map(|(_, diff)| diff).sum::<isize>();
-    }
-    let total = started.elapsed();
-    Run {
-        total,
-        latencies,
-        rows,
-        rss_mib: start_mib.zip(status_mib("VmHWM:")),
-    }
+fn state_loop(target: &Target, commits: Vec<CommitEvents>) -> Measurement {
+    bench::measure(System::StateLoop, target, commits, Feed::closed(1)).expect("state loop")
 }
 
 fn main() {
@@ -163,27 +107,26 @@ fn main() {
 
     let bt = gen::target(&w, ScdType::Bitemporal);
     let bt_commits = gen::events(&w, &bt);
-    let fed: u64 = bt_commits.iter().map(|c| c.events[0].len() as u64).sum();
     // The engine first: its RSS figures are then its own (see the module docs).
     let bt_engine = engine(&bt, bt_commits.clone(), workers);
-    bt_engine.line("bitemporal", fed);
+    line("bitemporal", &bt_engine);
     let bt_loop = state_loop(&bt, bt_commits);
-    bt_loop.line("bt state loop", fed);
+    line("bt state loop", &bt_loop);
 
     let scd2 = gen::target(&w, ScdType::Type2);
     let scd2_commits = gen::events(&w, &scd2);
     let scd2_engine = engine(&scd2, scd2_commits.clone(), workers);
-    scd2_engine.line("scd2", fed);
+    line("scd2", &scd2_engine);
     let scd2_loop = state_loop(&scd2, scd2_commits);
-    scd2_loop.line("scd2 state loop", fed);
+    line("scd2 state loop", &scd2_loop);
 
     println!(
         "  bitemporal engine: {:.2}x the bt state loop's throughput, {:.2}x SCD2's (engine), \
          {:.1}x its table; bt state loop: {:.2}x the SCD2 state loop's throughput",
-        bt_engine.rate(fed) / bt_loop.rate(fed),
-        bt_engine.rate(fed) / scd2_engine.rate(fed),
+        rate(&bt_engine) / rate(&bt_loop),
+        rate(&bt_engine) / rate(&scd2_engine),
         bt_engine.rows as f64 / scd2_engine.rows.max(1) as f64,
-        bt_loop.rate(fed) / scd2_loop.rate(fed),
+        rate(&bt_loop) / rate(&scd2_loop),
     );
     let mut failed = false;
     for (what, engine, state) in [

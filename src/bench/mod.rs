@@ -55,7 +55,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-pub use rss::Rss;
+pub use rss::{during, Rss};
 pub use summary::Summary;
 pub use table::{markdown_table, ratios_table};
 
@@ -216,13 +216,12 @@ pub fn measure(
         .map(|c| c.events.into_iter().next().unwrap_or_default())
         .collect();
     let sizes: Vec<u64> = commits.iter().map(|c| c.len() as u64).collect();
-    let start = rss::reset_peak();
-    let run = match system {
-        System::Scdflow => drive::drive(drive::Dataflow::Engine(target.clone()), commits, feed)?,
-        System::DdReduce => drive::drive(drive::Dataflow::Reduce(target.clone()), commits, feed)?,
-        System::StateLoop => state_loop::run(target, commits, feed),
-    };
-    let rss = start.and_then(Rss::since);
+    let (run, rss) = rss::during(|| match system {
+        System::Scdflow => drive::drive(drive::Dataflow::Engine(target.clone()), commits, feed),
+        System::DdReduce => drive::drive(drive::Dataflow::Reduce(target.clone()), commits, feed),
+        System::StateLoop => Ok(state_loop::run(target, commits, feed)),
+    });
+    let run = run?;
     Ok(Measurement {
         events: sizes[..run.latencies.len()].iter().sum(),
         planned: sizes.len(),

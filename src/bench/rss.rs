@@ -20,7 +20,7 @@ impl Rss {
     }
 
     /// The figures now, for a run that started at `start` (from [`reset_peak`]).
-    pub(super) fn since(start: Start) -> Option<Rss> {
+    fn since(start: Start) -> Option<Rss> {
         let peak = status_bytes("VmHWM:")?;
         Some(Rss {
             start: start.rss,
@@ -30,16 +30,23 @@ impl Rss {
     }
 }
 
+/// Runs `f` with the peak reset before it where permitted; its result and its memory figures.
+pub fn during<T>(f: impl FnOnce() -> T) -> (T, Option<Rss>) {
+    let start = reset_peak();
+    let out = f();
+    (out, start.and_then(Rss::since))
+}
+
 /// The RSS at the start of a run, and whether the peak was reset.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Start {
+struct Start {
     rss: u64,
     reset: bool,
 }
 
 /// Resets the peak RSS to the current RSS where permitted (Linux `clear_refs` 5) and returns
 /// the current RSS; `None` without `/proc`.
-pub(super) fn reset_peak() -> Option<Start> {
+fn reset_peak() -> Option<Start> {
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     Some(Start {
         rss: status_bytes("VmRSS:")?,
