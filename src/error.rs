@@ -22,6 +22,8 @@ pub enum ErrorKind {
     Format,
     /// Another process of the cluster failed; its own error says why.
     Peer,
+    /// A persisted state (`--state DIR`) is damaged, or was written for a different pipeline.
+    State,
     /// A broken internal invariant; a bug in scdflow.
     Internal,
 }
@@ -36,6 +38,7 @@ impl ErrorKind {
             ErrorKind::Io => "io",
             ErrorKind::Format => "format",
             ErrorKind::Peer => "peer",
+            ErrorKind::State => "state",
             ErrorKind::Internal => "internal",
         }
     }

@@ -40,6 +40,7 @@ pub mod prepare;
 pub mod query;
 pub mod runtime;
 pub mod sql;
+pub mod state;
 pub mod temporal;
 pub mod value;
 
