@@ -3,6 +3,7 @@
 //! the projected, filtered rows of the same commit.
 
 use crate::driver::expect::{self, ExpectationCount, Verdict};
+use crate::driver::ReadFrom;
 use crate::expr::Expr;
 use crate::io::{self, RowError, SourceRow};
 use crate::plan::{Pipeline, SourceInput};
@@ -21,6 +22,8 @@ pub struct SourceCommit {
     pub invalid: Vec<(usize, RowError)>,
     /// Per table, the counts of its expectations in this commit (empty when not involved).
     pub expectations: Vec<Vec<ExpectationCount>>,
+    /// For a read from an offset: the offset just past the last complete line read.
+    pub end: Option<u64>,
 }
 
 /// The input files of `pipeline` in commit order, each with the table it feeds. Listing them
@@ -35,8 +38,14 @@ pub fn input_files(pipeline: &Pipeline) -> Result<Vec<(usize, PathBuf)>> {
     Ok(files)
 }
 
-/// Reads one input file of table `t` as a commit.
-pub fn read_commit(pipeline: &Pipeline, t: usize, file: PathBuf) -> Result<SourceCommit> {
+/// Reads one input file of table `t` as a commit: the whole file, or with `from` only its
+/// complete lines from that point on (a writer may be in the middle of the last one).
+pub fn read_commit(
+    pipeline: &Pipeline,
+    t: usize,
+    file: PathBuf,
+    from: Option<ReadFrom>,
+) -> Result<SourceCommit> {
     let SourceInput::Files {
         format,
         header,
@@ -54,8 +63,24 @@ pub fn read_commit(pipeline: &Pipeline, t: usize, file: PathBuf) -> Result<Sourc
         invalid: Vec::new(),
         expectations: vec![Vec::new(); pipeline.tables.len()],
         file,
+        end: None,
     };
-    for read in io::read_file(&commit.file, *format, *header, file_schema)? {
+    let rows = match from {
+        None => io::read_file(&commit.file, *format, *header, file_schema)?,
+        Some(from) => {
+            let tail = io::read_file_from(
+                &commit.file,
+                *format,
+                *header,
+                file_schema,
+                from.offset,
+                from.line,
+            )?;
+            commit.end = Some(tail.end);
+            tail.rows
+        }
+    };
+    for read in rows {
         match read {
             Ok(row) => commit.rows[t].push(row),
             Err(e) => commit.invalid.push((t, e)),

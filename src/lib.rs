@@ -24,6 +24,7 @@
 pub mod bench;
 pub mod changefeed;
 pub mod driver;
+pub mod durable;
 pub mod engine;
 pub mod error;
 pub mod event;

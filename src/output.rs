@@ -22,29 +22,48 @@ pub fn write_all(
     std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, &e))?;
     let mut written = Vec::new();
     let ext = format.extension();
-    for (target, result) in pipeline.targets.iter().zip(&evaluation.targets) {
-        let path = dir.join(format!("{}.{ext}", target.name));
-        io::write_rows(&path, format, &target.schema, &result.rows)?;
-        written.push(path);
-        let feed: Vec<Row> = result
-            .changes
-            .iter()
-            .map(|c| {
-                let stamp = evaluation
-                    .commit_timestamps
-                    .get(c.version as usize - 1)
-                    .copied()
-                    .unwrap_or(0);
-                changefeed::to_row(c, stamp)
-            })
-            .collect();
+    for (t, target) in pipeline.targets.iter().enumerate() {
+        written.push(write_target(pipeline, evaluation, t, dir, format)?);
         let path = dir.join(format!("{}.changes.{ext}", target.name));
-        io::write_rows(&path, format, &changefeed::schema(target), &feed)?;
+        io::write_rows(
+            &path,
+            format,
+            &changefeed::schema(target),
+            &feed(evaluation, t),
+        )?;
         written.push(path);
     }
-    written.push(write_metrics(pipeline, evaluation, dir)?);
+    written.push(write_metrics(
+        pipeline,
+        &evaluation.metrics,
+        &evaluation.table_metrics,
+        dir,
+    )?);
     written.extend(write_quarantine(evaluation, dir)?);
     Ok(written)
+}
+
+/// Writes target `t`'s table to `DIR/<target>.<ext>` (atomically); returns the file.
+pub fn write_target(
+    pipeline: &Pipeline,
+    evaluation: &Evaluation,
+    t: usize,
+    dir: &Path,
+    format: OutputFormat,
+) -> Result<PathBuf> {
+    let target = &pipeline.targets[t];
+    let path = dir.join(format!("{}.{}", target.name, format.extension()));
+    io::write_rows(&path, format, &target.schema, &evaluation.targets[t].rows)?;
+    Ok(path)
+}
+
+/// Target `t`'s change-feed rows of this run.
+pub fn feed(evaluation: &Evaluation, t: usize) -> Vec<Row> {
+    evaluation.targets[t]
+        .changes
+        .iter()
+        .map(|c| changefeed::to_row(c, evaluation.commit_timestamp(c.version)))
+        .collect()
 }
 
 /// `metrics.json`: structs rather than JSON maps, so keys keep this order.
@@ -68,11 +87,18 @@ struct TableMetrics<'a> {
     commits: &'a [crate::driver::TableCommitMetrics],
 }
 
-fn write_metrics(pipeline: &Pipeline, evaluation: &Evaluation, dir: &Path) -> Result<PathBuf> {
-    let flows = evaluation
-        .flows
+/// Writes `DIR/metrics.json` from per-flow (indexed like [`crate::driver::flows::all`]) and
+/// per-table metrics.
+pub fn write_metrics(
+    pipeline: &Pipeline,
+    metrics: &[Vec<crate::driver::FlowCommitMetrics>],
+    table_metrics: &[Vec<crate::driver::TableCommitMetrics>],
+    dir: &Path,
+) -> Result<PathBuf> {
+    let all = crate::driver::flows::all(pipeline);
+    let flows = all
         .iter()
-        .zip(&evaluation.metrics)
+        .zip(metrics)
         .map(|(flow, commits)| FlowMetrics {
             flow: &flow.name,
             target: &pipeline.targets[flow.target].name,
@@ -82,7 +108,7 @@ fn write_metrics(pipeline: &Pipeline, evaluation: &Evaluation, dir: &Path) -> Re
     let tables = pipeline
         .tables
         .iter()
-        .zip(&evaluation.table_metrics)
+        .zip(table_metrics)
         .filter(|(table, _)| !table.expectations.is_empty())
         .map(|(table, commits)| TableMetrics {
             table: &table.name,
@@ -92,7 +118,7 @@ fn write_metrics(pipeline: &Pipeline, evaluation: &Evaluation, dir: &Path) -> Re
     let text = serde_json::to_string_pretty(&Metrics { flows, tables })
         .map_err(|e| Error::new(crate::ErrorKind::Internal, e.to_string()))?;
     let path = dir.join("metrics.json");
-    std::fs::write(&path, text + "\n").map_err(|e| Error::write(&path, &e))?;
+    io::replace_file(&path, (text + "\n").as_bytes())?;
     Ok(path)
 }
 

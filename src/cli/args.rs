@@ -67,6 +67,13 @@ pub struct RunArgs {
     /// target's `pipelines.cdc.tombstoneGCThresholdInSeconds`.
     #[arg(long, value_name = "SECONDS")]
     pub tombstone_gc_seconds: Option<u64>,
+    /// Keep the pipeline's state in DIR: a later run with the same DIR processes only new input
+    /// (new files, appended lines, new snapshots) and continues the change feeds.
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// With --state: forget the saved state and reprocess all input (ONCE flows run again).
+    #[arg(long, requires = "state")]
+    pub full_refresh: bool,
 }
 
 /// `scdflow query`.

@@ -3,6 +3,7 @@
 
 use super::progress::Progress;
 use scdflow::driver::{Evaluation, Options};
+use scdflow::durable::{Durability, DurableRun};
 use scdflow::plan::Pipeline;
 use std::path::Path;
 
@@ -23,6 +24,32 @@ pub fn evaluate(pipeline: &Pipeline, options: &Options) -> anyhow::Result<Evalua
     if let Some(p) = &progress {
         p.finish(evaluation.events);
     }
+    report(&evaluation);
+    Ok(evaluation)
+}
+
+/// As [`evaluate`], durably (`--state`).
+pub fn evaluate_durably(
+    pipeline: &Pipeline,
+    options: &Options,
+    durability: &Durability,
+) -> anyhow::Result<DurableRun> {
+    let progress = Progress::start();
+    let run = scdflow::durable::run(
+        pipeline,
+        options,
+        durability,
+        progress.as_ref().map(Progress::reporter),
+    )?;
+    if let Some(p) = &progress {
+        p.finish(run.evaluation.events);
+    }
+    report(&run.evaluation);
+    Ok(run)
+}
+
+/// Prints a run's warnings and quarantined rows on stderr.
+fn report(evaluation: &Evaluation) {
     for warning in &evaluation.warnings {
         eprintln!("warning: {warning}");
     }
@@ -32,5 +59,4 @@ pub fn evaluate(pipeline: &Pipeline, options: &Options) -> anyhow::Result<Evalua
             q.error.clone().into_error(&q.file)
         );
     }
-    Ok(evaluation)
 }

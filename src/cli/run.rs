@@ -13,6 +13,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         tombstone_gc_seconds: args.tombstone_gc_seconds,
         cluster: cluster.clone(),
     };
+    if let Some(state) = &args.state {
+        return run_durable(&pipeline, &options, state, &args);
+    }
     let evaluation = super::evaluate::evaluate(&pipeline, &options)?;
     if let Some(c) = cluster.as_ref().filter(|c| !c.gathers()) {
         println!(
@@ -37,5 +40,45 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             path.display()
         )?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_durable(
+    pipeline: &scdflow::plan::Pipeline,
+    options: &scdflow::driver::Options,
+    state: &std::path::Path,
+    args: &RunArgs,
+) -> anyhow::Result<ExitCode> {
+    let durability = scdflow::durable::Durability {
+        state: state.to_path_buf(),
+        out: args.out.clone(),
+        format: args.format.into(),
+        full_refresh: args.full_refresh,
+    };
+    let run = super::evaluate::evaluate_durably(pipeline, options, &durability)?;
+    let mut stdout = std::io::stdout().lock();
+    let ext = durability.format.extension();
+    for (target, result) in pipeline.targets.iter().zip(&run.evaluation.targets) {
+        let path = args.out.join(format!("{}.{ext}", target.name));
+        writeln!(
+            stdout,
+            "{}: {} rows -> {}",
+            target.name,
+            result.rows.len(),
+            path.display()
+        )?;
+    }
+    let last = run.base + run.commits;
+    let new = match run.commits {
+        0 => "no new input".to_string(),
+        1 => format!("commit {last} is new"),
+        n => format!("commits {}..={last} are new", run.base + 1),
+    };
+    writeln!(
+        stdout,
+        "state: {last} commits ({new}); {} bytes in {}",
+        run.state_bytes,
+        state.display()
+    )?;
     Ok(ExitCode::SUCCESS)
 }

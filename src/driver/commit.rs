@@ -28,6 +28,9 @@ pub enum CommitSource {
         table: usize,
         /// The file.
         file: PathBuf,
+        /// Read only the complete lines from this point on (durable runs); `None` reads the
+        /// whole file.
+        from: Option<ReadFrom>,
     },
     /// One versioned snapshot file of a snapshot flow.
     Snapshot {
@@ -40,6 +43,15 @@ pub enum CommitSource {
         /// Whether the version is not newer than the last applied one (D12): it is skipped.
         skipped: bool,
     },
+}
+
+/// Where a durable run resumes reading a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadFrom {
+    /// Byte offset (the start of a line).
+    pub offset: u64,
+    /// 1-based line number of that line.
+    pub line: u64,
 }
 
 impl CommitSource {
@@ -57,7 +69,11 @@ impl CommitSource {
 pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
     let mut commits: Vec<CommitSource> = ingest::input_files(pipeline)?
         .into_iter()
-        .map(|(table, file)| CommitSource::Table { table, file })
+        .map(|(table, file)| CommitSource::Table {
+            table,
+            file,
+            from: None,
+        })
         .collect();
     for (flow, sf) in pipeline.snapshot_flows.iter().enumerate() {
         let SnapshotSource::Files {
@@ -93,15 +109,19 @@ pub struct Prepared {
     pub tables: Vec<(usize, TableCommitMetrics)>,
     /// Snapshot versions skipped: `(snapshot flow, version)`.
     pub skipped: Vec<(usize, i64)>,
+    /// For a [`ReadFrom`] read: the byte offset just past the last complete line read.
+    pub end: Option<u64>,
 }
 
 /// Reads and prepares commit `version` from `source`; metrics entries go to `metrics`
-/// (indexed like `flows`).
+/// (indexed like `flows`). With `skip_once`, `ONCE` flows take nothing (they ran in an earlier
+/// run, SPEC 3.13).
 pub fn prepare(
     pipeline: &Pipeline,
     flows: &[FlowRef],
     source: &CommitSource,
     version: u64,
+    skip_once: bool,
     metrics: &mut [Vec<FlowCommitMetrics>],
 ) -> Result<Prepared> {
     let n = pipeline.targets.len();
@@ -115,16 +135,19 @@ pub fn prepare(
         invalid: Vec::new(),
         tables: Vec::new(),
         skipped: Vec::new(),
+        end: None,
     };
     let mut step = Step {
         pipeline,
         file: source.file().clone(),
         version,
+        skip_once,
         prepared: &mut prepared,
     };
     match source {
-        CommitSource::Table { table, file } => {
-            let commit = ingest::read_commit(pipeline, *table, file.clone())?;
+        CommitSource::Table { table, file, from } => {
+            let commit = ingest::read_commit(pipeline, *table, file.clone(), *from)?;
+            step.prepared.end = commit.end;
             step.table_commit(flows, *table, &commit, metrics)?;
         }
         CommitSource::Snapshot {
@@ -135,7 +158,9 @@ pub fn prepare(
         } => {
             let f = position(flows, FlowKind::Snapshot(*flow));
             let entry = step.entry(0);
-            if *skipped {
+            if skip_once && pipeline.snapshot_flows[*flow].once {
+                // Nothing to do: the flow ran once, in an earlier run.
+            } else if *skipped {
                 step.prepared.skipped.push((*flow, *v));
                 metrics[f].push(FlowCommitMetrics {
                     num_skipped_snapshots: 1,
@@ -149,6 +174,15 @@ pub fn prepare(
     }
     prepared.invalid.sort_by_key(|q| q.error.line);
     Ok(prepared)
+}
+
+/// Whether a flow is `ONCE`.
+fn once(pipeline: &Pipeline, kind: FlowKind) -> bool {
+    match kind {
+        FlowKind::AutoCdc(i) => pipeline.flows[i].once,
+        FlowKind::Snapshot(i) => pipeline.snapshot_flows[i].once,
+        FlowKind::ReplaceUsing(i) => pipeline.replace_flows[i].once,
+    }
 }
 
 fn position(flows: &[FlowRef], kind: FlowKind) -> usize {
@@ -174,6 +208,7 @@ struct Step<'a> {
     pipeline: &'a Pipeline,
     file: PathBuf,
     version: u64,
+    skip_once: bool,
     prepared: &'a mut Prepared,
 }
 
@@ -251,6 +286,9 @@ impl Step<'_> {
         }
         let involved = involved(self.pipeline, table);
         for (f, flow) in flows.iter().enumerate() {
+            if self.skip_once && once(self.pipeline, flow.kind) {
+                continue;
+            }
             let entry = match flow.kind {
                 FlowKind::AutoCdc(i) if involved[self.pipeline.flows[i].source] => self.cdc(
                     &self.pipeline.flows[i],

@@ -18,9 +18,10 @@ mod commit;
 pub(crate) mod expect;
 pub mod flows;
 mod metrics;
+pub(crate) mod new_input;
 mod report;
 
-pub use commit::CommitSource;
+pub use commit::{CommitSource, ReadFrom};
 pub use expect::ExpectationCount;
 pub use flows::{FlowKind, FlowRef};
 pub use metrics::{FlowCommitMetrics, TableCommitMetrics};
@@ -82,10 +83,34 @@ pub struct Evaluation {
     pub quarantined: Vec<Quarantined>,
     /// Problems that did not stop the run (skipped snapshot versions, D12).
     pub warnings: Vec<String>,
-    /// Commit (ingestion) time of each commit, microseconds since the epoch.
+    /// Commit (ingestion) time of each commit of this run (versions `base + 1, ...`),
+    /// microseconds since the epoch.
     pub commit_timestamps: Vec<i64>,
     /// Number of events executed.
     pub events: u64,
+    /// Commits applied by earlier runs (durable runs): the tables include them, while the
+    /// change feeds and metrics hold this run's commits only.
+    pub base: u64,
+}
+
+impl Evaluation {
+    /// The commit time of commit `version` of this run (0 for an earlier run's).
+    pub fn commit_timestamp(&self, version: u64) -> i64 {
+        version
+            .checked_sub(self.base + 1)
+            .and_then(|i| self.commit_timestamps.get(i as usize))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Where a run starts: after the commits of earlier runs, whose operator state it restores.
+#[derive(Debug, Default)]
+pub(crate) struct Resume {
+    /// Commit time of the last earlier commit (µs): commit times never go back.
+    pub(crate) last_timestamp: Option<i64>,
+    /// What the runtime restores and saves; its `base` counts the earlier commits.
+    pub(crate) persistence: runtime::Persistence,
 }
 
 /// How to run a pipeline.
@@ -103,12 +128,27 @@ pub struct Options {
     pub cluster: Option<runtime::Cluster>,
 }
 
-/// Runs `pipeline`.
+/// Runs `pipeline` over all its input.
 pub fn evaluate(
     pipeline: &Pipeline,
     options: &Options,
     progress: Option<Progress>,
 ) -> Result<Evaluation> {
+    let sources = commit::sources(pipeline)?;
+    Ok(run(pipeline, options, &sources, Resume::default(), progress)?.0)
+}
+
+/// Runs `pipeline` over the commits `sources` after `resume`; also returns, per source, where a
+/// read from an offset ended.
+pub(crate) fn run(
+    pipeline: &Pipeline,
+    options: &Options,
+    sources: &[CommitSource],
+    resume: Resume,
+    progress: Option<Progress>,
+) -> Result<(Evaluation, Vec<Option<u64>>)> {
+    let base = resume.persistence.base;
+    let skip_once = base > 0;
     let mut targets_run = pipeline.targets.clone();
     if let Some(seconds) = options.tombstone_gc_seconds {
         targets_run
@@ -122,22 +162,35 @@ pub fn evaluate(
         .map_or((1, 0), |c| (c.addresses.len(), c.process));
     // In a cluster each process reads every `processes`-th commit; a process that cannot read
     // its share still joins, so that the others fail with it instead of waiting.
-    let mut input = runtime::ProcessInput::default();
+    let mut input = runtime::ProcessInput {
+        persistence: resume.persistence,
+        ..runtime::ProcessInput::default()
+    };
     let mut reports: Vec<report::CommitReport> = Vec::new();
     let mut failure = None;
-    let mut last = i64::MIN;
-    for (c, source) in commit::sources(pipeline)?.iter().enumerate() {
-        let version = c as u64 + 1;
+    let mut last = resume.last_timestamp.unwrap_or(i64::MIN);
+    let mut ends = vec![None; sources.len()];
+    for (c, source) in sources.iter().enumerate() {
+        let version = base + c as u64 + 1;
         if c % processes != process || failure.is_some() {
             input.commits.push(None);
             continue;
         }
-        match report::read(pipeline, &flows, source, version, options.on_invalid) {
+        let read = report::read(
+            pipeline,
+            &flows,
+            source,
+            version,
+            options.on_invalid,
+            skip_once,
+        );
+        match read {
             Ok((mut commit, report)) => {
                 // Commit time is ingestion time, never decreasing even if the clock steps back.
                 last = now_micros().max(last);
                 commit.timestamp = last;
                 input.commits.push(Some(commit));
+                ends[c] = report.end;
                 reports.push(report);
             }
             Err(e) if options.cluster.is_none() => return Err(e),
@@ -199,7 +252,13 @@ pub fn evaluate(
     let commit_timestamps = std::mem::take(&mut updates.timestamps);
     let mut targets = Vec::new();
     for (t, (target, updates)) in pipeline.targets.iter().zip(updates.rows).enumerate() {
-        let changes = changefeed::changes(target, &updates);
+        // The restored table (at `base`) is the starting point, not a change of this run.
+        let changes = if base == 0 {
+            changefeed::changes(target, &updates)
+        } else {
+            let new: Vec<_> = updates.iter().filter(|u| u.1 > base).cloned().collect();
+            changefeed::changes(target, &new)
+        };
         metrics::attribute_changes(&flows, t, &changes, &mut metrics);
         targets.push(TargetResult {
             rows: final_rows(target, &updates),
@@ -210,7 +269,7 @@ pub fn evaluate(
     for (t, stats) in updates.stats.iter().enumerate() {
         metrics::attribute_stats(&flows, t, stats, &mut metrics);
     }
-    Ok(Evaluation {
+    let evaluation = Evaluation {
         targets,
         flows,
         metrics,
@@ -219,7 +278,9 @@ pub fn evaluate(
         warnings,
         commit_timestamps,
         events,
-    })
+        base,
+    };
+    Ok((evaluation, ends))
 }
 
 /// The table after all commits: rows with a positive count, sorted by keys, then `__START_AT`.

@@ -26,19 +26,23 @@ pub(super) struct CommitReport {
     pub(super) warnings: Vec<String>,
     /// Events, rows and snapshot rows handed to the runtime.
     pub(super) events: u64,
+    /// For a read of complete lines from an offset: the offset just past the last one read.
+    pub(super) end: Option<u64>,
 }
 
-/// Reads commit `version` from `source`. Under [`OnInvalid::Fail`] its first invalid row is the
-/// error. The input's timestamp is left for the caller.
+/// Reads commit `version` from `source` (`ONCE` flows take nothing with `skip_once`). Under
+/// [`OnInvalid::Fail`] its first invalid row is the error. The input's timestamp is left for
+/// the caller.
 pub(super) fn read(
     pipeline: &Pipeline,
     flows: &[FlowRef],
     source: &CommitSource,
     version: u64,
     on_invalid: OnInvalid,
+    skip_once: bool,
 ) -> Result<(CommitEvents, CommitReport)> {
     let mut metrics: Vec<Vec<FlowCommitMetrics>> = vec![Vec::new(); flows.len()];
-    let prepared = commit::prepare(pipeline, flows, source, version, &mut metrics)?;
+    let prepared = commit::prepare(pipeline, flows, source, version, skip_once, &mut metrics)?;
     if let Some(first) = prepared.invalid.first() {
         if on_invalid == OnInvalid::Fail {
             return Err(first.error.clone().into_error(&first.file));
@@ -82,6 +86,7 @@ pub(super) fn read(
         invalid: prepared.invalid,
         warnings,
         events: events as u64,
+        end: prepared.end,
     };
     Ok((input, report))
 }

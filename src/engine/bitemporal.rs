@@ -42,13 +42,19 @@
 //!   or after its own: O(events since `s0` · log h) plus the rows they change.
 //! * Truncates cannot reach a bitemporal target (validation rejects them); any that do are
 //!   ignored.
+//!
+//! Saved ([`Durable`]) key by key, with no worker-wide data; it holds no tombstones.
 
+use super::durable::{misfit, read_header, read_keys, write_header, Durable};
 use super::scd2::{History, Shape, Stored};
 use super::sorted_map::SortedMap;
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
+use crate::state::{FrameReader, FrameWriter};
 use crate::value::{Row, Value};
-use differential_dataflow::consolidation::consolidate;
+use crate::Result;
+use differential_dataflow::consolidation::{consolidate, consolidate_from};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ops::Bound::{self, Excluded, Included, Unbounded};
 
@@ -60,7 +66,7 @@ pub struct BitemporalState {
 }
 
 /// One key: its event log, its current business history and its rows' system intervals.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct KeyState {
     /// Every distinct event of the key, by business sequence.
     by_seq: SortedMap<Value, Vec<Logged>>,
@@ -76,7 +82,7 @@ struct KeyState {
 type Interval = (Value, Option<Value>);
 
 /// A logged event (its key and business sequence are where it is stored).
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Logged {
     system: Value,
     kind: EventKind,
@@ -102,6 +108,45 @@ impl BitemporalState {
     /// True when no key is held.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+}
+
+const TAG: &str = "bitemporal";
+
+impl Durable for BitemporalState {
+    fn save(&self, out: &mut FrameWriter) -> Result<()> {
+        write_header(out, TAG, &())?;
+        for (key, state) in &self.keys {
+            out.write(&(key, state))?;
+        }
+        Ok(())
+    }
+
+    fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
+        read_header::<()>(input, TAG)?;
+        read_keys(input, owns, |key, state: KeyState| {
+            state.fits(&self.shape)?;
+            if self.keys.contains_key(&key) {
+                return Ok(false);
+            }
+            self.keys.insert(key, state);
+            Ok(true)
+        })
+    }
+
+    fn rows(&self, out: &mut Vec<(Row, isize)>) {
+        let start = out.len();
+        for state in self.keys.values() {
+            for (row, intervals) in state.rows.iter() {
+                out.extend(intervals.iter().map(|i| (versioned(row, i), 1)));
+            }
+        }
+        consolidate_from(out, start);
+    }
+
+    /// Bitemporal history keeps every event: there are no tombstones.
+    fn live_tombstones(&self) -> u64 {
+        0
     }
 }
 
@@ -186,6 +231,37 @@ impl KeyState {
         for (row, changes) in touched {
             self.revise(row, &s0, changes, out);
         }
+    }
+
+    /// Checks a restored key against the target's shape and the invariants replays rely on:
+    /// logged upserts have the target's width, and the system index points at logged events.
+    fn fits(&self, shape: &Shape) -> Result<()> {
+        self.h.fits(shape)?;
+        for (_, logged) in self.by_seq.iter() {
+            for l in logged {
+                let mask = l
+                    .authored
+                    .as_ref()
+                    .is_none_or(|m| m.len() == shape.image_len());
+                if l.kind == EventKind::Upsert && !(l.image.len() == shape.image_len() && mask) {
+                    return Err(misfit(format!(
+                        "an image does not have the target's {} columns",
+                        shape.image_len()
+                    )));
+                }
+            }
+        }
+        for (system, seqs) in self.by_system.iter() {
+            let logged = |seq: &Value| {
+                self.by_seq
+                    .get(seq)
+                    .is_some_and(|at| at.iter().any(|l| l.system == *system))
+            };
+            if !seqs.iter().all(logged) {
+                return Err(misfit("the system-time index points at no logged event"));
+            }
+        }
+        Ok(())
     }
 
     /// Whether `e` is already in the log (D1).

@@ -6,17 +6,30 @@
 //! model's table for the events seen so far (`crate::model`), whatever the arrival order and
 //! commit split. The timely operators in `crate::operators` only route events to these states
 //! and retire commits in frontier order.
+//!
+//! Beside them, [`SnapshotState`] diffs full snapshots into events and [`ReplaceState`] keeps
+//! REPLACE USING rows. Every state is [`Durable`]: saved key by key at the end of a run and
+//! restored, on any number of workers, at the start of the next.
 
 mod bitemporal;
+mod durable;
+mod replace;
 mod scd1;
 mod scd2;
+mod snapshot;
 mod sorted_map;
 mod stats;
 mod tombstones;
 
+#[cfg(test)]
+mod durable_tests;
+
 pub use bitemporal::BitemporalState;
+pub use durable::{worker_of, Durable};
+pub use replace::{ReplaceConfig, ReplaceState};
 pub use scd1::Scd1State;
 pub use scd2::Scd2State;
+pub use snapshot::SnapshotState;
 pub use stats::CommitStats;
 
 use crate::event::Event;

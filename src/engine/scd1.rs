@@ -13,11 +13,19 @@
 //!
 //! A key whose latest event is a delete is a tombstone: kept for the retention (D11), then the
 //! key is forgotten entirely, so a late upsert older than the delete re-creates it (R1.4).
+//!
+//! Saved ([`Durable`]) as the truncate point and the tombstone queue, then each key's state.
 
-use super::tombstones::Tombstones;
+use super::durable::{misfit, read_header, read_keys, write_header, Durable};
+use super::tombstones::{Live, Queued, Tombstones};
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
+use crate::state::{FrameReader, FrameWriter};
 use crate::value::{Row, Value};
+use crate::Result;
+use differential_dataflow::consolidation::consolidate_from;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 
 /// SCD1 state of the keys one worker owns.
 #[derive(Debug)]
@@ -27,9 +35,11 @@ pub struct Scd1State {
     truncated_at: Option<Value>,
     keys: KeyMap<KeyState>,
     tombstones: Tombstones,
+    /// Keys whose state is a tombstone ([`KeyState::tombstone`]).
+    held: Live,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 enum KeyState {
     /// Whole images: the winning upsert or delete.
     Winner(Event),
@@ -37,7 +47,7 @@ enum KeyState {
     Fields(Fields),
 }
 
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Fields {
     upsert: Option<Value>,
     delete: Option<Value>,
@@ -54,6 +64,7 @@ impl Scd1State {
             truncated_at: None,
             keys: KeyMap::default(),
             tombstones: Tombstones::new(retention),
+            held: Live::default(),
         }
     }
 
@@ -63,6 +74,7 @@ impl Scd1State {
             if self.keys.get(&key).and_then(KeyState::tombstone) == Some(&seq) {
                 self.keys.remove(&key);
                 stats.tombstones_collected += 1;
+                self.held.add(-1, stats);
             }
         }
     }
@@ -77,12 +89,13 @@ impl Scd1State {
         self.keys.is_empty()
     }
 
-    fn truncate(&mut self, seq: Value, out: &mut Vec<(Row, isize)>) {
+    fn truncate(&mut self, seq: Value, out: &mut Vec<(Row, isize)>, stats: &mut CommitStats) {
         if self.truncated_at.as_ref().is_some_and(|t| *t >= seq) {
             return;
         }
         let old = self.truncated_at.replace(seq);
         let new = self.truncated_at.clone();
+        let mut dropped = 0;
         self.keys.retain(|_, state| {
             // Under partial updates a surviving row can still lose the columns authored before
             // the truncate, so compare whole rows, not just presence.
@@ -91,8 +104,11 @@ impl Scd1State {
                 out.extend(before.map(|r| (r, -1)));
                 out.extend(after.map(|r| (r, 1)));
             }
-            !state.covered_by(new.as_ref())
+            let covered = state.covered_by(new.as_ref());
+            dropped += i64::from(covered && state.tombstone().is_some());
+            !covered
         });
+        self.held.add(-dropped, stats);
     }
 
     fn apply_key(
@@ -123,6 +139,7 @@ impl Scd1State {
             out.extend(state.visible(t).map(|r| (r, 1)));
             if let Some(seq) = state.tombstone() {
                 self.tombstones.record(now, &key, seq);
+                self.held.add(1, stats);
             }
             self.keys.insert(key, state);
             return;
@@ -162,6 +179,61 @@ impl Scd1State {
                 self.tombstones.record(now, &key, seq);
             }
         }
+        let after = state.tombstone().is_some();
+        self.held.change(tombstone_before.is_some(), after, stats);
+    }
+
+    /// Counts the tombstones by looking at every key (tests check the incremental count).
+    #[cfg(test)]
+    pub(super) fn count_tombstones(&self) -> u64 {
+        self.keys
+            .values()
+            .filter(|s| s.tombstone().is_some())
+            .count() as u64
+    }
+}
+
+const TAG: &str = "scd1";
+
+impl Durable for Scd1State {
+    fn save(&self, out: &mut FrameWriter) -> Result<()> {
+        write_header(out, TAG, &(&self.truncated_at, self.tombstones.entries()))?;
+        for (key, state) in &self.keys {
+            out.write(&(key, state))?;
+        }
+        Ok(())
+    }
+
+    fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
+        let (truncated_at, queue): (Option<Value>, VecDeque<Queued>) = read_header(input, TAG)?;
+        // Truncates reach every worker, so every shard has the same truncate point.
+        self.truncated_at = self.truncated_at.take().max(truncated_at);
+        self.tombstones.restore(queue, owns);
+        read_keys(input, owns, |key, state: KeyState| {
+            state.fits(self.partial, self.image_len)?;
+            if self.keys.contains_key(&key) {
+                return Ok(false);
+            }
+            self.held.restored(u64::from(state.tombstone().is_some()));
+            self.keys.insert(key, state);
+            Ok(true)
+        })
+    }
+
+    fn rows(&self, out: &mut Vec<(Row, isize)>) {
+        let start = out.len();
+        let t = self.truncated_at.as_ref();
+        out.extend(
+            self.keys
+                .values()
+                .filter_map(|s| s.visible(t))
+                .map(|r| (r, 1)),
+        );
+        consolidate_from(out, start);
+    }
+
+    fn live_tombstones(&self) -> u64 {
+        self.held.get()
     }
 }
 
@@ -205,7 +277,7 @@ impl CdcState for Scd1State {
             .into_iter()
             .partition(|e| e.kind == EventKind::Truncate);
         if let Some(t) = truncates.into_iter().map(|e| e.seq).max() {
-            self.truncate(t, out);
+            self.truncate(t, out, stats);
         }
         for (key, events) in group_by_key(keyed) {
             self.apply_key(key, events, now, out, stats);
@@ -225,6 +297,32 @@ impl KeyState {
         };
         fields.absorb(first, stats);
         KeyState::Fields(fields)
+    }
+
+    /// Checks a restored key state against the target's shape, so that a shard of another
+    /// pipeline cannot make `apply` index out of bounds.
+    fn fits(&self, partial: bool, image_len: usize) -> Result<()> {
+        match self {
+            KeyState::Winner(w) if !partial => {
+                if w.kind == EventKind::Upsert && w.image.len() != image_len {
+                    return Err(misfit(format!(
+                        "an image has {} columns, the target {image_len}",
+                        w.image.len()
+                    )));
+                }
+                Ok(())
+            }
+            KeyState::Fields(f) if partial => {
+                if f.columns.len() != image_len {
+                    return Err(misfit(format!(
+                        "a key has {} columns, the target {image_len}",
+                        f.columns.len()
+                    )));
+                }
+                Ok(())
+            }
+            _ => Err(misfit("whole and partial images are mixed")),
+        }
     }
 
     /// The row this key shows given the table's truncate sequence, if any.

@@ -22,14 +22,26 @@
 //! The per-key [`History`] is shared with the bitemporal state (`super::bitemporal`), which
 //! also replaces and removes stored events ([`History::replace`]) to rewind a history in system
 //! time; a removal re-derives like an insertion, with the removed image in `before`.
+//!
+//! The state counts its tombstones as it goes: whether a stored delete closes nothing depends
+//! only on it and the event before it, so a commit re-checks just the sequences it stores at
+//! and the events right after them.
+//!
+//! Saved ([`Durable`]) as the tombstone queue, then each key's [`History`].
 
+use super::durable::{misfit, read_header, read_keys, write_header, Durable};
 use super::sorted_map::SortedMap;
-use super::tombstones::Tombstones;
+use super::tombstones::{Live, Queued, Tombstones};
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
+use crate::state::{FrameReader, FrameWriter};
 use crate::value::{Row, Value};
+use crate::Result;
+use differential_dataflow::consolidation::consolidate_from;
+use serde::{Deserialize, Serialize};
 use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::ops::Bound::{self, Excluded, Included, Unbounded};
 
 /// SCD2 state of the keys one worker owns.
@@ -38,6 +50,8 @@ pub struct Scd2State {
     shape: Shape,
     keys: KeyMap<History>,
     tombstones: Tombstones,
+    /// Stored deletes that close nothing ([`History::is_tombstone`]).
+    held: Live,
 }
 
 /// What a target's versions depend on: image width, tracked columns, partial folding.
@@ -49,14 +63,14 @@ pub(super) struct Shape {
 }
 
 /// One key's events by sequence and the versions they produce.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct History {
     events: SortedMap<Value, Stored>,
     runs: SortedMap<Value, Run>,
 }
 
 /// The event stored at a sequence (the winner of its ties).
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Stored {
     kind: EventKind,
     image: Row,
@@ -67,7 +81,7 @@ pub(super) struct Stored {
 
 /// A version: from its key (the start) to `end`, showing the folded image of its latest upsert,
 /// `last`. Runs point into the events instead of copying images.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Run {
     end: Option<Value>,
     last: Value,
@@ -87,6 +101,7 @@ impl Scd2State {
             shape: Shape::new(image_len, tracked, partial),
             keys: KeyMap::default(),
             tombstones: Tombstones::new(retention),
+            held: Live::default(),
         }
     }
 
@@ -97,7 +112,10 @@ impl Scd2State {
                 continue;
             };
             if history.forget_tombstone(&seq) {
+                // Forgetting a delete that closes nothing leaves the next event's predecessor
+                // a delete or nothing, so no other tombstone changes.
                 stats.tombstones_collected += 1;
+                self.held.add(-1, stats);
                 if history.events.is_empty() {
                     self.keys.remove(&key);
                 }
@@ -113,6 +131,54 @@ impl Scd2State {
     /// True when no key is held.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+
+    /// Counts the tombstones by looking at every event (tests check the incremental count).
+    #[cfg(test)]
+    pub(super) fn count_tombstones(&self) -> u64 {
+        let all = self
+            .keys
+            .values()
+            .flat_map(|h| h.events.iter().filter(move |(seq, _)| h.is_tombstone(seq)));
+        all.count() as u64
+    }
+}
+
+const TAG: &str = "scd2";
+
+impl Durable for Scd2State {
+    fn save(&self, out: &mut FrameWriter) -> Result<()> {
+        write_header(out, TAG, self.tombstones.entries())?;
+        for (key, history) in &self.keys {
+            out.write(&(key, history))?;
+        }
+        Ok(())
+    }
+
+    fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
+        let queue: VecDeque<Queued> = read_header(input, TAG)?;
+        self.tombstones.restore(queue, owns);
+        read_keys(input, owns, |key, history: History| {
+            history.fits(&self.shape)?;
+            if self.keys.contains_key(&key) {
+                return Ok(false);
+            }
+            self.held.restored(history.tombstones());
+            self.keys.insert(key, history);
+            Ok(true)
+        })
+    }
+
+    fn rows(&self, out: &mut Vec<(Row, isize)>) {
+        let start = out.len();
+        for history in self.keys.values() {
+            history.rows(out);
+        }
+        consolidate_from(out, start);
+    }
+
+    fn live_tombstones(&self) -> u64 {
+        self.held.get()
     }
 }
 
@@ -133,10 +199,14 @@ impl CdcState for Scd2State {
                 Entry::Occupied(o) => o.into_mut(),
                 Entry::Vacant(v) => v.insert(History::default()),
             };
+            let probes = history.probes(&events);
+            let tombstones_before = history.tombstones_at(&probes);
             let mut before = BTreeMap::new();
             if let Some((lo, hi)) = history.absorb(events, &mut before, stats) {
                 history.rederive(&lo, &hi, &self.shape, before, out);
             }
+            let tombstones_after = history.tombstones_at(&probes);
+            self.held.add(tombstones_after - tombstones_before, stats);
         }
     }
 
@@ -182,6 +252,11 @@ impl Shape {
             tracked,
             partial,
         }
+    }
+
+    /// The number of image columns.
+    pub(super) fn image_len(&self) -> usize {
+        self.image_len
     }
 
     fn tracked_eq(&self, a: &Row, b: &Row) -> bool {
@@ -231,20 +306,101 @@ impl History {
         }
     }
 
-    /// Removes the delete at `seq` if it closes no version; returns whether it did.
-    fn forget_tombstone(&mut self, seq: &Value) -> bool {
+    /// Whether the event at `seq` is a tombstone: a delete that closes no version, because no
+    /// upsert comes right before it.
+    fn is_tombstone(&self, seq: &Value) -> bool {
         let is_delete = self
             .events
             .get(seq)
             .is_some_and(|e| e.kind == EventKind::Delete);
-        let closes = self
-            .events
-            .last_before(Excluded(seq))
-            .is_some_and(|(_, e)| e.kind == EventKind::Upsert);
-        if is_delete && !closes {
+        let after_upsert = || {
+            self.events
+                .last_before(Excluded(seq))
+                .is_some_and(|(_, e)| e.kind == EventKind::Upsert)
+        };
+        is_delete && !after_upsert()
+    }
+
+    /// Removes the delete at `seq` if it closes no version; returns whether it did.
+    fn forget_tombstone(&mut self, seq: &Value) -> bool {
+        let forget = self.is_tombstone(seq);
+        if forget {
             self.events.remove(seq);
         }
-        is_delete && !closes
+        forget
+    }
+
+    /// The sequences whose tombstone status storing `events` can change: theirs, and for each
+    /// the stored event right after it (its predecessor may change). An event stored right
+    /// after another of `events` is one of `events` itself, so the set is the same before and
+    /// after storing them.
+    fn probes(&self, events: &[Event]) -> Vec<Value> {
+        let mut probes = Vec::with_capacity(2 * events.len());
+        for e in events {
+            probes.push(e.seq.clone());
+            if let Some((next, _)) = self.events.first_from(Excluded(&e.seq)) {
+                probes.push(next.clone());
+            }
+        }
+        probes.sort_unstable();
+        probes.dedup();
+        probes
+    }
+
+    /// How many of the sequences `at` hold a tombstone.
+    fn tombstones_at(&self, at: &[Value]) -> i64 {
+        at.iter().filter(|seq| self.is_tombstone(seq)).count() as i64
+    }
+
+    /// How many tombstones the history holds (a scan; for restoring).
+    fn tombstones(&self) -> u64 {
+        let mut count = 0;
+        let mut after_upsert = false;
+        for (_, e) in self.events.iter() {
+            count += u64::from(e.kind == EventKind::Delete && !after_upsert);
+            after_upsert = e.kind == EventKind::Upsert;
+        }
+        count
+    }
+
+    /// Appends the versions of this history as `(row, +1)`.
+    pub(super) fn rows(&self, out: &mut Vec<(Row, isize)>) {
+        for (start, run) in self.runs.iter() {
+            out.push((row(start, run, folded_at(&self.events, &run.last)), 1));
+        }
+    }
+
+    /// Checks a restored history against the target's shape and its own invariants that
+    /// re-derivation relies on, so that a shard of another pipeline cannot make `apply` panic:
+    /// upsert images have the target's width, and every run points at a stored upsert.
+    pub(super) fn fits(&self, shape: &Shape) -> Result<()> {
+        for (_, e) in self.events.iter() {
+            let width = |row: &Row| row.len() == shape.image_len;
+            let mask = e
+                .authored
+                .as_ref()
+                .is_none_or(|m| m.len() == shape.image_len);
+            let folded = e.folded.as_ref().is_none_or(width);
+            if e.kind == EventKind::Upsert && !(width(&e.image) && mask && folded) {
+                return Err(misfit(format!(
+                    "an image does not have the target's {} columns",
+                    shape.image_len
+                )));
+            }
+        }
+        let points_at_upsert = |seq: &Value| {
+            self.events
+                .get(seq)
+                .is_some_and(|e| e.kind == EventKind::Upsert)
+        };
+        if !self
+            .runs
+            .iter()
+            .all(|(start, run)| points_at_upsert(start) && points_at_upsert(&run.last))
+        {
+            return Err(misfit("a version does not start at a stored upsert"));
+        }
+        Ok(())
     }
 
     /// Stores the events (the greatest wins a sequence tie, D2) and returns the range of

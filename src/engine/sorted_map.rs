@@ -5,7 +5,12 @@
 //! memory. Up to [`SMALL`] entries this map is a sorted `Vec` (binary search, and inserts that
 //! shift at most `SMALL` entries); past that it is a `BTreeMap`, so every operation stays
 //! O(log n) for long histories.
+//!
+//! Serialized (serde) as the sequence of its entries in key order; deserializing refuses keys
+//! out of order and picks the representation by size.
 
+use serde::de::{Deserialize, Deserializer, Error as _};
+use serde::ser::{Serialize, SerializeSeq, Serializer};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -28,6 +33,38 @@ impl<K: Ord + Clone, V> Default for SortedMap<K, V> {
 }
 
 impl<K: Ord + Clone, V> SortedMap<K, V> {
+    /// A map of `entries`, which must be in strictly ascending key order.
+    pub(crate) fn from_sorted(entries: Vec<(K, V)>) -> Result<Self, &'static str> {
+        if !entries.windows(2).all(|w| w[0].0 < w[1].0) {
+            return Err("map keys are not in strictly ascending order");
+        }
+        Ok(if entries.len() <= SMALL {
+            SortedMap::Small(entries)
+        } else {
+            SortedMap::Large(entries.into_iter().collect())
+        })
+    }
+
+    /// The entries in key order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        let (small, large) = match self {
+            SortedMap::Small(v) => (Some(v.iter().map(|(k, v)| (k, v))), None),
+            SortedMap::Large(m) => (None, Some(m.iter())),
+        };
+        small
+            .into_iter()
+            .flatten()
+            .chain(large.into_iter().flatten())
+    }
+
+    /// The number of entries.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            SortedMap::Small(v) => v.len(),
+            SortedMap::Large(m) => m.len(),
+        }
+    }
+
     /// True when empty.
     pub(crate) fn is_empty(&self) -> bool {
         match self {
@@ -149,9 +186,53 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
     }
 }
 
+impl<K: Ord + Clone + Serialize, V: Serialize> Serialize for SortedMap<K, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // With its length up front: postcard writes it before the entries.
+        let mut seq = serializer.serialize_seq(Some(self.len()))?;
+        for entry in self.iter() {
+            seq.serialize_element(&entry)?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de, K, V> Deserialize<'de> for SortedMap<K, V>
+where
+    K: Ord + Clone + Deserialize<'de>,
+    V: Deserialize<'de>,
+{
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let entries = Vec::<(K, V)>::deserialize(deserializer)?;
+        SortedMap::from_sorted(entries).map_err(D::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A map round-trips through postcard on both sides of the switch to a B-tree, and a
+    /// sequence out of order is refused.
+    #[test]
+    fn serde_round_trip_keeps_order_and_representation() {
+        for n in [0, 1, SMALL, SMALL + 1, 3 * SMALL] {
+            let mut map: SortedMap<u32, String> = SortedMap::default();
+            for k in (0..n as u32).rev() {
+                map.insert(k * 3, format!("v{k}"));
+            }
+            let bytes = postcard::to_stdvec(&map).unwrap();
+            let back: SortedMap<u32, String> = postcard::from_bytes(&bytes).unwrap();
+            assert_eq!(
+                back.iter().collect::<Vec<_>>(),
+                map.iter().collect::<Vec<_>>()
+            );
+            assert_eq!(back.len(), n);
+            assert_eq!(matches!(back, SortedMap::Small(_)), n <= SMALL);
+        }
+        let unordered = postcard::to_stdvec(&vec![(2u32, 0u8), (1, 0)]).unwrap();
+        assert!(postcard::from_bytes::<SortedMap<u32, u8>>(&unordered).is_err());
+    }
 
     /// The same operations on a `SortedMap` and a `BTreeMap` give the same answers, across the
     /// switch from vector to tree.

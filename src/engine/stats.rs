@@ -13,6 +13,11 @@ pub struct CommitStats {
     pub sequence_ties: u64,
     /// Tombstones forgotten because older than the retention (D11).
     pub tombstones_collected: u64,
+    /// Tombstones recorded minus tombstones removed (by a newer event, a truncate or the
+    /// retention) in this commit on this worker. Summed over every commit and worker, it is the
+    /// number of tombstones held ([`Durable::live_tombstones`](super::Durable::live_tombstones)
+    /// summed over the workers); a restored state starts from its restored tombstones.
+    pub tombstones_delta: i64,
 }
 
 impl CommitStats {
@@ -21,5 +26,6 @@ impl CommitStats {
         self.stale_events += other.stale_events;
         self.sequence_ties += other.sequence_ties;
         self.tombstones_collected += other.tombstones_collected;
+        self.tombstones_delta += other.tombstones_delta;
     }
 }

@@ -4,15 +4,22 @@
 //! The queue holds tombstones in the order they were recorded; commit times only grow, so the
 //! expired ones are always at its front and a commit pays only for what expires. Entries are
 //! checked lazily: the state decides whether the key still holds that tombstone.
+//!
+//! A saved queue keeps each entry's commit time (`since`), so tombstones go on ageing across
+//! runs; restoring merges the queues of several old workers back into `since` order.
 
+use super::CommitStats;
 use crate::value::{Row, Value};
 use std::collections::VecDeque;
+
+/// A queue entry: the commit time the delete was recorded at, the key, the delete's sequence.
+pub(super) type Queued = (i64, Row, Value);
 
 /// Tombstones of one state, oldest first.
 #[derive(Debug, Default)]
 pub(crate) struct Tombstones {
     retention: Option<i64>,
-    queue: VecDeque<(i64, Row, Value)>,
+    queue: VecDeque<Queued>,
 }
 
 impl Tombstones {
@@ -46,5 +53,59 @@ impl Tombstones {
             expired.push((key, seq));
         }
         expired
+    }
+
+    /// The queue, oldest first, to save.
+    pub(super) fn entries(&self) -> &VecDeque<Queued> {
+        &self.queue
+    }
+
+    /// Merges saved `entries` (oldest first) of the keys `owns` accepts, keeping the queue
+    /// ordered by commit time; entries of equal time keep their order. Without a retention
+    /// nothing is kept, as [`Tombstones::record`] keeps nothing.
+    pub(super) fn restore(&mut self, entries: VecDeque<Queued>, owns: &dyn Fn(&Row) -> bool) {
+        if self.retention.is_none() {
+            return;
+        }
+        self.queue
+            .extend(entries.into_iter().filter(|(_, key, _)| owns(key)));
+        // Two ascending runs (the held queue and the shard's): the stable sort merges them in
+        // linear time.
+        self.queue
+            .make_contiguous()
+            .sort_by_key(|(since, _, _)| *since);
+    }
+}
+
+/// The number of tombstones a state holds, changed only alongside the commit's
+/// [`CommitStats::tombstones_delta`].
+#[derive(Debug, Default)]
+pub(super) struct Live(u64);
+
+impl Live {
+    /// The tombstones held.
+    pub(super) fn get(&self) -> u64 {
+        self.0
+    }
+
+    /// Adds `n` (negative: removes) tombstones in the commit `stats` describes.
+    pub(super) fn add(&mut self, n: i64, stats: &mut CommitStats) {
+        debug_assert!(
+            self.0.checked_add_signed(n).is_some(),
+            "tombstone count {} {n:+}",
+            self.0
+        );
+        self.0 = self.0.saturating_add_signed(n);
+        stats.tombstones_delta += n;
+    }
+
+    /// Records that something held a tombstone `before` and holds one `after`.
+    pub(super) fn change(&mut self, before: bool, after: bool, stats: &mut CommitStats) {
+        self.add(i64::from(after) - i64::from(before), stats);
+    }
+
+    /// Counts restored tombstones (no commit: they were counted when recorded).
+    pub(super) fn restored(&mut self, n: u64) {
+        self.0 += n;
     }
 }

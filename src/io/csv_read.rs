@@ -7,6 +7,9 @@
 //! header (or schema); a record that does not, or a field that does not parse as its column's
 //! type, is a [`RowError`] and the other rows still count. An empty unquoted field is NULL at any
 //! type; `""` is the empty string (a STRING, or a bad value for other types).
+//!
+//! The records may also be the end of a file (see `super::tail`): their columns are then mapped
+//! by the file's header read separately ([`Header::Known`]).
 
 use super::csv_records::{CsvRecord, CsvRecords};
 use super::parse_value::parse_text;
@@ -15,29 +18,41 @@ use crate::value::{closest, Schema, Value};
 use crate::{Error, ErrorKind, Result};
 use std::path::Path;
 
-/// Reads the CSV `text` of `path` against `schema`.
-pub(crate) fn read_csv(
+/// Where the names of a CSV file's columns come from.
+pub(crate) enum Header {
+    /// Nowhere: fields map to schema columns by position.
+    None,
+    /// The first record read is the header.
+    First,
+    /// The file's header record, read apart from the records (which follow it in the file).
+    Known(CsvRecord),
+}
+
+/// Reads `records` of `path` against `schema`, columns mapped as `header` says; `None` when the
+/// header is the first record and there is none.
+pub(crate) fn read_records(
     path: &Path,
-    text: &str,
-    header: bool,
+    records: &mut CsvRecords<'_>,
+    header: Header,
     schema: &Schema,
-) -> Result<Vec<Result<SourceRow, RowError>>> {
-    let mut records = CsvRecords::new(path, text);
-    let (positions, width) = if header {
-        match records.next() {
-            // A file without even a header line has no rows.
-            None => return Ok(Vec::new()),
-            Some(first) => {
-                let first = first?;
-                (header_positions(path, &first, schema)?, first.fields.len())
-            }
-        }
-    } else {
-        ((0..schema.len()).collect(), schema.len())
+) -> Result<Option<Vec<Result<SourceRow, RowError>>>> {
+    let (positions, width) = match header {
+        Header::None => ((0..schema.len()).collect(), schema.len()),
+        Header::First => match records.next() {
+            None => return Ok(None),
+            Some(first) => columns(path, &first?, schema)?,
+        },
+        Header::Known(record) => columns(path, &record, schema)?,
     };
     records
         .map(|record| record.map(|r| to_row(&r, &positions, width, schema)))
-        .collect()
+        .collect::<Result<_>>()
+        .map(Some)
+}
+
+/// For each schema column the index of its field in `header`, and the header's width.
+fn columns(path: &Path, header: &CsvRecord, schema: &Schema) -> Result<(Vec<usize>, usize)> {
+    Ok((header_positions(path, header, schema)?, header.fields.len()))
 }
 
 /// For each schema column, the index of its field in the header record.
@@ -112,7 +127,11 @@ mod tests {
     }
 
     fn read(text: &str, header: bool) -> Result<Vec<Result<SourceRow, RowError>>> {
-        read_csv(Path::new("in.csv"), text, header, &schema())
+        let path = Path::new("in.csv");
+        let header = if header { Header::First } else { Header::None };
+        // A file without even a header line has no rows.
+        let rows = read_records(path, &mut CsvRecords::new(path, text), header, &schema())?;
+        Ok(rows.unwrap_or_default())
     }
 
     fn ok(line: u64, row: Vec<Value>) -> Result<SourceRow, RowError> {

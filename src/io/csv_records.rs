@@ -9,8 +9,12 @@
 //! between the two is reported as an internal error, never guessed around.
 //!
 //! Line numbers are 1-based physical lines (counted by `\n`) of a record's first byte, so a
-//! record with a multi-line quoted field is reported at the line where it starts.
+//! record with a multi-line quoted field is reported at the line where it starts. The text may
+//! be the end of a file (starting at a known line), and with [`Ending::Growing`] its last record
+//! may still be being written: a record whose quoted field is open at the end of the text is then
+//! not read, and [`CsvRecords::consumed`] says where the records read so far end.
 
+use super::tail::Ending;
 use crate::{Error, ErrorKind, Result};
 use std::path::Path;
 
@@ -46,12 +50,24 @@ pub(crate) struct CsvRecords<'a> {
     offset: usize,
     /// Physical line at `offset`.
     line: u64,
+    ending: Ending,
     done: bool,
 }
 
 impl<'a> CsvRecords<'a> {
     /// Records of `text`, the contents of `path`.
     pub(crate) fn new(path: &'a Path, text: &'a str) -> Self {
+        Self::starting_at(path, text, 1, Ending::Whole)
+    }
+
+    /// Records of `text`, a part of `path` that starts at a record boundary on line `first_line`
+    /// and ends as `ending` says.
+    pub(crate) fn starting_at(
+        path: &'a Path,
+        text: &'a str,
+        first_line: u64,
+        ending: Ending,
+    ) -> Self {
         let reader = csv::ReaderBuilder::new()
             .has_headers(false)
             // Field counts are checked per row by the caller, so a short row is one bad row.
@@ -63,9 +79,16 @@ impl<'a> CsvRecords<'a> {
             reader,
             record: csv::StringRecord::new(),
             offset: 0,
-            line: 1,
+            line: first_line,
+            ending,
             done: false,
         }
+    }
+
+    /// The byte offset in the text just past the records read so far (and past blank lines after
+    /// them once the text is exhausted), and the line of that byte.
+    pub(crate) fn consumed(&self) -> (usize, u64) {
+        (self.offset, self.line)
     }
 
     fn read(&mut self) -> Result<Option<CsvRecord>> {
@@ -75,6 +98,10 @@ impl<'a> CsvRecords<'a> {
                 .in_file(self.path)
         })?;
         if !more {
+            // Only blank lines (if anything) are left; they are consumed too.
+            let rest = self.text.as_bytes().get(self.offset..).unwrap_or_default();
+            self.line += rest.iter().filter(|&&b| b == b'\n').count() as u64;
+            self.offset = self.text.len();
             return Ok(None);
         }
         let end = usize::try_from(self.reader.position().byte()).unwrap_or(usize::MAX);
@@ -85,6 +112,20 @@ impl<'a> CsvRecords<'a> {
             .unwrap_or_default();
         let (skipped_lines, quoted, unterminated) = quoted_fields(span);
         let line = self.line + skipped_lines;
+        if unterminated && self.ending == Ending::Growing {
+            // The record may still be being written: leave it (but not the blank lines before
+            // it) for a later read.
+            let blank = span
+                .iter()
+                .take_while(|&&b| b == b'\r' || b == b'\n')
+                .count();
+            self.offset += span[..blank]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            self.line += skipped_lines;
+            return Ok(None);
+        }
         if unterminated {
             // The parser accepts a quote left open at the end of the file and swallows the rest
             // of the file into one field; name the real problem instead of a field count.

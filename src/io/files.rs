@@ -3,9 +3,12 @@
 //! Invariants: a directory lists only its regular files, never recursing and skipping names that
 //! start with `.` or `_` (editor backups, `_SUCCESS` markers, our own `_quarantine`), in
 //! lexicographic order of the file name, so every run sees the same files in the same order.
-//! Loaded text is valid UTF-8 without a leading byte-order mark.
+//! Loaded text is valid UTF-8 without a leading byte-order mark. A file can also be read from a
+//! byte offset on (seeking past what an earlier run read) and a byte range checksummed.
 
 use crate::{Error, ErrorKind, Result};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// The data files behind `path`: the file itself, or a directory's visible regular files in name
@@ -54,9 +57,19 @@ pub fn first_file(path: &Path) -> Result<PathBuf> {
 /// error at the line and column of the first bad byte.
 pub fn read_text(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| Error::read(path, &e))?;
-    let mut text = String::from_utf8(bytes).map_err(|e| {
+    let mut text = decode(path, bytes, 1)?;
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
+    Ok(text)
+}
+
+/// `bytes` of `path` as UTF-8 text, their first byte on line `first_line`. Invalid UTF-8 is a
+/// `Format` error at the (whole-file) line and column of the first bad byte.
+pub(crate) fn decode(path: &Path, bytes: Vec<u8>, first_line: u64) -> Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let line = 1 + valid.iter().filter(|&&b| b == b'\n').count() as u64;
+        let line = first_line + valid.iter().filter(|&&b| b == b'\n').count() as u64;
         let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let column = valid.len() - line_start + 1;
         Error::new(
@@ -65,11 +78,71 @@ pub fn read_text(path: &Path) -> Result<String> {
         )
         .at_line(line)
         .in_file(path)
-    })?;
-    if text.starts_with('\u{feff}') {
-        text.drain(..'\u{feff}'.len_utf8());
+    })
+}
+
+/// The size of `path` in bytes; an `Io` error naming it when it cannot be read.
+pub fn file_len(path: &Path) -> Result<u64> {
+    Ok(std::fs::metadata(path)
+        .map_err(|e| Error::read(path, &e))?
+        .len())
+}
+
+/// The bytes of `path` from offset `from` to its end, without reading those before `from`. A file
+/// now shorter than `from` (truncated or replaced) is an `Io` error: its earlier reading no longer
+/// describes it.
+pub(crate) fn read_from(path: &Path, from: u64) -> Result<Vec<u8>> {
+    let mut file = open_at(path, from, from)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| Error::read(path, &e))?;
+    Ok(bytes)
+}
+
+/// The CRC-32 of the bytes `from..to` of `path` (to check that an already read part of a file did
+/// not change). A file shorter than `to` is an `Io` error.
+pub fn crc_of_range(path: &Path, from: u64, to: u64) -> Result<u32> {
+    if from > to {
+        let message = format!("reversed byte range {from}..{to}");
+        return Err(Error::new(ErrorKind::Internal, message).in_file(path));
     }
-    Ok(text)
+    let mut range = open_at(path, from, to)?.take(to - from);
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        let n = match range.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::read(path, &e)),
+        };
+        hasher.update(&buf[..n]);
+    }
+    if range.limit() > 0 {
+        // The file shrank after `open_at` looked at its length.
+        return Err(shorter(path, to));
+    }
+    Ok(hasher.finalize())
+}
+
+/// `path` opened and positioned at `offset`; an `Io` error when it is shorter than `len` bytes.
+pub(crate) fn open_at(path: &Path, offset: u64, len: u64) -> Result<File> {
+    let mut file = File::open(path).map_err(|e| Error::read(path, &e))?;
+    let actual = file.metadata().map_err(|e| Error::read(path, &e))?.len();
+    if actual < len {
+        return Err(shorter(path, len));
+    }
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| Error::read(path, &e))?;
+    Ok(file)
+}
+
+fn shorter(path: &Path, len: u64) -> Error {
+    Error::new(
+        ErrorKind::Io,
+        format!("the file has fewer than {len} bytes (was it truncated or replaced?)"),
+    )
+    .in_file(path)
 }
 
 #[cfg(test)]
@@ -123,5 +196,31 @@ mod tests {
         let bom = dir.path().join("bom.csv");
         std::fs::write(&bom, "\u{feff}a\n").unwrap();
         assert_eq!(read_text(&bom).unwrap(), "a\n");
+    }
+
+    #[test]
+    fn length_and_range_checksums() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "hello\nworld\n").unwrap();
+        assert_eq!(file_len(&file).unwrap(), 12);
+        assert_eq!(
+            crc_of_range(&file, 6, 12).unwrap(),
+            crc32fast::hash(b"world\n")
+        );
+        assert_eq!(crc_of_range(&file, 0, 0).unwrap(), crc32fast::hash(b""));
+        assert_eq!(read_from(&file, 6).unwrap(), b"world\n");
+        assert_eq!(read_from(&file, 12).unwrap(), b"");
+        for err in [
+            crc_of_range(&file, 6, 13).unwrap_err(),
+            read_from(&file, 13).unwrap_err(),
+            file_len(&dir.path().join("nope")).unwrap_err(),
+        ] {
+            assert_eq!(err.kind(), ErrorKind::Io);
+        }
+        assert_eq!(
+            crc_of_range(&file, 7, 6).unwrap_err().kind(),
+            ErrorKind::Internal
+        );
     }
 }

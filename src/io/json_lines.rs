@@ -34,8 +34,14 @@ impl JsonObject {
 
 /// The non-blank lines of `text` with their 1-based line numbers.
 pub(crate) fn json_lines(text: &str) -> impl Iterator<Item = (u64, &str)> {
+    json_lines_from(text, 1)
+}
+
+/// The non-blank lines of `text`, whose first line is line `first_line` of its file, with their
+/// line numbers in the file.
+pub(crate) fn json_lines_from(text: &str, first_line: u64) -> impl Iterator<Item = (u64, &str)> {
     text.split('\n')
-        .zip(1u64..)
+        .zip(first_line..)
         .map(|(line, n)| (n, line.strip_suffix('\r').unwrap_or(line)))
         .filter(|(_, line)| !line.trim().is_empty())
 }
@@ -90,6 +96,8 @@ mod tests {
     fn lines_skip_blanks_and_count_physically() {
         let lines: Vec<_> = json_lines("{}\r\n\n  \n{\"a\":1}").collect();
         assert_eq!(lines, [(1, "{}"), (4, "{\"a\":1}")]);
+        let lines: Vec<_> = json_lines_from("\n{}\n", 10).collect();
+        assert_eq!(lines, [(11, "{}")]);
     }
 
     #[test]

@@ -4,22 +4,24 @@
 //! `Format` error for the whole file. Schema columns are found among the keys by name, exact
 //! match first, then case-insensitively; keys the schema lacks are ignored. A missing key and
 //! `null` are both NULL. A value of the wrong JSON type or out of range is a [`RowError`]
-//! (rules in [`super::parse_value`]), and the other rows still count.
+//! (rules in [`super::parse_value`]), and the other rows still count. The text may be the end of
+//! a file; lines are numbered as in the whole file.
 
-use super::json_lines::{json_lines, parse_object, JsonObject};
+use super::json_lines::{json_lines_from, parse_object, JsonObject};
 use super::parse_value::json_to_value;
 use super::row::{RowError, SourceRow};
 use crate::value::{Schema, Value};
 use crate::Result;
 use std::path::Path;
 
-/// Reads the JSON-lines `text` of `path` against `schema`.
-pub(crate) fn read_json(
+/// Reads the JSON-lines `text`, the part of `path` from line `first_line` on, against `schema`.
+pub(crate) fn read_json_from(
     path: &Path,
     text: &str,
+    first_line: u64,
     schema: &Schema,
 ) -> Result<Vec<Result<SourceRow, RowError>>> {
-    json_lines(text)
+    json_lines_from(text, first_line)
         .map(|(line, text)| Ok(to_row(line, &parse_object(path, line, text)?, schema)))
         .collect()
 }
@@ -60,7 +62,7 @@ mod tests {
     }
 
     fn read(text: &str) -> Result<Vec<Result<SourceRow, RowError>>> {
-        read_json(Path::new("in.jsonl"), text, &schema())
+        read_json_from(Path::new("in.jsonl"), text, 1, &schema())
     }
 
     #[test]

@@ -14,6 +14,13 @@
 //! starts. Value syntax is in `parse_value`; CSV and JSON details in `csv_read` and
 //! `json_read`.
 //!
+//! Durable runs (`--state DIR`) read only what was appended to a file since the last run:
+//! [`read_file_from`] seeks to the byte offset consumed before and returns the rows of the
+//! complete lines after it with the new offset ([`Tail`]). Only lines ending in `\n` are read (a
+//! writer may be mid-line), so a file's last line needs its `\n` to be read by a durable run,
+//! while [`read_file`] reads it regardless. [`file_len`] and [`crc_of_range`] let the caller
+//! check that the part already read is still there and unchanged. Details in `tail`.
+//!
 //! Writing: [`write_rows`] writes a whole target or change-feed file (CSV or JSONL) atomically,
 //! [`append_quarantine`] appends invalid rows; value text forms are in [`format`](mod@format).
 
@@ -26,14 +33,17 @@ mod json_lines;
 mod json_read;
 pub(crate) mod parse_value;
 mod row;
+mod tail;
 mod versioned;
 mod write;
 
-pub use files::list_files;
+pub use files::{crc_of_range, file_len, list_files};
 pub use format::{format_double, format_value_text, value_to_json, value_to_json_text};
 pub use row::{RowError, SourceRow};
+pub use tail::Tail;
 pub use versioned::{version_regex, versioned_files};
-pub use write::{append_quarantine, render_rows, write_rows, OutputFormat};
+pub(crate) use write::replace_file;
+pub use write::{append_quarantine, render_quarantine, render_rows, write_rows, OutputFormat};
 
 use crate::plan::Format;
 use crate::value::Schema;
@@ -48,11 +58,37 @@ pub fn read_file(
     header: bool,
     schema: &Schema,
 ) -> Result<Vec<Result<SourceRow, RowError>>> {
-    let text = files::read_text(path)?;
-    match format {
-        Format::Csv => csv_read::read_csv(path, &text, header, schema),
-        Format::Json => json_read::read_json(path, &text, schema),
-    }
+    Ok(tail::read(path, format, header, schema, 0, 1, tail::Ending::Whole)?.rows)
+}
+
+/// Reads `path` from byte offset `from` (0 = the whole file) up to its last `\n`: the rows of
+/// the complete lines after `from`, and where they end. `from` must be a record boundary (0 or
+/// an `end` of an earlier read of the same file) and `first_line` the 1-based line number of the
+/// byte there (1 when `from` is 0), so rows and errors are numbered as [`read_file`] numbers them.
+///
+/// The bytes after the last `\n` are not read (a writer may be mid-line; they are read once
+/// their line is complete), nor is a CSV record whose quoted field is still open at that `\n`.
+/// With a CSV header and `from > 0`, the header is read from the start of the file (only it).
+/// The bytes before `from` are not read otherwise. A file shorter than `from` is an `Io` error;
+/// file-level problems in the new part (invalid UTF-8, a JSON line that is not an object) are
+/// `Format` errors naming file and line, as for [`read_file`].
+pub fn read_file_from(
+    path: &Path,
+    format: Format,
+    header: bool,
+    schema: &Schema,
+    from: u64,
+    first_line: u64,
+) -> Result<Tail> {
+    tail::read(
+        path,
+        format,
+        header,
+        schema,
+        from,
+        first_line,
+        tail::Ending::Growing,
+    )
 }
 
 /// Infers the schema of `path` (a file or a directory) from the first records of its first file

@@ -1,9 +1,9 @@
 //! Writing targets, change feeds and quarantine files.
 //!
 //! Invariants (golden tests compare bytes):
-//! - `write_rows` replaces its file atomically for readers: it writes `<path>.tmp` and renames
-//!   it over `path`, so a reader sees the old file or the new one, never a mix. (No fsync: a
-//!   crash may lose the new file, not corrupt the old one's name into a partial file.)
+//! - `write_rows` replaces its file atomically: it writes `<path>.tmp`, syncs it, renames it over
+//!   `path` and syncs the directory, so a reader (or a crash) sees the old file or the whole new
+//!   one, never a mix.
 //! - CSV: a header line of column names, then one line per row, `\n` endings. NULL is an empty
 //!   unquoted field; a field is quoted (`"`, inner quotes doubled) when it is empty or contains
 //!   `,` `"` CR or LF or starts or ends with a space or tab, so the empty string (`""`) and
@@ -80,6 +80,19 @@ pub fn render_rows(format: OutputFormat, schema: &Schema, rows: &[Row]) -> Resul
 
 /// Appends `records` (each with the source file it came from) to the quarantine file `path`.
 pub fn append_quarantine(path: &Path, records: &[(PathBuf, RowError)]) -> Result<()> {
+    let out = render_quarantine(records);
+    create_parent(path)?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::write(path, &e))?;
+    file.write_all(out.as_bytes())
+        .map_err(|e| Error::write(path, &e))
+}
+
+/// `records` as the JSON lines [`append_quarantine`] appends.
+pub fn render_quarantine(records: &[(PathBuf, RowError)]) -> String {
     let mut out = String::new();
     for (file, bad) in records {
         out.push_str("{\"file\":");
@@ -95,14 +108,7 @@ pub fn append_quarantine(path: &Path, records: &[(PathBuf, RowError)]) -> Result
         out.push_str(&bad.raw.to_string());
         out.push_str("}\n");
     }
-    create_parent(path)?;
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| Error::write(path, &e))?;
-    file.write_all(out.as_bytes())
-        .map_err(|e| Error::write(path, &e))
+    out
 }
 
 fn check_width(schema: &Schema, row: &Row) -> Result<()> {
@@ -155,15 +161,19 @@ fn push_json_line(out: &mut String, schema: &Schema, row: &[Value]) {
     out.push_str("}\n");
 }
 
-/// Writes `bytes` to `<path>.tmp` and renames it over `path`.
-fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Replaces `path` by `bytes` atomically: writes and syncs `<path>.tmp`, renames it over `path`,
+/// syncs the directory.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
     create_parent(path)?;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    let written = std::fs::write(&tmp, bytes).map_err(|e| Error::write(&tmp, &e));
-    let renamed =
-        written.and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::write(path, &e)));
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .map_err(|e| Error::write(&tmp, &e));
+    let renamed = written
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::write(path, &e)))
+        .and_then(|()| crate::state::frames::sync_parent(path));
     if renamed.is_err() {
         // Best effort: the error that matters is the one being returned.
         let _ = std::fs::remove_file(&tmp);

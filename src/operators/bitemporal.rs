@@ -6,6 +6,8 @@ use crate::event::Event;
 use crate::plan::Target;
 use crate::value::Row;
 use differential_dataflow::VecCollection;
+use std::cell::RefCell;
+use std::rc::Rc;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
@@ -140,6 +142,13 @@ where
         F: FnMut(&T, CommitStats) + 'static,
     {
         let state = BitemporalState::new(config.image_len, config.tracked, config.partial);
-        keyed_cdc(self, "Bitemporal", state, clock, on_stats)
+        keyed_cdc(
+            self,
+            "Bitemporal",
+            Rc::new(RefCell::new(state)),
+            None,
+            clock,
+            on_stats,
+        )
     }
 }

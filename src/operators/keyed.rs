@@ -1,12 +1,18 @@
 //! The keyed timely operator shared by the SCD operators: exchange by key, stash per time,
 //! apply in time order once complete.
+//!
+//! The state is shared (`Rc<RefCell<_>>`) with whoever built it, so that the runtime can save it
+//! after a run ([`Durable`]). A restored state's table is emitted once, at the `base` time the
+//! runtime names, so that downstream sees the whole table again.
 
-use crate::engine::{CdcState, CommitStats};
+use crate::engine::{CdcState, CommitStats, Durable};
 use crate::event::{Event, EventKind};
 use crate::value::Row;
 use differential_dataflow::consolidation::consolidate;
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::{Broadcast, Partition};
@@ -14,19 +20,21 @@ use timely::dataflow::operators::{Capability, InputCapability};
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
-/// Routes `events` to `state` (one per worker) and returns the state's row updates.
+/// Routes `events` to `state` (this worker's) and returns the state's row updates.
 /// `clock` gives a time's commit time in microseconds; `on_stats` sees each completed time's
-/// counters on this worker.
+/// counters on this worker. With a `base` time, the rows `state` already holds (restored) are
+/// emitted as insertions at `base`, once, before any commit's updates.
 pub(crate) fn keyed_cdc<'s, T, S, C, F>(
     events: VecCollection<'s, T, Event>,
     name: &str,
-    mut state: S,
+    state: Rc<RefCell<S>>,
+    base: Option<T>,
     clock: C,
     mut on_stats: F,
 ) -> VecCollection<'s, T, Row>
 where
     T: Timestamp + TotalOrder + timely::ExchangeData,
-    S: CdcState,
+    S: CdcState + Durable,
     C: Fn(&T) -> i64 + 'static,
     F: FnMut(&T, CommitStats) + 'static,
 {
@@ -38,9 +46,14 @@ where
     let keyed = parts.pop().expect("two parts");
     let exchange = Exchange::new(|(e, _, _): &(Event, T, isize)| e.key.hashed());
     keyed
-        .binary_frontier(truncates, exchange, Pipeline, name, move |_, _| {
+        .binary_frontier(truncates, exchange, Pipeline, name, move |cap, _| {
+            let mut restored = base.map(|base| cap.delayed(&base));
             let mut stash: Stash<T, Event> = BTreeMap::new();
             move |(keyed, keyed_frontier), (truncates, truncate_frontier), output| {
+                if let Some(cap) = restored.take() {
+                    let rows = restored_rows(&*state.borrow(), cap.time());
+                    output.session(&cap).give_iterator(rows.into_iter());
+                }
                 // Retractions of events are not supported (see the module docs): they are dropped.
                 keyed.for_each(|cap, data| {
                     let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(e, t, _)| (e, t));
@@ -58,6 +71,7 @@ where
                     let (time, (cap, events)) = entry.remove_entry();
                     let mut updates = Vec::new();
                     let mut stats = CommitStats::default();
+                    let mut state = state.borrow_mut();
                     state.apply(events, clock(&time), &mut updates, &mut stats);
                     on_stats(&time, stats);
                     if !state.emits_consolidated() {
@@ -71,6 +85,18 @@ where
             }
         })
         .as_collection()
+}
+
+/// The rows `state` holds, as insertions at `time`.
+pub(crate) fn restored_rows<S: Durable + ?Sized, T: Clone>(
+    state: &S,
+    time: &T,
+) -> Vec<(Row, T, isize)> {
+    let mut rows = Vec::new();
+    state.rows(&mut rows);
+    rows.into_iter()
+        .map(|(row, diff)| (row, time.clone(), diff))
+        .collect()
 }
 
 /// Items waiting for their time to complete, with a capability to emit at that time.
@@ -87,5 +113,75 @@ pub(crate) fn stash_by_time<T: Timestamp, D>(
             .entry(time)
             .or_insert_with_key(|time| (cap.delayed(time, 0), Vec::new()));
         slot.1.push(item);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Scd1State;
+    use crate::state::{FileKind, FrameReader, FrameWriter};
+    use crate::value::Value;
+    use differential_dataflow::input::Input;
+    use std::sync::{Arc, Mutex};
+
+    fn upsert(key: i64, name: &str, seq: i64) -> Event {
+        Event {
+            seq: Value::Int(seq),
+            kind: EventKind::Upsert,
+            key: vec![Value::Int(key)],
+            image: vec![Value::Int(key), Value::Str(name.into())],
+            authored: None,
+            system: Value::Null,
+        }
+    }
+
+    fn row(key: i64, name: &str) -> Row {
+        vec![Value::Int(key), Value::Str(name.into())]
+    }
+
+    /// A state saved by one run and restored in the next emits its table once, at `base`,
+    /// and then goes on from where it was: a late, older event still changes nothing.
+    #[test]
+    fn a_restored_state_emits_its_table_at_base() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shard");
+        let mut saved = Scd1State::new(2, false, None);
+        let mut out = Vec::new();
+        let events = vec![upsert(1, "a", 2), upsert(2, "b", 1)];
+        saved.apply(events, 0, &mut out, &mut CommitStats::default());
+        let mut writer = FrameWriter::create(&path, FileKind::Shard).unwrap();
+        saved.save(&mut writer).unwrap();
+        writer.finish().unwrap();
+
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        timely::execute_directly(move |worker| {
+            let mut restored = Scd1State::new(2, false, None);
+            let mut input = FrameReader::open(&path, FileKind::Shard).unwrap();
+            restored.restore(&mut input, &|_| true).unwrap();
+            let state = Rc::new(RefCell::new(restored));
+            let mut events = worker.dataflow::<u64, _, _>(|scope| {
+                let (handle, events) = scope.new_collection();
+                let sink = Arc::clone(&sink);
+                keyed_cdc(events, "Scd1", state, Some(5), |_| 0, |_, _| {})
+                    .inspect(move |u| sink.lock().unwrap().push(u.clone()));
+                handle
+            });
+            events.advance_to(5);
+            events.insert(upsert(1, "late and older", 1));
+            events.insert(upsert(3, "c", 1));
+            events.advance_to(6);
+        });
+        let mut seen = seen.lock().unwrap().clone();
+        seen.sort();
+        assert_eq!(
+            seen,
+            vec![
+                (row(1, "a"), 5, 1),
+                (row(2, "b"), 5, 1),
+                (row(3, "c"), 5, 1)
+            ]
+        );
     }
 }

@@ -8,17 +8,21 @@
 //! Every operator applies a time's input once its input frontier has passed it, so its updates
 //! at time `t` are exactly the difference between the result after times `..t` and `..=t`.
 //!
+//! Each operator keeps its per-worker state in an [`engine`](crate::engine) state; the crate's
+//! runtime shares it (`Rc<RefCell<_>>`) to save it after a run and restore it before the next,
+//! and a restored operator emits its table once at a base time.
+//!
 //! Limits: inputs are insert-only (a retraction is ignored), and timestamps must be totally
 //! ordered.
 
 mod as_of;
 mod bitemporal;
 mod change_feed;
-mod keyed;
-mod replace_using;
+pub(crate) mod keyed;
+pub(crate) mod replace_using;
 mod scd1;
 mod scd2;
-mod snapshot_diff;
+pub(crate) mod snapshot_diff;
 
 pub use as_of::{as_of, AsOf, AsOfIndex, AsOfPoint, AsOfTime, AsOfTrace, Instant, Unchanged};
 pub use bitemporal::{Bitemporal, BitemporalConfig};

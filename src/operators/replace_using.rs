@@ -1,39 +1,25 @@
 //! `ReplaceUsing`: partial snapshots keyed by replace-key values (SPEC 1.6, 3.12).
 //!
-//! Rows are exchanged by their replace-key values (NULL matches NULL, as `Value` equality does).
-//! Each worker keeps, per key, the highest sequence seen and the rows carrying it. A completed
-//! time's rows for a key keep only their highest sequence `s`; against the stored sequence they
-//! replace all of the key's rows (`s` higher), are appended (`s` equal) or are ignored (`s`
-//! lower). Keys absent from a time are untouched. The table is therefore, per key, every row
-//! ever offered with the key's highest sequence — a function of the multiset of rows, whatever
-//! their arrival order or split into commits.
+//! Rows are exchanged by their replace-key values (NULL matches NULL, as `Value` equality does)
+//! to a [`ReplaceState`] per worker, which applies each completed time's rows (see there for the
+//! rules). The state is shared with the runtime, which saves and restores it
+//! ([`crate::engine::Durable`]); a restored state's rows are emitted once, at a `base` time.
 //!
 //! Limits: rows are insert-only; a NULL sequence is the caller's to reject (it sorts lowest).
 
-use super::keyed::{stash_by_time, Stash};
-use crate::engine::KeyMap;
-use crate::value::{Row, Value};
+use super::keyed::{restored_rows, stash_by_time, Stash};
+use crate::engine::ReplaceState;
+use crate::value::Row;
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
-/// Which columns of a row are the replace keys and which is the sequence.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReplaceConfig {
-    /// Replace-key column indices.
-    pub keys: Vec<usize>,
-    /// The sequence column index.
-    pub sequence: usize,
-}
-
-impl ReplaceConfig {
-    fn key(&self, row: &Row) -> Row {
-        self.keys.iter().map(|&k| row[k].clone()).collect()
-    }
-}
+pub use crate::engine::ReplaceConfig;
 
 /// Maintains a REPLACE USING table from a collection of incoming rows.
 ///
@@ -81,71 +67,117 @@ where
     T: Timestamp + TotalOrder + timely::ExchangeData,
 {
     fn replace_using(self, config: ReplaceConfig) -> VecCollection<'s, T, Row> {
-        let route = config.clone();
-        let exchange = Exchange::new(move |(row, _, _): &(Row, T, isize)| route.key(row).hashed());
-        self.inner
-            .unary_frontier(exchange, "ReplaceUsing", move |_, _| {
-                let mut stash: Stash<T, Row> = BTreeMap::new();
-                let mut state: KeyMap<(Value, Vec<Row>)> = KeyMap::default();
-                move |(input, frontier), output| {
-                    input.for_each(|cap, data| {
-                        let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(r, t, _)| (r, t));
-                        stash_by_time(&mut stash, &cap, inserted);
-                    });
-                    while let Some(entry) = stash.first_entry() {
-                        if frontier.less_equal(entry.key()) {
-                            break;
-                        }
-                        let (time, (cap, rows)) = entry.remove_entry();
-                        let mut updates = Vec::new();
-                        for (key, rows) in by_key(&config, rows) {
-                            replace(&mut state, &config, key, rows, &mut updates);
-                        }
-                        differential_dataflow::consolidation::consolidate(&mut updates);
-                        let mut session = output.session(&cap);
-                        for (row, diff) in updates {
-                            session.give((row, time.clone(), diff));
-                        }
+        replace_using_shared(self, Rc::new(RefCell::new(ReplaceState::new(config))), None)
+    }
+}
+
+/// [`ReplaceUsing::replace_using`] with this worker's `state` (which holds the configuration)
+/// shared with the caller. With a `base` time, the rows `state` already holds (restored) are
+/// emitted as insertions at `base`, once, before any commit's updates.
+pub(crate) fn replace_using_shared<'s, T>(
+    rows: VecCollection<'s, T, Row>,
+    state: Rc<RefCell<ReplaceState>>,
+    base: Option<T>,
+) -> VecCollection<'s, T, Row>
+where
+    T: Timestamp + TotalOrder + timely::ExchangeData,
+{
+    let route = state.borrow().config().clone();
+    let exchange = Exchange::new(move |(row, _, _): &(Row, T, isize)| route.key(row).hashed());
+    rows.inner
+        .unary_frontier(exchange, "ReplaceUsing", move |cap, _| {
+            let mut restored = base.map(|base| cap.delayed(&base));
+            let mut stash: Stash<T, Row> = BTreeMap::new();
+            move |(input, frontier), output| {
+                if let Some(cap) = restored.take() {
+                    let rows = restored_rows(&*state.borrow(), cap.time());
+                    output.session(&cap).give_iterator(rows.into_iter());
+                }
+                input.for_each(|cap, data| {
+                    let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(r, t, _)| (r, t));
+                    stash_by_time(&mut stash, &cap, inserted);
+                });
+                while let Some(entry) = stash.first_entry() {
+                    if frontier.less_equal(entry.key()) {
+                        break;
+                    }
+                    let (time, (cap, rows)) = entry.remove_entry();
+                    let mut updates = Vec::new();
+                    state.borrow_mut().apply(rows, &mut updates);
+                    let mut session = output.session(&cap);
+                    for (row, diff) in updates {
+                        session.give((row, time.clone(), diff));
                     }
                 }
-            })
-            .as_collection()
-    }
+            }
+        })
+        .as_collection()
 }
 
-/// Groups rows by replace key.
-fn by_key(config: &ReplaceConfig, rows: Vec<Row>) -> BTreeMap<Row, Vec<Row>> {
-    let mut groups: BTreeMap<Row, Vec<Row>> = BTreeMap::new();
-    for row in rows {
-        groups.entry(config.key(&row)).or_default().push(row);
-    }
-    groups
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Durable;
+    use crate::state::{FileKind, FrameReader, FrameWriter};
+    use crate::value::Value;
+    use differential_dataflow::input::Input;
+    use std::sync::{Arc, Mutex};
 
-/// Applies one time's rows of one key against the stored rows of that key.
-fn replace(
-    state: &mut KeyMap<(Value, Vec<Row>)>,
-    config: &ReplaceConfig,
-    key: Row,
-    rows: Vec<Row>,
-    updates: &mut Vec<(Row, isize)>,
-) {
-    let Some(top) = rows.iter().map(|r| &r[config.sequence]).max().cloned() else {
-        return;
-    };
-    let winners: Vec<Row> = rows
-        .into_iter()
-        .filter(|r| r[config.sequence] == top)
-        .collect();
-    let stored = state
-        .entry(key)
-        .or_insert_with(|| (top.clone(), Vec::new()));
-    if top > stored.0 {
-        updates.extend(stored.1.drain(..).map(|r| (r, -1)));
-        stored.0 = top;
-    } else if top < stored.0 {
-        return;
+    /// `(region, device, seq)`.
+    fn row(region: i64, device: &str, seq: i64) -> Row {
+        vec![
+            Value::Int(region),
+            Value::Str(device.into()),
+            Value::Int(seq),
+        ]
     }
-    updates.extend(winners.iter().cloned().map(|r| (r, 1)));
-    stored.1.extend(winners);
+
+    /// A restored state emits its rows once at `base`; later rows replace them as usual.
+    #[test]
+    fn a_restored_state_emits_its_rows_at_base() {
+        let config = ReplaceConfig {
+            keys: vec![0],
+            sequence: 2,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shard");
+        let mut saved = ReplaceState::new(config.clone());
+        let rows = vec![row(1, "iOS", 1), row(1, "Android", 1), row(2, "iOS", 1)];
+        saved.apply(rows, &mut Vec::new());
+        let mut writer = FrameWriter::create(&path, FileKind::Shard).unwrap();
+        saved.save(&mut writer).unwrap();
+        writer.finish().unwrap();
+
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        timely::execute_directly(move |worker| {
+            let mut restored = ReplaceState::new(config);
+            let mut input = FrameReader::open(&path, FileKind::Shard).unwrap();
+            restored.restore(&mut input, &|_| true).unwrap();
+            let state = Rc::new(RefCell::new(restored));
+            let mut rows = worker.dataflow::<u64, _, _>(|scope| {
+                let (handle, rows) = scope.new_collection();
+                let sink = Arc::clone(&sink);
+                replace_using_shared(rows, state, Some(3))
+                    .inspect(move |u| sink.lock().unwrap().push(u.clone()));
+                handle
+            });
+            rows.advance_to(4);
+            rows.insert(row(1, "desktop", 2));
+            rows.advance_to(5);
+        });
+        let mut seen = seen.lock().unwrap().clone();
+        seen.sort();
+        assert_eq!(
+            seen,
+            vec![
+                (row(1, "Android", 1), 3, 1),
+                (row(1, "Android", 1), 4, -1),
+                (row(1, "desktop", 2), 4, 1),
+                (row(1, "iOS", 1), 3, 1),
+                (row(1, "iOS", 1), 4, -1),
+                (row(2, "iOS", 1), 3, 1),
+            ]
+        );
+    }
 }

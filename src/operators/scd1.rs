@@ -6,6 +6,8 @@ use crate::event::Event;
 use crate::plan::Target;
 use crate::value::Row;
 use differential_dataflow::VecCollection;
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Duration;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
@@ -103,6 +105,13 @@ where
             .tombstone_retention
             .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
         let state = Scd1State::new(config.image_len, config.partial, retention);
-        keyed_cdc(self, "Scd1", state, clock, on_stats)
+        keyed_cdc(
+            self,
+            "Scd1",
+            Rc::new(RefCell::new(state)),
+            None,
+            clock,
+            on_stats,
+        )
     }
 }

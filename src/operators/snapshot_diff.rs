@@ -1,10 +1,11 @@
 //! `SnapshotDiff`: full snapshots → the change events between consecutive ones (SPEC 3.7).
 //!
 //! Rows `(key, image)` are exchanged by key; each worker keeps the previous snapshot of its keys
-//! in a hash map. When a time carrying snapshot version `v` completes, every key whose image is
-//! new or changed becomes an upsert at sequence `v` and every key of the previous snapshot that
-//! is missing becomes a delete at `v`; unchanged keys produce nothing, so only changed keys reach
-//! the SCD operators. The version arrives on its own collection, broadcast to every worker (any
+//! in a [`SnapshotState`] (a hash map). When a time carrying snapshot version `v` completes,
+//! every key whose image is new or changed becomes an upsert at sequence `v` and every key of the
+//! previous snapshot that is missing becomes a delete at `v`; unchanged keys produce nothing, so
+//! only changed keys reach the SCD operators. The state is shared with the runtime, which saves
+//! and restores it ([`crate::engine::Durable`]); a restored state emits nothing by itself. The version arrives on its own collection, broadcast to every worker (any
 //! worker, or all of them, may feed it), so a worker learns of a snapshot (and deletes its keys)
 //! even when none of the snapshot's rows are its own.
 //!
@@ -16,20 +17,18 @@
 //! duplicates before feeding); versions must increase with time (the driver skips others, D12).
 
 use super::keyed::{stash_by_time, Stash};
-use crate::engine::KeyMap;
-use crate::event::{Event, EventKind};
-use crate::value::{Row, Value};
+use crate::engine::SnapshotState;
+use crate::event::Event;
+use crate::value::Row;
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
-use std::collections::hash_map::Entry;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Broadcast;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
-
-/// Per-worker snapshot of the keys it owns.
-type Previous = KeyMap<Row>;
 
 /// Diffs consecutive full snapshots into change events.
 ///
@@ -94,85 +93,61 @@ where
     T: Timestamp + TotalOrder + timely::ExchangeData,
 {
     fn snapshot_diff(self, versions: VecCollection<'s, T, i64>) -> VecCollection<'s, T, Event> {
-        let exchange = Exchange::new(|((key, _), _, _): &((Row, Row), T, isize)| key.hashed());
-        self.inner
-            // Every worker must see every version, whoever fed it (in a cluster only the process
-            // that read a snapshot has it), so that it can delete the keys it owns that the
-            // snapshot no longer has.
-            .binary_frontier(
-                versions.inner.broadcast(),
-                exchange,
-                Pipeline,
-                "SnapshotDiff",
-                move |_, _| {
-                    let mut rows: Stash<T, (Row, Row)> = BTreeMap::new();
-                    let mut marks: Stash<T, i64> = BTreeMap::new();
-                    let mut previous = Previous::default();
-                    move |(input, frontier), (version_input, version_frontier), output| {
-                        input.for_each(|cap, data| {
-                            let inserted =
-                                data.drain(..).filter(|u| u.2 > 0).map(|(r, t, _)| (r, t));
-                            stash_by_time(&mut rows, &cap, inserted);
-                        });
-                        version_input.for_each(|cap, data| {
-                            let inserted =
-                                data.drain(..).filter(|u| u.2 > 0).map(|(v, t, _)| (v, t));
-                            stash_by_time(&mut marks, &cap, inserted);
-                        });
-                        while let Some(entry) = marks.first_entry() {
-                            let time = entry.key();
-                            if frontier.less_equal(time) || version_frontier.less_equal(time) {
-                                break;
-                            }
-                            let (time, (cap, versions)) = entry.remove_entry();
-                            let snapshot = rows.remove(&time).map(|(_, r)| r).unwrap_or_default();
-                            let Some(version) = versions.into_iter().max() else {
-                                continue;
-                            };
-                            let events = diff(&mut previous, snapshot, version);
-                            let mut session = output.session(&cap);
-                            for event in events {
-                                session.give((event, time.clone(), 1));
-                            }
-                        }
-                    }
-                },
-            )
-            .as_collection()
+        snapshot_diff_shared(self, versions, Rc::new(RefCell::new(SnapshotState::new())))
     }
 }
 
-/// Replaces `previous` by `snapshot` and returns the events between them at `version`.
-fn diff(previous: &mut Previous, snapshot: Vec<(Row, Row)>, version: i64) -> Vec<Event> {
-    let seq = Value::Int(version);
-    let mut events = Vec::new();
-    let mut next = Previous::with_capacity_and_hasher(snapshot.len(), Default::default());
-    for (key, image) in snapshot {
-        let changed = previous.remove(&key).is_none_or(|old| old != image);
-        if changed {
-            events.push(Event {
-                seq: seq.clone(),
-                kind: EventKind::Upsert,
-                key: key.clone(),
-                image: image.clone(),
-                authored: None,
-                system: Value::Null,
-            });
-        }
-        if let Entry::Vacant(v) = next.entry(key) {
-            v.insert(image);
-        }
-    }
-    for (key, _) in previous.drain() {
-        events.push(Event {
-            seq: seq.clone(),
-            kind: EventKind::Delete,
-            key,
-            image: Vec::new(),
-            authored: None,
-            system: Value::Null,
-        });
-    }
-    *previous = next;
-    events
+/// [`SnapshotDiff::snapshot_diff`] with this worker's `state` shared with the caller (who may
+/// have restored it, and may save it after the run).
+pub(crate) fn snapshot_diff_shared<'s, T>(
+    snapshot: VecCollection<'s, T, (Row, Row)>,
+    versions: VecCollection<'s, T, i64>,
+    state: Rc<RefCell<SnapshotState>>,
+) -> VecCollection<'s, T, Event>
+where
+    T: Timestamp + TotalOrder + timely::ExchangeData,
+{
+    let exchange = Exchange::new(|((key, _), _, _): &((Row, Row), T, isize)| key.hashed());
+    snapshot
+        .inner
+        // Every worker must see every version, whoever fed it (in a cluster only the process
+        // that read a snapshot has it), so that it can delete the keys it owns that the
+        // snapshot no longer has.
+        .binary_frontier(
+            versions.inner.broadcast(),
+            exchange,
+            Pipeline,
+            "SnapshotDiff",
+            move |_, _| {
+                let mut rows: Stash<T, (Row, Row)> = BTreeMap::new();
+                let mut marks: Stash<T, i64> = BTreeMap::new();
+                move |(input, frontier), (version_input, version_frontier), output| {
+                    input.for_each(|cap, data| {
+                        let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(r, t, _)| (r, t));
+                        stash_by_time(&mut rows, &cap, inserted);
+                    });
+                    version_input.for_each(|cap, data| {
+                        let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(v, t, _)| (v, t));
+                        stash_by_time(&mut marks, &cap, inserted);
+                    });
+                    while let Some(entry) = marks.first_entry() {
+                        let time = entry.key();
+                        if frontier.less_equal(time) || version_frontier.less_equal(time) {
+                            break;
+                        }
+                        let (time, (cap, versions)) = entry.remove_entry();
+                        let snapshot = rows.remove(&time).map(|(_, r)| r).unwrap_or_default();
+                        let Some(version) = versions.into_iter().max() else {
+                            continue;
+                        };
+                        let events = state.borrow_mut().diff(snapshot, version);
+                        let mut session = output.session(&cap);
+                        for event in events {
+                            session.give((event, time.clone(), 1));
+                        }
+                    }
+                }
+            },
+        )
+        .as_collection()
 }

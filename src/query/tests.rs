@@ -451,6 +451,7 @@ fn evaluation(
         warnings: vec![],
         commit_timestamps,
         events: 0,
+        base: 0,
     }
 }
 

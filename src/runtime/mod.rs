@@ -17,16 +17,22 @@
 //! processes' reports are exchanged to worker 0, which lives in process 0: its [`Updates`] hold
 //! everything, the other processes' hold nothing.
 
+mod held;
+
 use crate::engine::CommitStats;
 use crate::event::Event;
-use crate::operators::{Bitemporal, ReplaceConfig, ReplaceUsing, Scd1, Scd2, SnapshotDiff};
-use crate::plan::{ScdType, Target, TargetKind};
+use crate::operators::keyed::keyed_cdc;
+use crate::operators::replace_using::replace_using_shared;
+use crate::operators::snapshot_diff::snapshot_diff_shared;
+use crate::plan::Target;
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
+use held::{Held, Scd};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -140,6 +146,22 @@ pub struct ProcessInput {
     /// Why this process cannot run its share (it could not read it): every process then fails
     /// instead of waiting for it.
     pub failure: Option<String>,
+    /// Operator state carried over from earlier runs, and where to save it after this one.
+    pub persistence: Persistence,
+}
+
+/// Operator state that outlives a run (`scdflow run --state DIR`): the runtime restores every
+/// operator's state before the first commit, emits the restored tables at time `base`, and
+/// saves every state after the last commit, one shard per worker and operator.
+#[derive(Clone, Debug, Default)]
+pub struct Persistence {
+    /// Commits applied by earlier runs: this run's commits are versions `base + 1, ...` and the
+    /// restored tables appear (as insertions) at version `base`.
+    pub base: u64,
+    /// A checkpoint directory to restore from, and the number of workers that wrote it.
+    pub restore: Option<(PathBuf, usize)>,
+    /// A directory to save every operator's state into after the last commit.
+    pub save: Option<PathBuf>,
 }
 
 /// One worker's input for one target in one commit.
@@ -286,6 +308,8 @@ pub fn execute_in(
             .collect(),
     );
     let failure = Arc::new(input.failure.map(|f| format!("process {process}: {f}")));
+    let persistence = Arc::new(input.persistence);
+    let base = persistence.base;
     let reports = Arc::new(Mutex::new(input.reports));
     let sink = Arc::new(Mutex::new(Updates::new(targets.len())));
     let progress = Arc::new(progress);
@@ -305,8 +329,9 @@ pub fn execute_in(
         (None, n) => timely::Config::process(n),
     };
     let worker_sink = Arc::clone(&sink);
-    let guards = timely::execute(config, move |worker| -> Option<String> {
+    let guards = timely::execute(config, move |worker| -> Option<Error> {
         let index = worker.index();
+        let peers = worker.peers();
         let leads = index == first;
         let (clock, failed) = if gather {
             agree(worker, leads, &read_here, failure.as_deref())
@@ -314,9 +339,26 @@ pub fn execute_in(
             let clock = read_here.iter().map(|t| t.unwrap_or(i64::MIN)).collect();
             (clock, failure.as_ref().clone())
         };
-        if failed.is_some() {
-            return failed;
+        if let Some(why) = failed {
+            return Some(Error::new(ErrorKind::Peer, why));
         }
+        let held: Vec<Held> = targets.iter().map(Held::new).collect();
+        if let Some((checkpoint, writers)) = &persistence.restore {
+            let restored = held
+                .iter()
+                .enumerate()
+                .try_for_each(|(t, h)| h.restore(t, checkpoint, *writers, index, peers));
+            // Every worker learns of any worker's failure, so that none waits for another.
+            let own = restored.err();
+            let failures = tell_everyone(worker, own.iter().map(|e| e.to_string()).collect());
+            if let Some(e) = own {
+                return Some(e);
+            }
+            if let Some(why) = failures.into_iter().next() {
+                return Some(Error::new(ErrorKind::Peer, why));
+            }
+        }
+        let restored = persistence.restore.is_some();
         let clock = Arc::new(clock);
         let share = std::mem::take(&mut *shares[index - first].lock().expect("share"));
         let local = Rc::new(RefCell::new(Updates::new(targets.len())));
@@ -327,23 +369,35 @@ pub fn execute_in(
             targets
                 .iter()
                 .enumerate()
-                .map(|(t, target)| {
+                .map(|(t, _)| {
                     let (events, event_collection) = scope.new_collection::<Event, isize>();
                     let (snapshot, snapshot_collection) =
                         scope.new_collection::<(Row, Row), isize>();
                     let (versions, version_collection) = scope.new_collection::<i64, isize>();
                     let (rows, row_collection) = scope.new_collection::<Row, isize>();
-                    let events_in = match target.kind {
-                        TargetKind::Snapshot => {
-                            snapshot_collection.snapshot_diff(version_collection)
-                        }
+                    let events_in = match &held[t] {
+                        Held::Snapshot(previous, _) => snapshot_diff_shared(
+                            snapshot_collection,
+                            version_collection,
+                            Rc::clone(previous),
+                        ),
                         _ => event_collection,
                     };
                     let capture = Rc::clone(&batches);
                     // A sink moves the updates out (`inspect` would clone every row) and keeps
                     // each batch as it came: appending to one growing vector would copy all
                     // earlier updates whenever it doubles, in the middle of some commit.
-                    let output = render(t, target, events_in, row_collection, &clock, &local).inner;
+                    let output = render(
+                        t,
+                        &held[t],
+                        events_in,
+                        row_collection,
+                        base,
+                        restored,
+                        &clock,
+                        &local,
+                    )
+                    .inner;
                     // In a cluster every update goes to worker 0, in process 0; the probe comes
                     // after the exchange, so a complete commit has arrived there.
                     let output = if gather {
@@ -378,9 +432,9 @@ pub fn execute_in(
             to_worker_zero(reports.inner, &probe, &gathered_reports);
             (stats_input, report_input)
         });
-        let commits = share.len() as u64;
+        let last = base + share.len() as u64;
         for (c, commit) in share.into_iter().enumerate() {
-            let version = c as u64 + 1;
+            let version = base + c as u64 + 1;
             let started = Instant::now();
             for (input, target_share) in inputs.iter_mut().zip(commit) {
                 input.feed(version, target_share);
@@ -404,14 +458,14 @@ pub fn execute_in(
         drop(inputs);
         let mut local = std::mem::take(&mut *local.borrow_mut());
         if gather {
-            stats_input.advance_to(commits + 1);
+            stats_input.advance_to(last + 1);
             for (t, per_commit) in local.stats.iter_mut().enumerate() {
                 for (version, stats) in std::mem::take(per_commit) {
                     stats_input.insert((t, version, stats));
                 }
             }
             if leads {
-                report_input.advance_to(commits + 1);
+                report_input.advance_to(last + 1);
                 for report in std::mem::take(&mut *reports.lock().expect("reports")) {
                     report_input.insert(report);
                 }
@@ -421,6 +475,14 @@ pub fn execute_in(
         drop(report_input);
         while !probe.done() {
             worker.step_or_park(None);
+        }
+        // After the dataflow is done, so that a worker failing here leaves none waiting for it.
+        if let Some(dir) = &persistence.save {
+            for (t, h) in held.iter().enumerate() {
+                if let Err(e) = h.save(t, dir, index) {
+                    return Some(e);
+                }
+            }
         }
         for (t, version, stats) in gathered.take() {
             local.stats[t].entry(version).or_default().merge(&stats);
@@ -436,14 +498,20 @@ pub fn execute_in(
         None
     })
     .map_err(|e| Error::new(ErrorKind::Internal, format!("cannot start workers: {e}")))?;
-    let mut failed = None;
+    let mut failed: Option<Error> = None;
     for result in guards.join() {
         let result =
             result.map_err(|e| Error::new(ErrorKind::Internal, format!("worker failed: {e}")))?;
-        failed = failed.or(result);
+        // A worker's own error (a damaged shard, say) says more than a peer's echo of it.
+        failed = match (failed, result) {
+            (Some(f), Some(e)) if f.kind() == ErrorKind::Peer && e.kind() != ErrorKind::Peer => {
+                Some(e)
+            }
+            (f, r) => f.or(r),
+        };
     }
-    if let Some(why) = failed {
-        return Err(Error::new(ErrorKind::Peer, why));
+    if let Some(e) = failed {
+        return Err(e);
     }
     let updates = std::mem::take(&mut *sink.lock().expect("sink"));
     Ok(updates)
@@ -459,14 +527,44 @@ fn agree(
     read_here: &[Option<i64>],
     failure: Option<&str>,
 ) -> (Vec<i64>, Option<String>) {
-    let heard: Rc<RefCell<Vec<(u64, i64, String)>>> = Rc::new(RefCell::new(Vec::new()));
+    let mut announced = Vec::new();
+    if leads {
+        for (c, timestamp) in read_here.iter().enumerate() {
+            if let Some(t) = timestamp {
+                announced.push((c as u64 + 1, *t, String::new()));
+            }
+        }
+        if let Some(why) = failure {
+            announced.push((0, 0, why.to_string()));
+        }
+    }
+    let mut clock = vec![i64::MIN; read_here.len()];
+    let mut failed: Option<String> = None;
+    for (version, timestamp, why) in tell_everyone(worker, announced) {
+        match version {
+            0 => failed = failed.or(Some(why)),
+            v => clock[v as usize - 1] = timestamp,
+        }
+    }
+    for c in 1..clock.len() {
+        clock[c] = clock[c].max(clock[c - 1]);
+    }
+    (clock, failed)
+}
+
+/// Every worker's `records`, on every worker (a collective step: every worker must call it).
+fn tell_everyone<D: differential_dataflow::ExchangeData>(
+    worker: &mut timely::worker::Worker,
+    records: Vec<D>,
+) -> Vec<D> {
+    let heard: Rc<RefCell<Vec<D>>> = Rc::new(RefCell::new(Vec::new()));
     let probe: ProbeHandle<u64> = ProbeHandle::new();
     let mut announce = worker.dataflow::<u64, _, _>(|scope| {
-        let (input, announced) = scope.new_collection::<(u64, i64, String), isize>();
+        let (input, announced) = scope.new_collection::<D, isize>();
         let capture = Rc::clone(&heard);
         announced.inner.broadcast().probe_with(&probe).sink(
             Pipeline,
-            "Agree",
+            "TellEveryone",
             move |(input, _)| {
                 input.for_each(|_, records| {
                     capture
@@ -477,32 +575,14 @@ fn agree(
         );
         input
     });
-    if leads {
-        for (c, timestamp) in read_here.iter().enumerate() {
-            if let Some(t) = timestamp {
-                announce.insert((c as u64 + 1, *t, String::new()));
-            }
-        }
-        if let Some(why) = failure {
-            announce.insert((0, 0, why.to_string()));
-        }
+    for record in records {
+        announce.insert(record);
     }
     drop(announce);
     while !probe.done() {
         worker.step_or_park(None);
     }
-    let mut clock = vec![i64::MIN; read_here.len()];
-    let mut failed = None;
-    for (version, timestamp, why) in heard.take() {
-        match version {
-            0 => failed = failed.or(Some(why)),
-            v => clock[v as usize - 1] = timestamp,
-        }
-    }
-    for c in 1..clock.len() {
-        clock[c] = clock[c].max(clock[c - 1]);
-    }
-    (clock, failed)
+    heard.take()
 }
 
 /// Sends every record of `stream` to worker 0, where `into` collects them.
@@ -526,9 +606,11 @@ fn to_worker_zero<'s, D: timely::ExchangeData>(
 
 fn render<'s>(
     t: usize,
-    target: &Target,
+    held: &Held,
     events: VecCollection<'s, u64, Event>,
     rows: VecCollection<'s, u64, Row>,
+    base: u64,
+    restored: bool,
     clock: &Arc<Vec<i64>>,
     local: &Rc<RefCell<Updates>>,
 ) -> VecCollection<'s, u64, Row> {
@@ -540,14 +622,23 @@ fn render<'s>(
             .merge(&stats);
     };
     let clock = Arc::clone(clock);
-    let clock = move |version: &u64| clock[*version as usize - 1];
-    if let TargetKind::ReplaceUsing { sequence } = target.kind {
-        let keys = target.keys.clone();
-        return rows.replace_using(ReplaceConfig { keys, sequence });
-    }
-    match target.scd {
-        ScdType::Type1 => events.scd1_with(target.into(), clock, on_stats),
-        ScdType::Type2 => events.scd2_with(target.into(), clock, on_stats),
-        ScdType::Bitemporal => events.bitemporal_with(target.into(), clock, on_stats),
+    let clock = move |version: &u64| clock[(*version - base) as usize - 1];
+    // Restored tables reappear, as insertions, at the last commit of the run that saved them.
+    let restored = restored.then_some(base);
+    let scd = match held {
+        Held::Replace(state) => return replace_using_shared(rows, Rc::clone(state), restored),
+        Held::Cdc(scd) | Held::Snapshot(_, scd) => scd,
+    };
+    match scd {
+        Scd::Type1(state) => keyed_cdc(events, "Scd1", Rc::clone(state), restored, clock, on_stats),
+        Scd::Type2(state) => keyed_cdc(events, "Scd2", Rc::clone(state), restored, clock, on_stats),
+        Scd::Bitemporal(state) => keyed_cdc(
+            events,
+            "Bitemporal",
+            Rc::clone(state),
+            restored,
+            clock,
+            on_stats,
+        ),
     }
 }

@@ -1,0 +1,247 @@
+//! What is new since the last durable run: the commits to read, and how each is recorded as
+//! consumed once the run commits.
+//!
+//! - A file of a change source is consumed line by line: a new file, or lines appended to a
+//!   known one, make a commit of the complete lines after the consumed offset. A known file that
+//!   shrank, or whose last consumed bytes changed, was rewritten: that is an error (durable runs
+//!   read appended lines; `--full-refresh` rereads everything). Only the last
+//!   [`WINDOW`] consumed bytes are checked, so a check costs the same however long the file.
+//! - A file feeding a periodic snapshot flow (`FROM SNAPSHOT (SELECT ... FROM table)`) is a whole
+//!   snapshot: when its length or checksum changed, all of it is the next snapshot.
+//! - A versioned snapshot file (`FROM SNAPSHOT read_files(..., version => ...)`) is read once;
+//!   a new file whose version is not newer than the last applied one is skipped (D12).
+
+use super::commit::{CommitSource, ReadFrom};
+use crate::io;
+use crate::plan::{Pipeline, SnapshotSource, SourceInput};
+use crate::state::store::WINDOW;
+use crate::state::{InputProgress, Manifest};
+use crate::{Error, ErrorKind, Result};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// How a commit's input is recorded once the run commits.
+#[derive(Clone, Debug)]
+pub(crate) enum Consumed {
+    /// Complete lines from `from` on (the read says where they end).
+    Lines { file: PathBuf, from: ReadFrom },
+    /// A whole file of `len` bytes with checksum `crc`.
+    Whole { file: PathBuf, len: u64, crc: u32 },
+    /// A versioned snapshot file; `version` is applied unless the commit skips it.
+    Snapshot {
+        file: PathBuf,
+        flow: String,
+        version: i64,
+        skipped: bool,
+    },
+}
+
+/// The commits of new input after `manifest` (all input without one), in commit order.
+pub(crate) fn find(
+    pipeline: &Pipeline,
+    manifest: Option<&Manifest>,
+) -> Result<Vec<(CommitSource, Consumed)>> {
+    let known = |file: &Path| manifest.and_then(|m| m.inputs.iter().find(|p| p.file == file));
+    let mut commits = Vec::new();
+    for (table, file) in crate::ingest::input_files(pipeline)? {
+        let len = std::fs::metadata(&file)
+            .map_err(|e| Error::read(&file, &e))?
+            .len();
+        if feeds_periodic_snapshot(pipeline, table) {
+            let crc = io::crc_of_range(&file, 0, len)?;
+            let unchanged = known(&file).is_some_and(|p| p.consumed == len && p.window == crc);
+            if !unchanged {
+                let source = CommitSource::Table {
+                    table,
+                    file: file.clone(),
+                    from: None,
+                };
+                commits.push((source, Consumed::Whole { file, len, crc }));
+            }
+            continue;
+        }
+        let from = match known(&file) {
+            None => ReadFrom { offset: 0, line: 1 },
+            Some(p) => {
+                check_unchanged(&file, len, p)?;
+                ReadFrom {
+                    offset: p.consumed,
+                    line: p.next_line,
+                }
+            }
+        };
+        if has_newline(&file, from.offset, len)? {
+            let source = CommitSource::Table {
+                table,
+                file: file.clone(),
+                from: Some(from),
+            };
+            commits.push((source, Consumed::Lines { file, from }));
+        }
+    }
+    for (flow, sf) in pipeline.snapshot_flows.iter().enumerate() {
+        let SnapshotSource::Files { path, version, .. } = &sf.source else {
+            continue;
+        };
+        let mut last = manifest.and_then(|m| {
+            m.snapshot_versions
+                .iter()
+                .find(|(name, _)| *name == sf.name)
+                .map(|(_, v)| *v)
+        });
+        for (v, file) in io::versioned_files(path, version)? {
+            if known(&file).is_some() {
+                continue;
+            }
+            let skipped = last.is_some_and(|l| v <= l);
+            last = Some(last.map_or(v, |l| l.max(v)));
+            let source = CommitSource::Snapshot {
+                flow,
+                version: v,
+                file: file.clone(),
+                skipped,
+            };
+            let consumed = Consumed::Snapshot {
+                file,
+                flow: sf.name.clone(),
+                version: v,
+                skipped,
+            };
+            commits.push((source, consumed));
+        }
+    }
+    Ok(commits)
+}
+
+/// Records a committed read in `manifest`; `end` is where a read of lines stopped.
+pub(crate) fn record(manifest: &mut Manifest, consumed: &Consumed, end: Option<u64>) -> Result<()> {
+    let progress = match consumed {
+        Consumed::Lines { file, from } => {
+            let end = end.unwrap_or(from.offset);
+            InputProgress {
+                file: file.clone(),
+                consumed: end,
+                next_line: from.line + count_newlines(file, from.offset, end)?,
+                window: io::crc_of_range(file, end.saturating_sub(WINDOW), end)?,
+            }
+        }
+        Consumed::Whole { file, len, crc } => InputProgress {
+            file: file.clone(),
+            consumed: *len,
+            next_line: 0,
+            window: *crc,
+        },
+        Consumed::Snapshot {
+            file,
+            flow,
+            version,
+            skipped,
+        } => {
+            if !skipped {
+                let versions = &mut manifest.snapshot_versions;
+                match versions.iter_mut().find(|(name, _)| name == flow) {
+                    Some(entry) => entry.1 = entry.1.max(*version),
+                    None => versions.push((flow.clone(), *version)),
+                }
+            }
+            let len = std::fs::metadata(file)
+                .map_err(|e| Error::read(file, &e))?
+                .len();
+            InputProgress {
+                file: file.clone(),
+                consumed: len,
+                next_line: 0,
+                window: 0,
+            }
+        }
+    };
+    match manifest.inputs.iter_mut().find(|p| p.file == progress.file) {
+        Some(p) => *p = progress,
+        None => manifest.inputs.push(progress),
+    }
+    Ok(())
+}
+
+/// Whether file-backed table `t` feeds a periodic snapshot flow, directly or through tables
+/// reading it.
+fn feeds_periodic_snapshot(pipeline: &Pipeline, t: usize) -> bool {
+    let mut reached = vec![false; pipeline.tables.len()];
+    reached[t] = true;
+    for (i, table) in pipeline.tables.iter().enumerate().skip(t + 1) {
+        if let SourceInput::Table(parent) = table.input {
+            reached[i] = reached[parent];
+        }
+    }
+    pipeline
+        .snapshot_flows
+        .iter()
+        .any(|f| matches!(f.source, SnapshotSource::Table { table } if reached[table]))
+}
+
+/// Fails when a consumed prefix of `file` changed: it shrank below it, or its last bytes differ.
+fn check_unchanged(file: &Path, len: u64, p: &InputProgress) -> Result<()> {
+    let rewritten = |what: String| {
+        Err(Error::new(
+            ErrorKind::State,
+            format!(
+                "{what}: the file was rewritten since an earlier run consumed its first {} bytes; \
+                 durable runs read lines appended to a file, never a changed file (use a new \
+                 file, or --full-refresh to reprocess all input)",
+                p.consumed
+            ),
+        )
+        .in_file(file))
+    };
+    if len < p.consumed {
+        return rewritten(format!("it has {len} bytes"));
+    }
+    let window = io::crc_of_range(file, p.consumed.saturating_sub(WINDOW), p.consumed)?;
+    if window != p.window {
+        return rewritten("its consumed bytes changed".into());
+    }
+    Ok(())
+}
+
+/// Whether bytes `from..to` of `file` hold a line end; searched from the end, where one is
+/// usually found at once.
+fn has_newline(file: &Path, from: u64, to: u64) -> Result<bool> {
+    const CHUNK: u64 = 1 << 16;
+    if to <= from {
+        return Ok(false);
+    }
+    let mut f = File::open(file).map_err(|e| Error::read(file, &e))?;
+    let mut buffer = vec![0u8; CHUNK as usize];
+    let mut end = to;
+    while end > from {
+        let start = end.saturating_sub(CHUNK).max(from);
+        let chunk = &mut buffer[..(end - start) as usize];
+        f.seek(SeekFrom::Start(start))
+            .and_then(|_| f.read_exact(chunk))
+            .map_err(|e| Error::read(file, &e))?;
+        if chunk.contains(&b'\n') {
+            return Ok(true);
+        }
+        end = start;
+    }
+    Ok(false)
+}
+
+/// Line ends in bytes `from..to` of `file`.
+fn count_newlines(file: &Path, from: u64, to: u64) -> Result<u64> {
+    let mut f = File::open(file).map_err(|e| Error::read(file, &e))?;
+    f.seek(SeekFrom::Start(from))
+        .map_err(|e| Error::read(file, &e))?;
+    let mut limited = f.take(to.saturating_sub(from));
+    let mut buffer = vec![0u8; 1 << 16];
+    let mut count = 0u64;
+    loop {
+        let n = limited
+            .read(&mut buffer)
+            .map_err(|e| Error::read(file, &e))?;
+        if n == 0 {
+            return Ok(count);
+        }
+        count += buffer[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+    }
+}

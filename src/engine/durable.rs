@@ -1,0 +1,96 @@
+//! Persisting per-worker states (`scdflow run --state DIR`): [`Durable`] saves a state key by key
+//! and restores it on any number of workers.
+//!
+//! A shard (one worker's state, written by [`Durable::save`]) is a framed record file
+//! ([`crate::state::frames`]): first the worker-wide record, `(kind tag, data)`, then one
+//! `(key, key state)` record per key, then the end marker. The tag names the state type, so a
+//! shard of another operator is refused instead of misread. Configuration (image width, tracked
+//! columns, partial folding, retention, replace keys) is not saved: it comes from the pipeline
+//! through the state's `new`, and `restore` fills the state it built.
+//!
+//! Restoring on `Q` workers what `P` workers saved: every new worker builds a fresh state and
+//! restores every old shard into it, keeping the keys it owns, `|key| worker_of(key, Q) == w`
+//! ([`worker_of`] mirrors the operators' exchange). Worker-wide data is merged: tombstone
+//! queue entries of owned keys keep their commit times and stay ordered by them, and a truncate
+//! point (broadcast, so equal on every old worker) is kept as the maximum.
+
+use crate::state::{FrameReader, FrameWriter};
+use crate::value::Row;
+use crate::{Error, ErrorKind, Result};
+use differential_dataflow::Hashable;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// A per-worker operator state that is saved key by key and restored on any number of workers.
+pub trait Durable {
+    /// Writes the worker-wide part (one record), then one record per key.
+    fn save(&self, out: &mut FrameWriter) -> Result<()>;
+
+    /// Merges a shard written by `save` (of this or another worker, possibly of a run with a
+    /// different worker count), keeping only the keys for which `owns(key)` is true and the
+    /// worker-wide data that concerns them (tombstone queue entries of owned keys; a truncate
+    /// point is worker-wide and kept as the max).
+    ///
+    /// A damaged shard is an [`ErrorKind::State`] error, never a panic; the state is then
+    /// partly restored and must be discarded.
+    fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()>;
+
+    /// The table rows this state holds, as `(row, +1)` updates (consolidated), in no particular
+    /// order. Emitted once after a restore so downstream sees the whole table again.
+    fn rows(&self, out: &mut Vec<(Row, isize)>);
+
+    /// Tombstones currently held (live, not yet collected).
+    fn live_tombstones(&self) -> u64;
+}
+
+/// The worker of `workers` that owns `key`: the operators exchange keyed data by
+/// `key.hashed()`, which timely routes to worker `hash % workers`. Restore with
+/// `owns = |key| worker_of(key, workers) == index`.
+pub fn worker_of(key: &Row, workers: usize) -> usize {
+    let workers = workers.max(1) as u64;
+    // The remainder is below `workers`, which came from a usize.
+    (key.hashed() % workers) as usize
+}
+
+/// Writes the worker-wide record: `tag` (the state type) and its data.
+pub(super) fn write_header<H: Serialize>(out: &mut FrameWriter, tag: &str, data: &H) -> Result<()> {
+    out.write(&(tag, data))
+}
+
+/// Reads the worker-wide record written by [`write_header`] with the same `tag`.
+pub(super) fn read_header<H: DeserializeOwned>(input: &mut FrameReader, tag: &str) -> Result<H> {
+    let (found, data): (String, H) = input.expect("the worker-wide record")?;
+    if found != tag {
+        return Err(Error::new(
+            ErrorKind::State,
+            format!("a state shard holds a {found} state where a {tag} state was expected"),
+        ));
+    }
+    Ok(data)
+}
+
+/// Reads the `(key, entry)` records up to the end marker and passes those of owned keys to
+/// `keep`, which returns false if the key is already held.
+pub(super) fn read_keys<E: DeserializeOwned>(
+    input: &mut FrameReader,
+    owns: &dyn Fn(&Row) -> bool,
+    mut keep: impl FnMut(Row, E) -> Result<bool>,
+) -> Result<()> {
+    while let Some((key, entry)) = input.read::<(Row, E)>()? {
+        if owns(&key) && !keep(key, entry)? {
+            return Err(Error::new(
+                ErrorKind::State,
+                "a key is held by two state shards (or twice by one)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A [`ErrorKind::State`] error about a restored record that does not fit the pipeline.
+pub(super) fn misfit(why: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorKind::State,
+        format!("a state shard does not fit this pipeline: {why} (rebuild with --full-refresh)"),
+    )
+}

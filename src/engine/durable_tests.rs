@@ -1,0 +1,638 @@
+//! Save/restore round trips of every [`Durable`] state, and the tombstone counting they rely on.
+//!
+//! Each case runs the same commits three ways: on one uninterrupted state; on `P` states (keys
+//! routed by [`worker_of`]) for the first `k` commits, saved to `P` shards; then on `Q` fresh
+//! states that restore every shard (keeping the keys they own) and take the remaining commits.
+//! The restored states' rows must be the table after `k` commits, every later commit must give
+//! the uninterrupted run's updates and counters (so tombstones expire at the same commits), and
+//! the tombstone deltas summed over commits and workers must stay the count a scan finds.
+
+use super::{
+    worker_of, BitemporalState, CdcState, CommitStats, Durable, ReplaceConfig, ReplaceState,
+    Scd1State, Scd2State, SnapshotState,
+};
+use crate::event::{Event, EventKind};
+use crate::model;
+use crate::plan::{ScdType, Target, TargetKind};
+use crate::state::{FileKind, FrameReader, FrameWriter};
+use crate::value::{DataType, Row, Schema, Value};
+use crate::ErrorKind;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+
+/// Tombstone retention of the random cases, in the commit clock's units. Commits are 1 to 8
+/// apart, so tombstones expire a few commits after they are recorded, and a commit time off by
+/// one would often move the commit that collects them.
+const RETENTION: i64 = 10;
+
+/// A state driven by the harness: how its inputs route and apply.
+trait Step: Durable {
+    type In: Clone + Debug;
+    type Out: Ord + Clone + Debug;
+    /// True when [`Durable::rows`] is the table its outputs add up to.
+    const TABLE: bool;
+    /// The key that routes `input` to a worker; `None`: every worker gets it.
+    fn route(&self, input: &Self::In) -> Option<Row>;
+    fn step(&mut self, inputs: Vec<Self::In>, now: i64, out: &mut Outputs<Self>);
+    /// [`Durable::rows`] as outputs.
+    fn table(&self) -> Vec<(Self::Out, isize)>;
+    /// The tombstones, counted by a scan.
+    fn scan_tombstones(&self) -> u64 {
+        0
+    }
+}
+
+/// One commit's outputs and counters on one worker.
+struct Outputs<S: Step + ?Sized> {
+    updates: Vec<(S::Out, isize)>,
+    stats: CommitStats,
+}
+
+type Table<D> = BTreeMap<D, isize>;
+
+fn add<D: Ord>(table: &mut Table<D>, updates: impl IntoIterator<Item = (D, isize)>) {
+    for (d, n) in updates {
+        *table.entry(d).or_default() += n;
+    }
+    table.retain(|_, n| *n != 0);
+}
+
+macro_rules! cdc_step {
+    ($state:ty, $scan:expr) => {
+        impl Step for $state {
+            type In = Event;
+            type Out = Row;
+            const TABLE: bool = true;
+            fn route(&self, e: &Event) -> Option<Row> {
+                (e.kind != EventKind::Truncate).then(|| e.key.clone())
+            }
+            fn step(&mut self, events: Vec<Event>, now: i64, out: &mut Outputs<Self>) {
+                self.apply(events, now, &mut out.updates, &mut out.stats);
+            }
+            fn table(&self) -> Vec<(Row, isize)> {
+                let mut rows = Vec::new();
+                self.rows(&mut rows);
+                rows
+            }
+            fn scan_tombstones(&self) -> u64 {
+                $scan(self)
+            }
+        }
+    };
+}
+
+cdc_step!(Scd1State, Scd1State::count_tombstones);
+cdc_step!(Scd2State, Scd2State::count_tombstones);
+cdc_step!(BitemporalState, |_: &BitemporalState| 0);
+
+/// A snapshot's version (every worker gets it) or one of its `(key, image)` rows.
+#[derive(Clone, Debug)]
+enum Snap {
+    Version(i64),
+    Row(Row, Row),
+}
+
+impl Step for SnapshotState {
+    type In = Snap;
+    type Out = Event;
+    const TABLE: bool = false;
+    fn route(&self, input: &Snap) -> Option<Row> {
+        match input {
+            Snap::Version(_) => None,
+            Snap::Row(key, _) => Some(key.clone()),
+        }
+    }
+    fn step(&mut self, inputs: Vec<Snap>, _now: i64, out: &mut Outputs<Self>) {
+        let (mut version, mut rows) = (None, Vec::new());
+        for input in inputs {
+            match input {
+                Snap::Version(v) => version = version.max(Some(v)),
+                Snap::Row(key, image) => rows.push((key, image)),
+            }
+        }
+        if let Some(v) = version {
+            out.updates
+                .extend(self.diff(rows, v).into_iter().map(|e| (e, 1)));
+        }
+    }
+    fn table(&self) -> Vec<(Event, isize)> {
+        let mut rows = Vec::new();
+        self.rows(&mut rows);
+        assert!(rows.is_empty(), "a snapshot state has no table");
+        Vec::new()
+    }
+}
+
+impl Step for ReplaceState {
+    type In = Row;
+    type Out = Row;
+    const TABLE: bool = true;
+    fn route(&self, row: &Row) -> Option<Row> {
+        Some(self.config().key(row))
+    }
+    fn step(&mut self, rows: Vec<Row>, _now: i64, out: &mut Outputs<Self>) {
+        self.apply(rows, &mut out.updates);
+    }
+    fn table(&self) -> Vec<(Row, isize)> {
+        let mut rows = Vec::new();
+        self.rows(&mut rows);
+        rows
+    }
+}
+
+/// Applies one commit on `workers` (inputs routed by key) and returns its consolidated updates
+/// and merged counters.
+fn commit<S: Step>(workers: &mut [S], now: i64, inputs: &[S::In]) -> (Table<S::Out>, CommitStats) {
+    let n = workers.len();
+    let mut parts: Vec<Vec<S::In>> = vec![Vec::new(); n];
+    for input in inputs {
+        match workers[0].route(input) {
+            Some(key) => parts[worker_of(&key, n)].push(input.clone()),
+            None => parts.iter_mut().for_each(|p| p.push(input.clone())),
+        }
+    }
+    let (mut updates, mut stats) = (Table::new(), CommitStats::default());
+    for (worker, part) in workers.iter_mut().zip(parts) {
+        let mut out = Outputs {
+            updates: Vec::new(),
+            stats: CommitStats::default(),
+        };
+        worker.step(part, now, &mut out);
+        add(&mut updates, out.updates);
+        stats.merge(&out.stats);
+    }
+    (updates, stats)
+}
+
+/// The deltas summed so far are the tombstones held, and a scan finds as many.
+fn check_tombstones<S: Step>(workers: &[S], delta: i64, context: &str) {
+    let live: u64 = workers.iter().map(Durable::live_tombstones).sum();
+    let scanned: u64 = workers.iter().map(Step::scan_tombstones).sum();
+    assert_eq!(scanned, live, "{context}: live_tombstones against a scan");
+    assert_eq!(
+        i64::try_from(live).unwrap(),
+        delta,
+        "{context}: summed deltas"
+    );
+}
+
+fn shard(dir: &Path, w: usize) -> PathBuf {
+    dir.join(format!("shard-{w}"))
+}
+
+fn save<S: Durable>(state: &S, path: &Path) {
+    let mut out = FrameWriter::create(path, FileKind::Shard).unwrap();
+    state.save(&mut out).unwrap();
+    out.finish().unwrap();
+}
+
+fn restore<S: Durable>(
+    state: &mut S,
+    path: &Path,
+    owns: &dyn Fn(&Row) -> bool,
+) -> crate::Result<()> {
+    let mut input = FrameReader::open(path, FileKind::Shard)?;
+    state.restore(&mut input, owns)
+}
+
+/// Runs `commits` uninterrupted, and on `p` workers saved after `k` commits and restored on `q`;
+/// asserts they agree (see the module docs) and returns the final table.
+fn round_trip<S: Step>(
+    make: &dyn Fn() -> S,
+    commits: &[(i64, Vec<S::In>)],
+    (k, p, q): (usize, usize, usize),
+) -> Table<S::Out> {
+    let context = |i: usize| format!("commit {i} of {commits:?}, saved after {k} on {p}, on {q}");
+    let mut whole = vec![make()];
+    let (mut table, mut delta) = (Table::new(), 0);
+    let mut expected = Vec::new();
+    let mut tables = vec![Table::new()];
+    for (i, (now, inputs)) in commits.iter().enumerate() {
+        let (updates, stats) = commit(&mut whole, *now, inputs);
+        delta += stats.tombstones_delta;
+        check_tombstones(&whole, delta, &context(i));
+        add(&mut table, updates.clone());
+        assert!(table.values().all(|n| *n > 0), "{}", context(i));
+        tables.push(table.clone());
+        expected.push((updates, stats));
+    }
+
+    let mut old: Vec<S> = (0..p).map(|_| make()).collect();
+    let mut old_delta = 0;
+    for (i, (now, inputs)) in commits[..k].iter().enumerate() {
+        let got = commit(&mut old, *now, inputs);
+        old_delta += got.1.tombstones_delta;
+        check_tombstones(&old, old_delta, &context(i));
+        assert_eq!(got, expected[i], "{}", context(i));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (w, state) in old.iter().enumerate() {
+        save(state, &shard(dir.path(), w));
+    }
+
+    let mut new: Vec<S> = (0..q).map(|_| make()).collect();
+    let mut restored = Table::new();
+    for (w, state) in new.iter_mut().enumerate() {
+        for from in 0..p {
+            let owns = |key: &Row| worker_of(key, q) == w;
+            restore(state, &shard(dir.path(), from), &owns).unwrap();
+        }
+        let rows = state.table();
+        let mut distinct: Vec<&S::Out> = rows.iter().map(|(r, _)| r).collect();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), rows.len(), "rows() is consolidated");
+        assert!(rows.iter().all(|(_, n)| *n > 0));
+        add(&mut restored, rows);
+    }
+    let at_k = if S::TABLE { &tables[k] } else { &Table::new() };
+    assert_eq!(&restored, at_k, "restored rows, {}", context(k));
+    check_tombstones(&new, old_delta, &context(k));
+
+    let mut new_delta = old_delta;
+    for (i, (now, inputs)) in commits.iter().enumerate().skip(k) {
+        let got = commit(&mut new, *now, inputs);
+        new_delta += got.1.tombstones_delta;
+        check_tombstones(&new, new_delta, &context(i));
+        assert_eq!(got, expected[i], "{}", context(i));
+    }
+    table
+}
+
+/// Random `(k, p, q)`: a save point and old and new worker counts.
+fn split(rng: &mut ChaCha8Rng, commits: usize) -> (usize, usize, usize) {
+    (
+        rng.random_range(0..=commits),
+        rng.random_range(1..=3),
+        rng.random_range(1..=4),
+    )
+}
+
+fn pick(rng: &mut ChaCha8Rng, values: &[&str]) -> Value {
+    match values[rng.random_range(0..values.len())] {
+        "" => Value::Null,
+        v => Value::Str(v.into()),
+    }
+}
+
+fn upsert(key: i64, seq: i64, image: Row, authored: Option<Vec<bool>>, system: Value) -> Event {
+    Event {
+        seq: Value::Int(seq),
+        kind: EventKind::Upsert,
+        key: vec![Value::Int(key)],
+        image,
+        authored,
+        system,
+    }
+}
+
+fn delete(key: i64, seq: i64, system: Value) -> Event {
+    Event {
+        seq: Value::Int(seq),
+        kind: EventKind::Delete,
+        key: vec![Value::Int(key)],
+        image: Vec::new(),
+        authored: None,
+        system,
+    }
+}
+
+/// Random commits of events `(k, a, b)` over few keys and sequences (ties, replays, late and
+/// older events are common), 1 to 8 apart in commit time. `truncates` adds a few truncates;
+/// `bitemporal` gives events system times.
+fn events(
+    rng: &mut ChaCha8Rng,
+    partial: bool,
+    truncates: bool,
+    bitemporal: bool,
+) -> Vec<(i64, Vec<Event>)> {
+    let mut seen: Vec<Event> = Vec::new();
+    let mut commits = Vec::new();
+    let mut now = 0;
+    for _ in 0..rng.random_range(3..=9) {
+        let mut events = Vec::new();
+        for _ in 0..rng.random_range(0..=6) {
+            if !seen.is_empty() && rng.random_bool(0.1) {
+                events.push(seen[rng.random_range(0..seen.len())].clone());
+                continue;
+            }
+            let key = rng.random_range(0..6);
+            let seq = rng.random_range(1..=12);
+            let system = if bitemporal {
+                Value::Int(rng.random_range(1..=6))
+            } else {
+                Value::Null
+            };
+            let event = if truncates && rng.random_bool(0.05) {
+                Event {
+                    seq: Value::Int(seq),
+                    kind: EventKind::Truncate,
+                    key: Vec::new(),
+                    image: Vec::new(),
+                    authored: None,
+                    system,
+                }
+            } else if rng.random_bool(0.3) {
+                delete(key, seq, system)
+            } else {
+                let image = vec![
+                    Value::Int(key),
+                    pick(rng, &["x", "y", ""]),
+                    pick(rng, &["p", "q"]),
+                ];
+                let authored = (partial && rng.random_bool(0.7))
+                    .then(|| vec![true, rng.random_bool(0.5), rng.random_bool(0.5)]);
+                upsert(key, seq, image, authored, system)
+            };
+            events.push(event);
+        }
+        seen.extend(events.iter().cloned());
+        now += rng.random_range(1..=8);
+        commits.push((now, events));
+    }
+    commits
+}
+
+/// A target over `(k, a, b)` for the model.
+fn target(scd: ScdType, tracked: Vec<bool>, partial: bool) -> Target {
+    let mut schema: Vec<(String, DataType)> = ["k", "a", "b"]
+        .iter()
+        .map(|c| (c.to_string(), DataType::String))
+        .collect();
+    let extra: &[&str] = match scd {
+        ScdType::Type1 => &[],
+        ScdType::Type2 => &["__START_AT", "__END_AT"],
+        ScdType::Bitemporal => &[
+            "__START_AT",
+            "__END_AT",
+            "__SYSTEM_START_AT",
+            "__SYSTEM_END_AT",
+        ],
+    };
+    schema.extend(extra.iter().map(|c| (c.to_string(), DataType::Int)));
+    Target {
+        kind: TargetKind::AutoCdc,
+        name: "t".into(),
+        schema: Schema::new(schema),
+        image_len: 3,
+        keys: vec![0],
+        scd,
+        sequence_type: DataType::Int,
+        system_sequence_type: (scd == ScdType::Bitemporal).then_some(DataType::Int),
+        tracked,
+        partial,
+        tombstone_gc_seconds: 0,
+        line: 1,
+    }
+}
+
+/// Without tombstone collection the table is the model's.
+fn assert_model<D: Ord + Clone + Debug>(t: &Target, table: &Table<D>, expected: Vec<D>) {
+    let mut got: Vec<D> = Vec::new();
+    for (row, n) in table {
+        got.extend(std::iter::repeat_n(
+            row.clone(),
+            usize::try_from(*n).unwrap(),
+        ));
+    }
+    let mut expected = expected;
+    expected.sort();
+    assert_eq!(got, expected, "{t:?}");
+}
+
+fn all_events<I: Clone>(commits: &[(i64, Vec<I>)]) -> Vec<I> {
+    commits
+        .iter()
+        .flat_map(|(_, e)| e.iter().cloned())
+        .collect()
+}
+
+#[test]
+fn scd1_restores_on_any_worker_count() {
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    for case in 0..150 {
+        let partial = rng.random_bool(0.4);
+        let retention = (case % 4 != 0).then_some(RETENTION);
+        let commits = events(&mut rng, partial, true, false);
+        let make = || Scd1State::new(3, partial, retention);
+        let table = round_trip(&make, &commits, split(&mut rng, commits.len()));
+        if retention.is_none() {
+            let t = target(ScdType::Type1, vec![true; 3], partial);
+            assert_model(&t, &table, model::scd1(&t, &all_events(&commits)));
+        }
+    }
+}
+
+#[test]
+fn scd2_restores_on_any_worker_count() {
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    for case in 0..150 {
+        let partial = rng.random_bool(0.4);
+        let tracked = vec![true, rng.random_bool(0.6), rng.random_bool(0.6)];
+        let retention = (case % 4 != 0).then_some(RETENTION);
+        let commits = events(&mut rng, partial, false, false);
+        let make = || Scd2State::new(3, tracked.clone(), partial, retention);
+        let table = round_trip(&make, &commits, split(&mut rng, commits.len()));
+        if retention.is_none() {
+            let t = target(ScdType::Type2, tracked.clone(), partial);
+            assert_model(&t, &table, model::scd2(&t, &all_events(&commits)));
+        }
+    }
+}
+
+#[test]
+fn bitemporal_restores_on_any_worker_count() {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for _ in 0..100 {
+        let partial = rng.random_bool(0.4);
+        let tracked = vec![true, rng.random_bool(0.6), rng.random_bool(0.6)];
+        let commits = events(&mut rng, partial, false, true);
+        let make = || BitemporalState::new(3, tracked.clone(), partial);
+        let table = round_trip(&make, &commits, split(&mut rng, commits.len()));
+        let t = target(ScdType::Bitemporal, tracked.clone(), partial);
+        assert_model(&t, &table, model::bitemporal(&t, &all_events(&commits)));
+    }
+}
+
+#[test]
+fn snapshot_state_restores_on_any_worker_count() {
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    for _ in 0..150 {
+        let commits: Vec<(i64, Vec<Snap>)> = (0..rng.random_range(2..=7))
+            .map(|c| {
+                let mut inputs = vec![Snap::Version(c + 1)];
+                for key in 0..8 {
+                    if rng.random_bool(0.6) {
+                        let image = vec![Value::Int(key), pick(&mut rng, &["a", "b", ""])];
+                        inputs.push(Snap::Row(vec![Value::Int(key)], image));
+                    }
+                }
+                (10 * (c + 1), inputs)
+            })
+            .collect();
+        round_trip(
+            &SnapshotState::new,
+            &commits,
+            split(&mut rng, commits.len()),
+        );
+    }
+}
+
+#[test]
+fn replace_state_restores_on_any_worker_count() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let config = ReplaceConfig {
+        keys: vec![0],
+        sequence: 2,
+    };
+    for _ in 0..150 {
+        let commits: Vec<(i64, Vec<Row>)> = (0..rng.random_range(2..=7))
+            .map(|c| {
+                let rows = (0..rng.random_range(0..=5))
+                    .map(|_| {
+                        let region = match rng.random_range(0..5) {
+                            4 => Value::Null,
+                            r => Value::Int(r),
+                        };
+                        let device = pick(&mut rng, &["iOS", "Android"]);
+                        vec![region, device, Value::Int(rng.random_range(1..=4))]
+                    })
+                    .collect();
+                (10 * (c + 1), rows)
+            })
+            .collect();
+        let make = || ReplaceState::new(config.clone());
+        let table = round_trip(&make, &commits, split(&mut rng, commits.len()));
+        let t = target(ScdType::Type1, vec![true; 3], false);
+        assert_model(
+            &t,
+            &table,
+            model::replace_using(&t, 2, &all_events(&commits)),
+        );
+    }
+}
+
+/// A delete of a key never seen, saved before it expires, is collected at the same commit
+/// after the restore; then a late upsert older than it re-creates the key.
+#[test]
+fn tombstones_age_across_a_restore() {
+    const RETENTION: i64 = 25;
+    let image = |v: &str| vec![Value::Int(9), Value::Str(v.into()), Value::Str("p".into())];
+    let commits: Vec<(i64, Vec<Event>)> = vec![
+        (10, vec![upsert(1, 1, image("a"), None, Value::Null)]),
+        (20, vec![delete(9, 7, Value::Null)]),
+        (30, vec![]),
+        (40, vec![]),
+        (50, vec![]),
+        (60, vec![upsert(9, 6, image("late"), None, Value::Null)]),
+    ];
+    let collected_at = |make: &dyn Fn() -> Box<dyn CdcState>| {
+        let mut state = make();
+        let mut at = Vec::new();
+        for (now, events) in &commits {
+            let mut stats = CommitStats::default();
+            state.apply(events.clone(), *now, &mut Vec::new(), &mut stats);
+            at.push(stats.tombstones_collected);
+        }
+        at
+    };
+    let expected = vec![0, 0, 0, 0, 1, 0];
+    let scd1 = || Scd1State::new(3, false, Some(RETENTION));
+    let scd2 = || Scd2State::new(3, vec![true; 3], false, Some(RETENTION));
+    assert_eq!(collected_at(&|| Box::new(scd1())), expected);
+    assert_eq!(collected_at(&|| Box::new(scd2())), expected);
+    for (k, p, q) in [(2, 1, 1), (2, 2, 3), (3, 3, 2), (4, 1, 4)] {
+        let table = round_trip(&scd1, &commits, (k, p, q));
+        assert_eq!(table.get(&image("late")), Some(&1), "SCD1 saved after {k}");
+        let table = round_trip(&scd2, &commits, (k, p, q));
+        let mut version = image("late");
+        version.extend([Value::Int(6), Value::Null]);
+        assert_eq!(table.get(&version), Some(&1), "SCD2 saved after {k}");
+    }
+}
+
+/// Every truncation of a shard is the frame reader's State error, never a panic; so is a shard
+/// of another state type.
+#[test]
+fn damaged_shards_are_state_errors() {
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let dir = tempfile::tempdir().unwrap();
+    let path = shard(dir.path(), 0);
+    let commits = events(&mut rng, true, true, false);
+    let mut scd1 = vec![Scd1State::new(3, true, Some(RETENTION))];
+    let mut scd2 = vec![Scd2State::new(3, vec![true; 3], true, Some(RETENTION))];
+    let mut bitemporal = vec![BitemporalState::new(3, vec![true; 3], true)];
+    let mut snapshot = vec![SnapshotState::new()];
+    let mut replace = vec![ReplaceState::new(ReplaceConfig {
+        keys: vec![0],
+        sequence: 0,
+    })];
+    for (c, (now, events)) in commits.iter().enumerate() {
+        let plain: Vec<Event> = events
+            .iter()
+            .filter(|e| e.kind != EventKind::Truncate)
+            .cloned()
+            .collect();
+        commit(&mut scd1, *now, events);
+        commit(&mut scd2, *now, &plain);
+        let mut timed = plain.clone();
+        timed
+            .iter_mut()
+            .for_each(|e| e.system = Value::Int(c as i64));
+        commit(&mut bitemporal, *now, &timed);
+        let mut snap: Vec<Snap> = vec![Snap::Version(c as i64 + 1)];
+        snap.extend(
+            plain
+                .iter()
+                .map(|e| Snap::Row(e.key.clone(), e.image.clone())),
+        );
+        snap.dedup_by(|a, b| matches!((a, b), (Snap::Row(x, _), Snap::Row(y, _)) if x == y));
+        commit(&mut snapshot, *now, &snap);
+        let rows: Vec<Row> = plain.iter().map(|e| e.key.clone()).collect();
+        commit(&mut replace, *now, &rows);
+    }
+    fn every_cut<S: Durable>(state: &S, fresh: &dyn Fn() -> S, path: &Path) {
+        save(state, path);
+        let bytes = std::fs::read(path).unwrap();
+        restore(&mut fresh(), path, &|_| true).expect("the whole shard restores");
+        for cut in 0..bytes.len() {
+            std::fs::write(path, &bytes[..cut]).unwrap();
+            let e = restore(&mut fresh(), path, &|_| true).expect_err("a cut shard is refused");
+            assert_eq!(e.kind(), ErrorKind::State, "cut at {cut}: {e}");
+        }
+    }
+    every_cut(
+        &scd1[0],
+        &|| Scd1State::new(3, true, Some(RETENTION)),
+        &path,
+    );
+    every_cut(
+        &scd2[0],
+        &|| Scd2State::new(3, vec![true; 3], true, None),
+        &path,
+    );
+    every_cut(
+        &bitemporal[0],
+        &|| BitemporalState::new(3, vec![true; 3], true),
+        &path,
+    );
+    every_cut(&snapshot[0], &SnapshotState::new, &path);
+    let config = ReplaceConfig {
+        keys: vec![0],
+        sequence: 0,
+    };
+    every_cut(&replace[0], &|| ReplaceState::new(config.clone()), &path);
+
+    save(&scd1[0], &path);
+    let other = restore(
+        &mut Scd2State::new(3, vec![true; 3], true, None),
+        &path,
+        &|_| true,
+    );
+    assert_eq!(other.unwrap_err().kind(), ErrorKind::State);
+    let narrower = restore(&mut Scd1State::new(2, true, None), &path, &|_| true);
+    assert_eq!(narrower.unwrap_err().kind(), ErrorKind::State);
+}

@@ -1,0 +1,149 @@
+//! REPLACE USING state (SPEC 1.6, 3.12): per replace-key value, the highest sequence seen and
+//! the rows carrying it.
+//!
+//! A commit's rows for a key keep only their highest sequence `s`; against the stored sequence
+//! they replace all of the key's rows (`s` higher), are appended (`s` equal) or are ignored (`s`
+//! lower). Keys absent from a commit are untouched. The table is therefore, per key, every row
+//! ever offered with the key's highest sequence (duplicates kept) — a function of the multiset
+//! of rows, whatever their arrival order or split into commits.
+//!
+//! Saved ([`Durable`]) key by key, with no worker-wide data.
+
+use super::durable::{misfit, read_header, read_keys, write_header, Durable};
+use super::KeyMap;
+use crate::state::{FrameReader, FrameWriter};
+use crate::value::{Row, Value};
+use crate::Result;
+use differential_dataflow::consolidation::consolidate_from;
+use std::collections::BTreeMap;
+
+/// Which columns of a row are the replace keys and which is the sequence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplaceConfig {
+    /// Replace-key column indices.
+    pub keys: Vec<usize>,
+    /// The sequence column index.
+    pub sequence: usize,
+}
+
+impl ReplaceConfig {
+    /// The replace-key values of `row` (rows are exchanged and held by them).
+    pub(crate) fn key(&self, row: &Row) -> Row {
+        self.keys.iter().map(|&k| row[k].clone()).collect()
+    }
+
+    /// The number of columns a row needs for this configuration.
+    fn width(&self) -> usize {
+        self.keys
+            .iter()
+            .chain([&self.sequence])
+            .max()
+            .map_or(0, |m| m + 1)
+    }
+}
+
+/// The REPLACE USING rows of the replace keys one worker owns.
+#[derive(Debug)]
+pub struct ReplaceState {
+    config: ReplaceConfig,
+    keys: KeyMap<(Value, Vec<Row>)>,
+}
+
+impl ReplaceState {
+    /// An empty state for rows shaped by `config`.
+    pub fn new(config: ReplaceConfig) -> Self {
+        ReplaceState {
+            config,
+            keys: KeyMap::default(),
+        }
+    }
+
+    /// The configuration the state was built with.
+    pub fn config(&self) -> &ReplaceConfig {
+        &self.config
+    }
+
+    /// Number of replace-key values held.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Applies one commit's rows and appends the resulting row updates (consolidated) to `out`.
+    pub fn apply(&mut self, rows: Vec<Row>, out: &mut Vec<(Row, isize)>) {
+        let start = out.len();
+        for (key, rows) in self.by_key(rows) {
+            self.replace(key, rows, out);
+        }
+        consolidate_from(out, start);
+    }
+
+    /// Groups rows by replace key.
+    fn by_key(&self, rows: Vec<Row>) -> BTreeMap<Row, Vec<Row>> {
+        let mut groups: BTreeMap<Row, Vec<Row>> = BTreeMap::new();
+        for row in rows {
+            groups.entry(self.config.key(&row)).or_default().push(row);
+        }
+        groups
+    }
+
+    /// Applies one commit's rows of one key against the stored rows of that key.
+    fn replace(&mut self, key: Row, rows: Vec<Row>, out: &mut Vec<(Row, isize)>) {
+        let sequence = self.config.sequence;
+        let Some(top) = rows.iter().map(|r| &r[sequence]).max().cloned() else {
+            return;
+        };
+        let winners: Vec<Row> = rows.into_iter().filter(|r| r[sequence] == top).collect();
+        let stored = self
+            .keys
+            .entry(key)
+            .or_insert_with(|| (top.clone(), Vec::new()));
+        if top > stored.0 {
+            out.extend(stored.1.drain(..).map(|r| (r, -1)));
+            stored.0 = top;
+        } else if top < stored.0 {
+            return;
+        }
+        out.extend(winners.iter().cloned().map(|r| (r, 1)));
+        stored.1.extend(winners);
+    }
+}
+
+const TAG: &str = "replace";
+
+impl Durable for ReplaceState {
+    fn save(&self, out: &mut FrameWriter) -> Result<()> {
+        write_header(out, TAG, &())?;
+        for (key, (seq, rows)) in &self.keys {
+            out.write(&(key, (seq, rows)))?;
+        }
+        Ok(())
+    }
+
+    fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
+        read_header::<()>(input, TAG)?;
+        let width = self.config.width();
+        read_keys(input, owns, |key, entry: (Value, Vec<Row>)| {
+            if entry.1.iter().any(|row| row.len() < width) {
+                return Err(misfit(format!("a row has fewer than {width} columns")));
+            }
+            Ok(self.keys.insert(key, entry).is_none())
+        })
+    }
+
+    fn rows(&self, out: &mut Vec<(Row, isize)>) {
+        let start = out.len();
+        for (_, rows) in self.keys.values() {
+            out.extend(rows.iter().map(|r| (r.clone(), 1)));
+        }
+        consolidate_from(out, start);
+    }
+
+    fn live_tombstones(&self) -> u64 {
+        0
+    }
+}

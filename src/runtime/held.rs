@@ -1,0 +1,209 @@
+//! The operator states one worker holds for one target, shared with the operators so that the
+//! runtime can restore them before the first commit and save them after the last.
+//!
+//! A target's parts: its SCD state (`scd1`, `scd2` or `bitemporal`), preceded for snapshot
+//! targets by the previous snapshot (`snapshot`); REPLACE USING targets have one part
+//! (`replace`). Each part is saved as one shard per worker. A restore on as many workers as
+//! wrote the shards reads its own shard; on any other number it reads every shard and keeps the
+//! keys that the operators' exchange routes to it ([`owns`]).
+
+use crate::engine::{BitemporalState, Durable, ReplaceState, Scd1State, Scd2State, SnapshotState};
+use crate::operators::{ReplaceConfig, Scd1Config, Scd2Config};
+use crate::plan::{ScdType, Target, TargetKind};
+use crate::state::store::shard_name;
+use crate::state::{FileKind, FrameReader, FrameWriter};
+use crate::value::Row;
+use crate::Result;
+use differential_dataflow::Hashable;
+use std::cell::RefCell;
+use std::path::Path;
+use std::rc::Rc;
+
+/// One target's SCD state.
+pub(super) enum Scd {
+    Type1(Rc<RefCell<Scd1State>>),
+    Type2(Rc<RefCell<Scd2State>>),
+    Bitemporal(Rc<RefCell<BitemporalState>>),
+}
+
+/// What one worker holds for one target.
+pub(super) enum Held {
+    /// AUTO CDC targets.
+    Cdc(Scd),
+    /// Snapshot targets: the previous snapshot, then the SCD state.
+    Snapshot(Rc<RefCell<SnapshotState>>, Scd),
+    /// REPLACE USING targets.
+    Replace(Rc<RefCell<ReplaceState>>),
+}
+
+fn micros(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+impl Scd {
+    fn new(target: &Target) -> Scd {
+        match target.scd {
+            ScdType::Type1 => {
+                let c = Scd1Config::from(target);
+                let retention = c.tombstone_retention.map(micros);
+                Scd::Type1(Rc::new(RefCell::new(Scd1State::new(
+                    c.image_len,
+                    c.partial,
+                    retention,
+                ))))
+            }
+            ScdType::Type2 => {
+                let c = Scd2Config::from(target);
+                let retention = c.tombstone_retention.map(micros);
+                Scd::Type2(Rc::new(RefCell::new(Scd2State::new(
+                    c.image_len,
+                    c.tracked,
+                    c.partial,
+                    retention,
+                ))))
+            }
+            ScdType::Bitemporal => Scd::Bitemporal(Rc::new(RefCell::new(BitemporalState::new(
+                target.image_len,
+                target.tracked.clone(),
+                target.partial,
+            )))),
+        }
+    }
+
+    fn part(&self) -> (&'static str, Rc<RefCell<dyn Durable>>) {
+        match self {
+            Scd::Type1(s) => ("scd1", Rc::clone(s) as Rc<RefCell<dyn Durable>>),
+            Scd::Type2(s) => ("scd2", Rc::clone(s) as Rc<RefCell<dyn Durable>>),
+            Scd::Bitemporal(s) => ("bitemporal", Rc::clone(s) as Rc<RefCell<dyn Durable>>),
+        }
+    }
+}
+
+impl Held {
+    /// Empty states for `target`.
+    pub(super) fn new(target: &Target) -> Held {
+        match target.kind {
+            TargetKind::AutoCdc => Held::Cdc(Scd::new(target)),
+            TargetKind::Snapshot => Held::Snapshot(
+                Rc::new(RefCell::new(SnapshotState::default())),
+                Scd::new(target),
+            ),
+            TargetKind::ReplaceUsing { sequence } => {
+                let config = ReplaceConfig {
+                    keys: target.keys.clone(),
+                    sequence,
+                };
+                Held::Replace(Rc::new(RefCell::new(ReplaceState::new(config))))
+            }
+        }
+    }
+
+    fn parts(&self) -> Vec<(&'static str, Rc<RefCell<dyn Durable>>)> {
+        match self {
+            Held::Cdc(scd) => vec![scd.part()],
+            Held::Snapshot(previous, scd) => vec![
+                ("snapshot", Rc::clone(previous) as Rc<RefCell<dyn Durable>>),
+                scd.part(),
+            ],
+            Held::Replace(s) => vec![("replace", Rc::clone(s) as Rc<RefCell<dyn Durable>>)],
+        }
+    }
+
+    /// Restores target `t`'s parts from the shards in `checkpoint`, written by `writers`
+    /// workers, as worker `index` of `peers`.
+    pub(super) fn restore(
+        &self,
+        t: usize,
+        checkpoint: &Path,
+        writers: usize,
+        index: usize,
+        peers: usize,
+    ) -> Result<()> {
+        for (part, state) in self.parts() {
+            let mut state = state.borrow_mut();
+            if writers == peers {
+                let path = checkpoint.join(shard_name(t, part, index));
+                let mut input = FrameReader::open(&path, FileKind::Shard)?;
+                state.restore(&mut input, &|_| true)?;
+            } else {
+                let mine = |key: &Row| owns(key, index, peers);
+                for w in 0..writers {
+                    let path = checkpoint.join(shard_name(t, part, w));
+                    let mut input = FrameReader::open(&path, FileKind::Shard)?;
+                    state.restore(&mut input, &mine)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Saves target `t`'s parts into `dir`, as worker `index`.
+    pub(super) fn save(&self, t: usize, dir: &Path, index: usize) -> Result<()> {
+        for (part, state) in self.parts() {
+            let mut out =
+                FrameWriter::create(&dir.join(shard_name(t, part, index)), FileKind::Shard)?;
+            state.borrow().save(&mut out)?;
+            out.finish()?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether worker `index` of `peers` owns `key`: where the operators' key exchange sends it
+/// (timely's `Exchange` routes a record to worker `hash % peers`; the test below holds us to it).
+pub(super) fn owns(key: &Row, index: usize, peers: usize) -> bool {
+    (key.hashed() % peers as u64) as usize == index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::owns;
+    use crate::value::{Row, Value};
+    use differential_dataflow::Hashable;
+    use std::sync::{Arc, Mutex};
+    use timely::dataflow::channels::pact::Exchange;
+    use timely::dataflow::operators::generic::Operator;
+    use timely::dataflow::operators::ToStream;
+
+    #[test]
+    fn ownership_is_where_the_exchange_routes_keys() {
+        for peers in [1usize, 2, 3, 4] {
+            let seen: Arc<Mutex<Vec<(usize, Row)>>> = Arc::new(Mutex::new(Vec::new()));
+            let sink = Arc::clone(&seen);
+            timely::execute(timely::Config::process(peers), move |worker| {
+                let index = worker.index();
+                let sink = Arc::clone(&sink);
+                worker.dataflow::<u64, _, _>(|scope| {
+                    let keys: Vec<Row> = if index == 0 {
+                        (0..200)
+                            .map(|i| vec![Value::Int(i), Value::Str(format!("k{i}"))])
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    keys.to_stream(scope).sink(
+                        Exchange::new(|k: &Row| k.hashed()),
+                        "Route",
+                        move |(input, _)| {
+                            input.for_each(|_, data| {
+                                sink.lock()
+                                    .unwrap()
+                                    .extend(data.drain(..).map(|k| (index, k)));
+                            });
+                        },
+                    );
+                });
+            })
+            .unwrap()
+            .join();
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.len(), 200);
+            for (worker, key) in seen.iter() {
+                assert!(
+                    owns(key, *worker, peers),
+                    "peers {peers}: {key:?} on {worker}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Files that runs append to (change feeds, quarantine files, the metrics log), kept exactly
+//! once: a run appends and syncs before it commits their new lengths in the manifest, and the
+//! next run first cuts each file back to its committed length. A commit's rows therefore appear
+//! once whatever instant a crash hits, and never twice.
+
+use super::store::Appended;
+use crate::{Error, ErrorKind, Result};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+
+/// Cuts each file back to its committed length. A file shorter than that was changed outside
+/// scdflow: the error names it.
+pub fn recover(files: &[Appended]) -> Result<()> {
+    for file in files {
+        let len = match std::fs::metadata(&file.path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && file.len == 0 => continue,
+            Err(e) => {
+                return Err(Error::new(
+                    ErrorKind::State,
+                    format!(
+                        "cannot read this output, which holds {} committed bytes ({e}); it was \
+                         moved or removed outside scdflow: restore it, or rebuild everything \
+                         with --full-refresh",
+                        file.len
+                    ),
+                )
+                .in_file(&file.path))
+            }
+        };
+        if len < file.len {
+            return Err(Error::new(
+                ErrorKind::State,
+                format!(
+                    "this output has {len} bytes but {} were committed; it was changed outside \
+                     scdflow: restore it, or rebuild everything with --full-refresh",
+                    file.len
+                ),
+            )
+            .in_file(&file.path));
+        }
+        if len > file.len {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&file.path)
+                .map_err(|e| Error::write(&file.path, &e))?;
+            f.set_len(file.len)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| Error::write(&file.path, &e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Appends `bytes` to `path` (created, with its directory, if missing), syncs it, and returns its
+/// new length.
+pub fn append(path: &Path, bytes: &[u8]) -> Result<u64> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, &e))?;
+    }
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::write(path, &e))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| Error::write(path, &e))?;
+    let len = f.metadata().map_err(|e| Error::read(path, &e))?.len();
+    if bytes.is_empty() {
+        return Ok(len);
+    }
+    super::frames::sync_parent(path)?;
+    Ok(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uncommitted_bytes_are_cut_and_missing_bytes_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out/feed.csv");
+        let len = append(&path, b"a\nb\n").unwrap();
+        assert_eq!(len, 4);
+        append(&path, b"c\n").unwrap();
+        let committed = [Appended {
+            path: path.clone(),
+            len,
+        }];
+        recover(&committed).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\n");
+        std::fs::write(&path, b"a\n").unwrap();
+        let e = recover(&committed).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::State);
+        assert!(e.to_string().contains("feed.csv"), "{e}");
+        std::fs::remove_file(&path).unwrap();
+        assert!(recover(&committed).is_err());
+        recover(&[Appended { path, len: 0 }]).unwrap();
+    }
+}
