@@ -147,9 +147,20 @@ pub fn run(
     let staged = persistence.save.clone();
     let prepare_time = started.elapsed();
     let (sources, consumed): (Vec<_>, Vec<_>) = new.into_iter().unzip();
+    let live_tombstones = pipeline
+        .targets
+        .iter()
+        .map(|t| {
+            next.live_tombstones
+                .iter()
+                .find(|(name, _)| *name == t.name)
+                .map_or(0, |(_, n)| *n)
+        })
+        .collect();
     let resume = driver::Resume {
         last_timestamp: manifest.as_ref().map(|m| m.last_timestamp),
         persistence,
+        live_tombstones,
     };
     let started = Instant::now();
     let (evaluation, ends) = driver::run(pipeline, options, &sources, resume, progress)?;
@@ -168,6 +179,12 @@ pub fn run(
             .unwrap_or(next.last_timestamp);
         next.workers = options.workers.max(1);
         next.fingerprint = fingerprint;
+        next.live_tombstones = pipeline
+            .targets
+            .iter()
+            .zip(&evaluation.live_tombstones)
+            .map(|(t, n)| (t.name.clone(), *n))
+            .collect();
         for (t, target) in pipeline.targets.iter().enumerate() {
             let path = out.join(format!("{}.changes.{ext}", target.name));
             let header = committed(&next, &path) == 0;

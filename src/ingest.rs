@@ -22,8 +22,9 @@ pub struct SourceCommit {
     pub invalid: Vec<(usize, RowError)>,
     /// Per table, the counts of its expectations in this commit (empty when not involved).
     pub expectations: Vec<Vec<ExpectationCount>>,
-    /// For a read from an offset: the offset just past the last complete line read.
-    pub end: Option<u64>,
+    /// For a read from an offset: where the complete lines read end (byte offset, and the
+    /// line number there).
+    pub end: Option<ReadFrom>,
 }
 
 /// The input files of `pipeline` in commit order, each with the table it feeds. Listing them
@@ -76,7 +77,10 @@ pub fn read_commit(
                 from.offset,
                 from.line,
             )?;
-            commit.end = Some(tail.end);
+            commit.end = Some(ReadFrom {
+                offset: tail.end,
+                line: tail.end_line,
+            });
             tail.rows
         }
     };

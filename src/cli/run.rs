@@ -72,7 +72,7 @@ fn run_durable(
     let new = match run.commits {
         0 => "no new input".to_string(),
         1 => format!("commit {last} is new"),
-        n => format!("commits {}..={last} are new", run.base + 1),
+        _ => format!("commits {}..={last} are new", run.base + 1),
     };
     writeln!(
         stdout,

@@ -46,7 +46,7 @@ pub enum CommitSource {
 }
 
 /// Where a durable run resumes reading a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReadFrom {
     /// Byte offset (the start of a line).
     pub offset: u64,
@@ -109,8 +109,8 @@ pub struct Prepared {
     pub tables: Vec<(usize, TableCommitMetrics)>,
     /// Snapshot versions skipped: `(snapshot flow, version)`.
     pub skipped: Vec<(usize, i64)>,
-    /// For a [`ReadFrom`] read: the byte offset just past the last complete line read.
-    pub end: Option<u64>,
+    /// For a [`ReadFrom`] read: where the complete lines read end.
+    pub end: Option<ReadFrom>,
 }
 
 /// Reads and prepares commit `version` from `source`; metrics entries go to `metrics`

@@ -29,6 +29,13 @@ pub struct FlowCommitMetrics {
     pub num_quarantined_rows: u64,
     /// Snapshot versions skipped because not newer than the last applied one (D12).
     pub num_skipped_snapshots: u64,
+    /// Tombstones forgotten in this commit because older than the retention (D11).
+    #[serde(default)]
+    pub num_collected_tombstones: u64,
+    /// Tombstones the target holds after this commit (D11): deletes kept to recognise late,
+    /// older events, not yet collected.
+    #[serde(default)]
+    pub num_live_tombstones: u64,
     /// The target's expectations checked on this flow's rows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expectations: Vec<ExpectationCount>,
@@ -78,17 +85,36 @@ pub fn attribute_changes(
     }
 }
 
-/// Adds target `t`'s operator counters into its flows' metrics.
+/// Adds target `t`'s operator counters into its flows' metrics, given the tombstones it held
+/// before the first of them (`live_before`); returns the tombstones held after the last.
 pub fn attribute_stats(
     flows: &[FlowRef],
     t: usize,
     stats: &BTreeMap<u64, CommitStats>,
+    live_before: i64,
     metrics: &mut [Vec<FlowCommitMetrics>],
-) {
+) -> i64 {
+    // Tombstones held after each version with counters (the gauge only moves at those).
+    let mut live = live_before;
+    let mut gauge: Vec<(u64, i64)> = Vec::with_capacity(stats.len());
     for (version, s) in stats {
+        live += s.tombstones_delta;
+        gauge.push((*version, live));
         if let Some((f, m)) = credited(flows, t, *version, metrics) {
             metrics[f][m].num_stale_events += s.stale_events;
             metrics[f][m].num_sequence_ties += s.sequence_ties;
+            metrics[f][m].num_collected_tombstones += s.tombstones_collected;
         }
     }
+    for (f, flow) in flows.iter().enumerate() {
+        if flow.target != t {
+            continue;
+        }
+        for m in &mut metrics[f] {
+            let at = gauge.partition_point(|(v, _)| *v <= m.commit_version);
+            let held = at.checked_sub(1).map_or(live_before, |i| gauge[i].1);
+            m.num_live_tombstones = u64::try_from(held).unwrap_or(0);
+        }
+    }
+    live
 }

@@ -91,6 +91,8 @@ pub struct Evaluation {
     /// Commits applied by earlier runs (durable runs): the tables include them, while the
     /// change feeds and metrics hold this run's commits only.
     pub base: u64,
+    /// Per target: tombstones held after the last commit (D11).
+    pub live_tombstones: Vec<i64>,
 }
 
 impl Evaluation {
@@ -111,6 +113,8 @@ pub(crate) struct Resume {
     pub(crate) last_timestamp: Option<i64>,
     /// What the runtime restores and saves; its `base` counts the earlier commits.
     pub(crate) persistence: runtime::Persistence,
+    /// Per target: tombstones held after the earlier commits.
+    pub(crate) live_tombstones: Vec<i64>,
 }
 
 /// How to run a pipeline.
@@ -139,14 +143,14 @@ pub fn evaluate(
 }
 
 /// Runs `pipeline` over the commits `sources` after `resume`; also returns, per source, where a
-/// read from an offset ended.
+/// read of complete lines ended.
 pub(crate) fn run(
     pipeline: &Pipeline,
     options: &Options,
     sources: &[CommitSource],
     resume: Resume,
     progress: Option<Progress>,
-) -> Result<(Evaluation, Vec<Option<u64>>)> {
+) -> Result<(Evaluation, Vec<Option<ReadFrom>>)> {
     let base = resume.persistence.base;
     let skip_once = base > 0;
     let mut targets_run = pipeline.targets.clone();
@@ -266,8 +270,11 @@ pub(crate) fn run(
             changes,
         });
     }
+    let mut live_tombstones = resume.live_tombstones;
+    live_tombstones.resize(pipeline.targets.len(), 0);
     for (t, stats) in updates.stats.iter().enumerate() {
-        metrics::attribute_stats(&flows, t, stats, &mut metrics);
+        live_tombstones[t] =
+            metrics::attribute_stats(&flows, t, stats, live_tombstones[t], &mut metrics);
     }
     let evaluation = Evaluation {
         targets,
@@ -279,6 +286,7 @@ pub(crate) fn run(
         commit_timestamps,
         events,
         base,
+        live_tombstones,
     };
     Ok((evaluation, ends))
 }

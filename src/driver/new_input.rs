@@ -115,15 +115,19 @@ pub(crate) fn find(
 }
 
 /// Records a committed read in `manifest`; `end` is where a read of lines stopped.
-pub(crate) fn record(manifest: &mut Manifest, consumed: &Consumed, end: Option<u64>) -> Result<()> {
+pub(crate) fn record(
+    manifest: &mut Manifest,
+    consumed: &Consumed,
+    end: Option<ReadFrom>,
+) -> Result<()> {
     let progress = match consumed {
         Consumed::Lines { file, from } => {
-            let end = end.unwrap_or(from.offset);
+            let end = end.unwrap_or(*from);
             InputProgress {
                 file: file.clone(),
-                consumed: end,
-                next_line: from.line + count_newlines(file, from.offset, end)?,
-                window: io::crc_of_range(file, end.saturating_sub(WINDOW), end)?,
+                consumed: end.offset,
+                next_line: end.line,
+                window: io::crc_of_range(file, end.offset.saturating_sub(WINDOW), end.offset)?,
             }
         }
         Consumed::Whole { file, len, crc } => InputProgress {
@@ -225,23 +229,4 @@ fn has_newline(file: &Path, from: u64, to: u64) -> Result<bool> {
         end = start;
     }
     Ok(false)
-}
-
-/// Line ends in bytes `from..to` of `file`.
-fn count_newlines(file: &Path, from: u64, to: u64) -> Result<u64> {
-    let mut f = File::open(file).map_err(|e| Error::read(file, &e))?;
-    f.seek(SeekFrom::Start(from))
-        .map_err(|e| Error::read(file, &e))?;
-    let mut limited = f.take(to.saturating_sub(from));
-    let mut buffer = vec![0u8; 1 << 16];
-    let mut count = 0u64;
-    loop {
-        let n = limited
-            .read(&mut buffer)
-            .map_err(|e| Error::read(file, &e))?;
-        if n == 0 {
-            return Ok(count);
-        }
-        count += buffer[..n].iter().filter(|&&b| b == b'\n').count() as u64;
-    }
 }

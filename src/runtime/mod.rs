@@ -358,8 +358,13 @@ pub fn execute_in(
                 return Some(Error::new(ErrorKind::Peer, why));
             }
         }
-        let restored = persistence.restore.is_some();
+        // Restored tables reappear, as insertions, at the last commit of the run that saved them.
+        let restored = persistence.restore.is_some().then_some(base);
         let clock = Arc::new(clock);
+        let commit_time = {
+            let clock = Arc::clone(&clock);
+            Rc::new(move |version: &u64| clock[(*version - base) as usize - 1])
+        };
         let share = std::mem::take(&mut *shares[index - first].lock().expect("share"));
         let local = Rc::new(RefCell::new(Updates::new(targets.len())));
         let batches: Rc<RefCell<Vec<Vec<Vec<(Row, u64, isize)>>>>> =
@@ -392,9 +397,8 @@ pub fn execute_in(
                         &held[t],
                         events_in,
                         row_collection,
-                        base,
                         restored,
-                        &clock,
+                        &commit_time,
                         &local,
                     )
                     .inner;
@@ -609,9 +613,8 @@ fn render<'s>(
     held: &Held,
     events: VecCollection<'s, u64, Event>,
     rows: VecCollection<'s, u64, Row>,
-    base: u64,
-    restored: bool,
-    clock: &Arc<Vec<i64>>,
+    restored: Option<u64>,
+    commit_time: &Rc<impl Fn(&u64) -> i64 + 'static>,
     local: &Rc<RefCell<Updates>>,
 ) -> VecCollection<'s, u64, Row> {
     let local = Rc::clone(local);
@@ -621,10 +624,8 @@ fn render<'s>(
             .or_default()
             .merge(&stats);
     };
-    let clock = Arc::clone(clock);
-    let clock = move |version: &u64| clock[(*version - base) as usize - 1];
-    // Restored tables reappear, as insertions, at the last commit of the run that saved them.
-    let restored = restored.then_some(base);
+    let commit_time = Rc::clone(commit_time);
+    let clock = move |version: &u64| commit_time(version);
     let scd = match held {
         Held::Replace(state) => return replace_using_shared(rows, Rc::clone(state), restored),
         Held::Cdc(scd) | Held::Snapshot(_, scd) => scd,
