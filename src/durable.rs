@@ -32,6 +32,7 @@ use crate::state::{appended, Appended, Fingerprint, Manifest, StateDir};
 use crate::{changefeed, output, Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Where a durable run keeps its state and writes its outputs.
@@ -80,162 +81,245 @@ enum LogLine {
     },
 }
 
-/// Runs `pipeline` durably; see the module docs.
+/// Runs `pipeline` durably once; see the module docs.
 pub fn run(
     pipeline: &Pipeline,
     options: &Options,
     durability: &Durability,
     progress: Option<Progress>,
 ) -> Result<DurableRun> {
-    if options.cluster.is_some() {
-        return Err(Error::new(
-            ErrorKind::Validation,
-            "--state runs in a single process (--processes 1)",
-        ));
-    }
-    let started = Instant::now();
-    let (dir, manifest) = StateDir::open(&durability.state, durability.full_refresh)?;
-    let out = std::path::absolute(&durability.out).map_err(|e| Error::read(&durability.out, &e))?;
-    let ext = durability.format.extension().to_string();
-    let fingerprint = Fingerprint::of(pipeline);
-    if let Some(m) = &manifest {
-        m.fingerprint
-            .check(&fingerprint)
-            .map_err(|e| e.in_file(dir.path()))?;
-        if m.out != out || m.format != ext {
-            return Err(Error::new(
-                ErrorKind::State,
-                format!(
-                    "the state was written with --out {} --format {}; its change feeds continue \
-                     there: pass the same, or start over with --full-refresh",
-                    m.out.display(),
-                    m.format
-                ),
-            )
-            .in_file(dir.path()));
-        }
-        appended::recover(&m.appended)?;
-    }
-    let mut next = manifest.clone().unwrap_or_else(|| Manifest {
-        version: 0,
-        last_timestamp: i64::MIN,
-        fingerprint: fingerprint.clone(),
-        out: out.clone(),
-        format: ext.clone(),
-        workers: 1,
-        checkpoint: None,
-        inputs: Vec::new(),
-        snapshot_versions: Vec::new(),
-        appended: Vec::new(),
-        live_tombstones: Vec::new(),
-    });
-    let new = driver::new_input::find(pipeline, manifest.as_ref())?;
-    let base = next.version;
-    let commits = new.len() as u64;
-    let persistence = Persistence {
-        base,
-        restore: next
-            .checkpoint
-            .as_ref()
-            .map(|c| (dir.checkpoint(c), next.workers)),
-        save: if commits > 0 {
-            Some(dir.stage(base + commits)?)
-        } else {
-            None
-        },
-    };
-    let staged = persistence.save.clone();
-    let prepare_time = started.elapsed();
-    let (sources, consumed): (Vec<_>, Vec<_>) = new.into_iter().unzip();
-    let live_tombstones = pipeline
-        .targets
-        .iter()
-        .map(|t| {
-            next.live_tombstones
-                .iter()
-                .find(|(name, _)| *name == t.name)
-                .map_or(0, |(_, n)| *n)
-        })
-        .collect();
-    let resume = driver::Resume {
-        last_timestamp: manifest.as_ref().map(|m| m.last_timestamp),
-        persistence,
-        live_tombstones,
-    };
-    let started = Instant::now();
-    let (evaluation, ends) = driver::run(pipeline, options, &sources, resume, progress)?;
-    let execute_time = started.elapsed();
+    Session::open(pipeline, options, durability)?.step(progress)
+}
 
-    let mut written = Vec::new();
-    if commits > 0 {
-        for (c, end) in consumed.iter().zip(&ends) {
-            driver::new_input::record(&mut next, c, *end)?;
+/// A state directory opened (and locked) for a pipeline: each [`Session::step`] is one durable
+/// run, so a long-running process (`--follow`) opens it once and steps whenever input arrives.
+pub struct Session<'a> {
+    pipeline: &'a Pipeline,
+    options: &'a Options,
+    format: OutputFormat,
+    out: PathBuf,
+    dir: StateDir,
+    fingerprint: Fingerprint,
+    /// The last committed manifest (the directory's, or the one this session committed).
+    manifest: Manifest,
+    /// Whether the manifest exists on disk (false before the first commit of a new state).
+    stored: bool,
+}
+
+impl<'a> Session<'a> {
+    /// Opens the state directory: checks the pipeline against it and cuts appended outputs back
+    /// to their committed lengths.
+    pub fn open(
+        pipeline: &'a Pipeline,
+        options: &'a Options,
+        durability: &Durability,
+    ) -> Result<Self> {
+        if options.cluster.is_some() {
+            return Err(Error::new(
+                ErrorKind::Validation,
+                "--state runs in a single process (--processes 1)",
+            ));
         }
-        next.version = base + commits;
-        next.last_timestamp = evaluation
-            .commit_timestamps
-            .last()
-            .copied()
-            .unwrap_or(next.last_timestamp);
-        next.workers = options.workers.max(1);
-        next.fingerprint = fingerprint;
-        next.live_tombstones = pipeline
+        let (dir, manifest) = StateDir::open(&durability.state, durability.full_refresh)?;
+        let out =
+            std::path::absolute(&durability.out).map_err(|e| Error::read(&durability.out, &e))?;
+        let ext = durability.format.extension().to_string();
+        let fingerprint = Fingerprint::of(pipeline);
+        if let Some(m) = &manifest {
+            m.fingerprint
+                .check(&fingerprint)
+                .map_err(|e| e.in_file(dir.path()))?;
+            if m.out != out || m.format != ext {
+                return Err(Error::new(
+                    ErrorKind::State,
+                    format!(
+                        "the state was written with --out {} --format {}; its change feeds \
+                         continue there: pass the same, or start over with --full-refresh",
+                        m.out.display(),
+                        m.format
+                    ),
+                )
+                .in_file(dir.path()));
+            }
+            appended::recover(&m.appended)?;
+        }
+        let stored = manifest.is_some();
+        let manifest = manifest.unwrap_or_else(|| Manifest {
+            version: 0,
+            last_timestamp: i64::MIN,
+            fingerprint: fingerprint.clone(),
+            out: out.clone(),
+            format: ext,
+            workers: 1,
+            checkpoint: None,
+            inputs: Vec::new(),
+            snapshot_versions: Vec::new(),
+            appended: Vec::new(),
+            live_tombstones: Vec::new(),
+        });
+        Ok(Session {
+            pipeline,
+            options,
+            format: durability.format,
+            out,
+            dir,
+            fingerprint,
+            manifest,
+            stored,
+        })
+    }
+
+    /// Commits applied so far.
+    pub fn version(&self) -> u64 {
+        self.manifest.version
+    }
+
+    /// Whether there is input that the last commit has not consumed.
+    pub fn has_new_input(&self) -> Result<bool> {
+        Ok(
+            !driver::new_input::find(self.pipeline, self.stored.then_some(&self.manifest))?
+                .is_empty(),
+        )
+    }
+
+    /// One durable run: the new input (if any) as commits, then the outputs; see the module docs.
+    pub fn step(&mut self, progress: Option<Progress>) -> Result<DurableRun> {
+        let (pipeline, options) = (self.pipeline, self.options);
+        let started = Instant::now();
+        let new = driver::new_input::find(pipeline, self.stored.then_some(&self.manifest))?;
+        let mut next = self.manifest.clone();
+        let base = next.version;
+        let commits = new.len() as u64;
+        let persistence = Persistence {
+            base,
+            restore: next
+                .checkpoint
+                .as_ref()
+                .map(|c| (self.dir.checkpoint(c), next.workers)),
+            save: if commits > 0 {
+                Some(self.dir.stage(base + commits)?)
+            } else {
+                None
+            },
+        };
+        let staged = persistence.save.clone();
+        let prepare_time = started.elapsed();
+        let (sources, consumed): (Vec<_>, Vec<_>) = new.into_iter().unzip();
+        let live_tombstones = pipeline
             .targets
             .iter()
-            .zip(&evaluation.live_tombstones)
-            .map(|(t, n)| (t.name.clone(), *n))
+            .map(|t| {
+                next.live_tombstones
+                    .iter()
+                    .find(|(name, _)| *name == t.name)
+                    .map_or(0, |(_, n)| *n)
+            })
             .collect();
-        for (t, target) in pipeline.targets.iter().enumerate() {
-            let path = out.join(format!("{}.changes.{ext}", target.name));
-            let header = committed(&next, &path) == 0;
-            let rows = output::feed(&evaluation, t);
-            let text = feed_text(
-                durability.format,
-                &changefeed::schema(target),
-                &rows,
-                header,
-            )?;
-            set_committed(&mut next, &path, appended::append(&path, text.as_bytes())?);
-            written.push(path);
+        let resume = driver::Resume {
+            last_timestamp: self.stored.then_some(next.last_timestamp),
+            persistence,
+            live_tombstones,
+        };
+        let started = Instant::now();
+        let (evaluation, ends) = driver::run(pipeline, options, &sources, resume, progress)?;
+        let execute_time = started.elapsed();
+
+        let (out, ext) = (&self.out, self.format.extension());
+        let mut written = Vec::new();
+        if commits > 0 {
+            for (c, end) in consumed.iter().zip(&ends) {
+                driver::new_input::record(&mut next, c, *end)?;
+            }
+            next.version = base + commits;
+            next.last_timestamp = evaluation
+                .commit_timestamps
+                .last()
+                .copied()
+                .unwrap_or(next.last_timestamp);
+            next.workers = options.workers.max(1);
+            next.fingerprint = self.fingerprint.clone();
+            next.live_tombstones = pipeline
+                .targets
+                .iter()
+                .zip(&evaluation.live_tombstones)
+                .map(|(t, n)| (t.name.clone(), *n))
+                .collect();
+            for (t, target) in pipeline.targets.iter().enumerate() {
+                let path = out.join(format!("{}.changes.{ext}", target.name));
+                let header = committed(&next, &path) == 0;
+                let rows = output::feed(&evaluation, t);
+                let text = feed_text(self.format, &changefeed::schema(target), &rows, header)?;
+                set_committed(&mut next, &path, appended::append(&path, text.as_bytes())?);
+                written.push(path);
+            }
+            for (owner, records) in quarantined(&evaluation) {
+                let path = out.join("_quarantine").join(format!("{owner}.jsonl"));
+                let text = io::render_quarantine(&records);
+                set_committed(&mut next, &path, appended::append(&path, text.as_bytes())?);
+                written.push(path);
+            }
+            let log = self.dir.path().join(METRICS_LOG);
+            let text = metrics_lines(pipeline, &evaluation)?;
+            set_committed(&mut next, &log, appended::append(&log, text.as_bytes())?);
         }
-        for (owner, records) in quarantined(&evaluation) {
-            let path = out.join("_quarantine").join(format!("{owner}.jsonl"));
-            let text = io::render_quarantine(&records);
-            set_committed(&mut next, &path, appended::append(&path, text.as_bytes())?);
-            written.push(path);
+        // A run with nothing new changes nothing on disk but the rewritten tables.
+        if commits > 0 || !self.stored {
+            self.dir.commit(&mut next, staged)?;
         }
-        let log = dir.path().join(METRICS_LOG);
-        let text = metrics_lines(pipeline, &evaluation)?;
-        set_committed(&mut next, &log, appended::append(&log, text.as_bytes())?);
-    }
-    dir.commit(&mut next, staged)?;
-    for t in 0..pipeline.targets.len() {
-        written.push(output::write_target(
+        self.manifest = next;
+        self.stored = true;
+        for t in 0..pipeline.targets.len() {
+            written.push(output::write_target(
+                pipeline,
+                &evaluation,
+                t,
+                out,
+                self.format,
+            )?);
+        }
+        written.push(write_metrics(
             pipeline,
-            &evaluation,
-            t,
-            &out,
-            durability.format,
+            &self.dir.path().join(METRICS_LOG),
+            out,
         )?);
+        let state_bytes = match &self.manifest.checkpoint {
+            Some(c) => dir_size(&self.dir.checkpoint(c))?,
+            None => 0,
+        };
+        Ok(DurableRun {
+            evaluation,
+            base,
+            commits,
+            prepare_time,
+            execute_time,
+            state_bytes,
+            written,
+        })
     }
-    written.push(write_metrics(
-        pipeline,
-        &dir.path().join(METRICS_LOG),
-        &out,
-    )?);
-    let state_bytes = match &next.checkpoint {
-        Some(c) => dir_size(&dir.checkpoint(c))?,
-        None => 0,
-    };
-    Ok(DurableRun {
-        evaluation,
-        base,
-        commits,
-        prepare_time,
-        execute_time,
-        state_bytes,
-        written,
-    })
+}
+
+/// Keeps `session` up to date until `stop` is set (a signal handler sets it; the step under way
+/// finishes and commits first): steps whenever new input appears, looking every `poll`, and
+/// hands each run to `on_run`.
+pub fn follow(
+    session: &mut Session,
+    poll: Duration,
+    stop: &AtomicBool,
+    mut on_run: impl FnMut(&DurableRun) -> Result<()>,
+) -> Result<()> {
+    const SLICE: Duration = Duration::from_millis(20);
+    while !stop.load(Ordering::SeqCst) {
+        if session.has_new_input()? {
+            let run = session.step(None)?;
+            on_run(&run)?;
+            continue;
+        }
+        let idle = Instant::now();
+        while idle.elapsed() < poll && !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(SLICE.min(poll));
+        }
+    }
+    Ok(())
 }
 
 fn committed(manifest: &Manifest, path: &Path) -> u64 {

@@ -74,6 +74,18 @@ pub struct RunArgs {
     /// With --state: forget the saved state and reprocess all input (ONCE flows run again).
     #[arg(long, requires = "state")]
     pub full_refresh: bool,
+    /// With --state: keep running, committing new files and appended lines as they appear;
+    /// SIGINT or SIGTERM finishes the current commit and exits 0.
+    #[arg(long, requires = "state")]
+    pub follow: bool,
+    /// With --follow: how often to look for new input, in seconds.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 1.0,
+        requires = "follow"
+    )]
+    pub poll: f64,
 }
 
 /// `scdflow query`.

@@ -3,7 +3,7 @@
 
 use super::progress::Progress;
 use scdflow::driver::{Evaluation, Options};
-use scdflow::durable::{Durability, DurableRun};
+use scdflow::durable::{DurableRun, Session};
 use scdflow::plan::Pipeline;
 use std::path::Path;
 
@@ -28,19 +28,10 @@ pub fn evaluate(pipeline: &Pipeline, options: &Options) -> anyhow::Result<Evalua
     Ok(evaluation)
 }
 
-/// As [`evaluate`], durably (`--state`).
-pub fn evaluate_durably(
-    pipeline: &Pipeline,
-    options: &Options,
-    durability: &Durability,
-) -> anyhow::Result<DurableRun> {
+/// One durable run of `session` (`--state`), as [`evaluate`].
+pub fn step(session: &mut Session) -> anyhow::Result<DurableRun> {
     let progress = Progress::start();
-    let run = scdflow::durable::run(
-        pipeline,
-        options,
-        durability,
-        progress.as_ref().map(Progress::reporter),
-    )?;
+    let run = session.step(progress.as_ref().map(Progress::reporter))?;
     if let Some(p) = &progress {
         p.finish(run.evaluation.events);
     }
@@ -49,7 +40,7 @@ pub fn evaluate_durably(
 }
 
 /// Prints a run's warnings and quarantined rows on stderr.
-fn report(evaluation: &Evaluation) {
+pub fn report(evaluation: &Evaluation) {
     for warning in &evaluation.warnings {
         eprintln!("warning: {warning}");
     }

@@ -1,8 +1,13 @@
 //! `scdflow run PIPELINE.sql`: execute and write outputs.
 
 use super::args::RunArgs;
+use scdflow::durable::{Durability, DurableRun, Session};
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cluster = super::cluster::cluster(args.processes, args.process, args.hostfile.as_deref())?;
@@ -46,18 +51,58 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 fn run_durable(
     pipeline: &scdflow::plan::Pipeline,
     options: &scdflow::driver::Options,
-    state: &std::path::Path,
+    state: &Path,
     args: &RunArgs,
 ) -> anyhow::Result<ExitCode> {
-    let durability = scdflow::durable::Durability {
+    let durability = Durability {
         state: state.to_path_buf(),
         out: args.out.clone(),
         format: args.format.into(),
         full_refresh: args.full_refresh,
     };
-    let run = super::evaluate::evaluate_durably(pipeline, options, &durability)?;
+    // Registered before the first run, so that a signal at any point lets the commit under way
+    // finish; without --follow the default (immediate exit) is kept, which durability allows.
+    let stop = Arc::new(AtomicBool::new(false));
+    if args.follow {
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(signal, Arc::clone(&stop))?;
+        }
+    }
+    let mut session = Session::open(pipeline, options, &durability)?;
+    let run = super::evaluate::step(&mut session)?;
+    print_run(pipeline, &run, args, state)?;
+    if args.follow && !stop.load(Ordering::SeqCst) {
+        anyhow::ensure!(
+            args.poll.is_finite() && args.poll > 0.0,
+            "--poll must be a positive number of seconds"
+        );
+        eprintln!(
+            "following new input (every {}s); SIGINT or SIGTERM stops after the current commit",
+            args.poll
+        );
+        scdflow::durable::follow(
+            &mut session,
+            Duration::from_secs_f64(args.poll),
+            &stop,
+            |run| {
+                super::evaluate::report(&run.evaluation);
+                print_run(pipeline, run, args, state)
+                    .map_err(|e| scdflow::Error::new(scdflow::ErrorKind::Io, e.to_string()))
+            },
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per target, then the state's line.
+fn print_run(
+    pipeline: &scdflow::plan::Pipeline,
+    run: &DurableRun,
+    args: &RunArgs,
+    state: &Path,
+) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
-    let ext = durability.format.extension();
+    let ext = scdflow::io::OutputFormat::from(args.format).extension();
     for (target, result) in pipeline.targets.iter().zip(&run.evaluation.targets) {
         let path = args.out.join(format!("{}.{ext}", target.name));
         writeln!(
@@ -80,5 +125,5 @@ fn run_durable(
         run.state_bytes,
         state.display()
     )?;
-    Ok(ExitCode::SUCCESS)
+    stdout.flush()
 }
