@@ -12,6 +12,8 @@
 //!   timely workers, one timely time per commit;
 //! - [`driver`] runs a whole pipeline, [`changefeed`] derives each target's change feed from its
 //!   updates and [`output`] writes the CLI's files;
+//! - [`durable`] runs a pipeline against a state directory ([`state`]), so that each run
+//!   processes only new input and a crash loses and duplicates nothing;
 //! - [`model`] is the reference model: the specification as plain functions of the event set;
 //! - [`gen`] generates seeded workloads, and [`bench`](mod@bench) measures per-commit latency
 //!   under reordering against baselines (`scdflow bench`).
