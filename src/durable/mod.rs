@@ -249,18 +249,18 @@ impl<'a> Session<'a> {
                 let header = committed(&next, &path) == 0;
                 let rows = output::feed(&evaluation, t);
                 let text = feed_text(self.format, &changefeed::schema(target), &rows, header)?;
-                set_committed(&mut next, &path, appended::append(&path, text.as_bytes())?);
+                append(&mut next, &path, &text)?;
                 written.push(path);
             }
             for (owner, records) in quarantined(&evaluation) {
                 let path = out.join("_quarantine").join(format!("{owner}.jsonl"));
                 let text = io::render_quarantine(&records);
-                set_committed(&mut next, &path, appended::append(&path, text.as_bytes())?);
+                append(&mut next, &path, &text)?;
                 written.push(path);
             }
             let log = self.dir.path().join(METRICS_LOG);
             let text = metrics_lines(pipeline, &evaluation)?;
-            set_committed(&mut next, &log, appended::append(&log, text.as_bytes())?);
+            append(&mut next, &log, &text)?;
         }
         // A run with nothing new changes nothing on disk but the rewritten tables.
         if commits > 0 || !self.stored {
@@ -319,6 +319,21 @@ pub fn follow(
             std::thread::sleep(SLICE.min(poll));
         }
     }
+    Ok(())
+}
+
+/// Appends `text` to `path` and records its new length in `manifest`. A file the manifest does
+/// not know yet (a new state, or after --full-refresh) starts empty: what it held came from
+/// another run.
+fn append(manifest: &mut Manifest, path: &Path, text: &str) -> Result<()> {
+    if !manifest.appended.iter().any(|a| a.path == path) {
+        appended::recover(&[Appended {
+            path: path.to_path_buf(),
+            len: 0,
+        }])?;
+    }
+    let len = appended::append(path, text.as_bytes())?;
+    set_committed(manifest, path, len);
     Ok(())
 }
 
@@ -438,3 +453,6 @@ fn dir_size(dir: &Path) -> Result<u64> {
     }
     Ok(total)
 }
+
+#[cfg(test)]
+mod tests;

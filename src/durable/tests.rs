@@ -1,0 +1,135 @@
+//! Durable runs through the library: ONCE flows, full refresh, appended lines, tombstones held.
+
+use super::*;
+use std::fs;
+
+const SQL: &str = "\
+CREATE STREAMING TABLE backfill AS SELECT * FROM STREAM read_files('backfill', format => 'csv',
+  schema => 'id INT, name STRING, seq BIGINT, op STRING');
+CREATE STREAMING TABLE live AS SELECT * FROM STREAM read_files('live', format => 'csv',
+  schema => 'id INT, name STRING, seq BIGINT, op STRING');
+CREATE STREAMING TABLE t;
+CREATE FLOW once AS AUTO CDC ONCE INTO t FROM STREAM(backfill) KEYS (id)
+  APPLY AS DELETE WHEN op = 'DELETE' SEQUENCE BY seq COLUMNS * EXCEPT (op) STORED AS SCD TYPE 1;
+CREATE FLOW changes AS AUTO CDC INTO t FROM STREAM(live) KEYS (id)
+  APPLY AS DELETE WHEN op = 'DELETE' SEQUENCE BY seq COLUMNS * EXCEPT (op) STORED AS SCD TYPE 1;
+";
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    pipeline: Pipeline,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("backfill")).unwrap();
+        fs::create_dir(dir.path().join("live")).unwrap();
+        let sql = dir.path().join("p.sql");
+        fs::write(&sql, SQL).unwrap();
+        let pipeline = crate::sql::load(&sql).unwrap();
+        Fixture { dir, pipeline }
+    }
+
+    fn write(&self, file: &str, lines: &str) {
+        let path = self.dir.path().join(file);
+        let mut text = fs::read_to_string(&path).unwrap_or_else(|_| "id,name,seq,op\n".into());
+        text.push_str(lines);
+        fs::write(path, text).unwrap();
+    }
+
+    fn run(&self, full_refresh: bool) -> DurableRun {
+        let durability = Durability {
+            state: self.dir.path().join("state"),
+            out: self.dir.path().join("out"),
+            format: OutputFormat::Csv,
+            full_refresh,
+        };
+        run(&self.pipeline, &Options::default(), &durability, None).unwrap()
+    }
+
+    fn out(&self, file: &str) -> String {
+        fs::read_to_string(self.dir.path().join("out").join(file)).unwrap()
+    }
+}
+
+#[test]
+fn once_flows_run_in_the_first_run_and_again_on_full_refresh_only() {
+    let f = Fixture::new();
+    f.write("backfill/a.csv", "1,ann,0,UPSERT\n2,bob,0,UPSERT\n");
+    f.write("live/a.csv", "1,anna,5,UPSERT\n");
+    let first = f.run(false);
+    assert_eq!((first.base, first.commits), (0, 2));
+    assert_eq!(f.out("t.csv"), "id,name,seq\n1,anna,5\n2,bob,0\n");
+    // A new backfill file is not read again by the ONCE flow; the live flow goes on.
+    f.write("backfill/b.csv", "3,cy,0,UPSERT\n");
+    f.write("live/b.csv", "2,bo,6,UPSERT\n");
+    let second = f.run(false);
+    assert_eq!((second.base, second.commits), (2, 2));
+    assert_eq!(f.out("t.csv"), "id,name,seq\n1,anna,5\n2,bo,6\n");
+    let feed = f.out("t.changes.csv");
+    assert_eq!(
+        feed.lines().filter(|l| l.starts_with("id,")).count(),
+        1,
+        "{feed}"
+    );
+    // A full refresh reprocesses everything, ONCE flows included, and restarts the feed.
+    let refreshed = f.run(true);
+    assert_eq!((refreshed.base, refreshed.commits), (0, 4));
+    assert_eq!(f.out("t.csv"), "id,name,seq\n1,anna,5\n2,bo,6\n3,cy,0\n");
+    let feed = f.out("t.changes.csv");
+    let versions: Vec<&str> = feed
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap())
+        .collect();
+    assert_eq!(versions.first(), Some(&"1"), "{feed}");
+    assert_eq!(
+        feed.lines().filter(|l| l.starts_with("id,")).count(),
+        1,
+        "{feed}"
+    );
+}
+
+#[test]
+fn appended_lines_are_read_once_and_a_partial_line_waits() {
+    let f = Fixture::new();
+    f.write("live/a.csv", "1,ann,1,UPSERT\n2,bob,1,UPSERT\n3,c");
+    assert_eq!(f.run(false).commits, 1);
+    assert_eq!(f.out("t.csv"), "id,name,seq\n1,ann,1\n2,bob,1\n");
+    assert_eq!(
+        f.run(false).commits,
+        0,
+        "an unfinished line is not new input"
+    );
+    f.write("live/a.csv", "y,1,UPSERT\n1,ann,2,DELETE\n");
+    let run = f.run(false);
+    assert_eq!((run.base, run.commits), (1, 1));
+    assert_eq!(f.out("t.csv"), "id,name,seq\n2,bob,1\n3,cy,1\n");
+    let metrics = f.out("metrics.json");
+    assert!(metrics.contains("\"num_live_tombstones\": 1"), "{metrics}");
+    let feed = f.out("t.changes.csv");
+    assert_eq!(feed.lines().count(), 1 + 2 + 2, "{feed}");
+}
+
+#[test]
+fn a_rewritten_input_file_is_refused() {
+    let f = Fixture::new();
+    f.write("live/a.csv", "1,ann,1,UPSERT\n");
+    f.run(false);
+    fs::write(
+        f.dir.path().join("live/a.csv"),
+        "id,name,seq,op\n1,zed,1,UPSERT\n",
+    )
+    .unwrap();
+    let durability = Durability {
+        state: f.dir.path().join("state"),
+        out: f.dir.path().join("out"),
+        format: OutputFormat::Csv,
+        full_refresh: false,
+    };
+    let e = run(&f.pipeline, &Options::default(), &durability, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::State);
+    assert!(e.to_string().contains("live/a.csv"), "{e}");
+    assert!(e.to_string().contains("--full-refresh"), "{e}");
+}
