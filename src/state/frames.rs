@@ -224,10 +224,10 @@ impl FrameReader {
         }
         let crc = u32::from_le_bytes(frame[4..].try_into().expect("4 bytes"));
         if crc32fast::hash(&self.buffer) != crc {
-            return Err(self.damaged(at, "checksum mismatch"));
+            return Err(self.damaged(at, "fails its checksum"));
         }
         let record = postcard::from_bytes(&self.buffer)
-            .map_err(|e| self.damaged(at, format!("a record does not decode ({e})")))?;
+            .map_err(|e| self.damaged(at, format!("holds a record that does not decode ({e})")))?;
         self.frames += 1;
         Ok(Some(record))
     }

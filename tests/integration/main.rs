@@ -24,3 +24,7 @@ mod query;
 mod bench;
 // Shared builders for targets and events.
 mod util;
+// Durable runs (`--state`): multi-run spec examples, split runs, refused changes, damaged state.
+mod durable;
+// Durable runs killed (SIGKILL) at random instants vs one uninterrupted run.
+mod crash;

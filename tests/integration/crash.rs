@@ -1,0 +1,271 @@
+//! Durable runs killed with SIGKILL at random instants, between which input files keep arriving:
+//! the run after the last kill must leave exactly what one uninterrupted run over all files
+//! leaves (tables byte for byte, every commit's change rows once, the same metrics).
+
+use crate::durable::{feed, read, stderr, succeed};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Input files (commits), of 2,000 events each.
+const FILES: usize = 25;
+/// Kills that must hit a running process.
+const KILLS: usize = 20;
+const SIGKILL: i32 = 9;
+
+/// SCD1 and SCD2 targets from one source, with deletes and partial updates.
+const SQL: &str = "\
+CREATE OR REFRESH STREAMING TABLE events AS SELECT * FROM STREAM read_files('events',
+  format => 'csv', header => true,
+  schema => 'k BIGINT, c0 STRING, c1 STRING, op STRING, seq BIGINT, st BIGINT, cols STRING');
+CREATE OR REFRESH STREAMING TABLE scd1;
+CREATE FLOW scd1_flow AS AUTO CDC INTO scd1 FROM STREAM(events) KEYS (k)
+  APPLY AS DELETE WHEN op = 'DELETE' SEQUENCE BY seq COLUMNS * EXCEPT (op, seq, st, cols)
+  COLUMNS TO UPDATE cols STORED AS SCD TYPE 1;
+CREATE OR REFRESH STREAMING TABLE scd2;
+CREATE FLOW scd2_flow AS AUTO CDC INTO scd2 FROM STREAM(events) KEYS (k)
+  APPLY AS DELETE WHEN op = 'DELETE' SEQUENCE BY seq COLUMNS * EXCEPT (op, seq, st, cols)
+  COLUMNS TO UPDATE cols STORED AS SCD TYPE 2;
+";
+
+fn spawn(work: &Path, workers: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_scdflow"))
+        .args(["run", "pipeline.sql", "--state", "state", "--out", "out"])
+        .args(["-w", workers])
+        .current_dir(work)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn scdflow")
+}
+
+/// When to kill a run.
+#[derive(Clone, Copy, Debug)]
+enum Kill {
+    Never,
+    /// This long after the spawn.
+    After(Duration),
+    /// This long after the change feed changed (cut back or appended to): the run's last phase
+    /// (append, commit, rewrite of the targets), or just after it recovered.
+    AfterFeed(Duration),
+}
+
+/// Watches `child` until it exits (then asserts success and returns its run time) or until
+/// `kill` says to kill it (`None`). `feed` held `before` bytes at the spawn.
+fn watch(
+    child: &mut Child,
+    started: Instant,
+    kill: Kill,
+    feed: &Path,
+    before: u64,
+) -> Option<Duration> {
+    let mut changed_at = None;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let took = started.elapsed();
+            let mut err = String::new();
+            let pipe = child.stderr.as_mut().unwrap();
+            pipe.read_to_string(&mut err).unwrap();
+            assert!(status.success(), "a run failed after kills: {err}");
+            return Some(took);
+        }
+        let now = Instant::now();
+        let due = match kill {
+            Kill::Never => {
+                assert!(
+                    now - started < Duration::from_secs(120),
+                    "a run took two minutes"
+                );
+                None
+            }
+            Kill::After(delay) => Some(started + delay),
+            Kill::AfterFeed(delay) => {
+                if changed_at.is_none() && len(feed) != before {
+                    changed_at = Some(now);
+                }
+                changed_at.map(|at| at + delay)
+            }
+        };
+        if due.is_some_and(|due| now >= due) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn len(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+#[test]
+fn killed_runs_lose_and_duplicate_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gen, reference, work) = (
+        dir.path().join("gen"),
+        dir.path().join("reference"),
+        dir.path().join("work"),
+    );
+    for d in [&gen, &reference.join("events"), &work.join("events")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let args = format!(
+        "generate --out . --events {} --keys 5000 --commits {FILES} --deletes 0.1 --partial 0.2 \
+         --displacement 500 --stragglers 0.01 --straggler-distance 6000 --seed 7",
+        FILES * 2000
+    );
+    succeed(&gen, &args.split_whitespace().collect::<Vec<_>>());
+    let mut files: Vec<_> = std::fs::read_dir(gen.join("events"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), FILES);
+    let add = |to: &Path, f: &Path| {
+        std::fs::copy(f, to.join("events").join(f.file_name().unwrap())).unwrap();
+    };
+    for f in &files {
+        add(&reference, f);
+    }
+    std::fs::write(reference.join("pipeline.sql"), SQL).unwrap();
+    std::fs::write(work.join("pipeline.sql"), SQL).unwrap();
+    succeed(&reference, &["run", "pipeline.sql", "--out", "out"]);
+
+    // An uninterrupted durable run of the first file elsewhere measures the run time that the
+    // kill delays range over at first.
+    let probe = dir.path().join("probe");
+    std::fs::create_dir_all(probe.join("events")).unwrap();
+    std::fs::write(probe.join("pipeline.sql"), SQL).unwrap();
+    add(&probe, &files[0]);
+    let started = Instant::now();
+    let mut child = spawn(&probe, "1");
+    let probed = watch(&mut child, started, Kill::Never, &probe.join("none"), 0).unwrap();
+    // The typical run time: the longest of the last five completed runs (runs get longer as the
+    // state grows; an old outlier is forgotten).
+    let mut recent = std::collections::VecDeque::from([probed]);
+    let mut typical = probed;
+    let mut rng = ChaCha8Rng::seed_from_u64(20_240_611);
+    let (mut added, mut kills, mut completed, mut attempts) = (0, 0, 0, 0);
+    let scd2_feed = work.join("out/scd2.changes.csv");
+    // Where the kills hit, roughly: by kind, and what they left on disk.
+    let mut delays = Vec::new();
+    let (mut late_kills, mut in_feed, mut in_checkpoint) = (0, 0, 0);
+    let staged = || {
+        std::fs::read_dir(work.join("state")).is_ok_and(|mut d| {
+            d.any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".tmp"))
+        })
+    };
+    while kills < KILLS || added < FILES {
+        attempts += 1;
+        assert!(attempts < 1000, "{kills} kills in {attempts} attempts");
+        if added == 0 || (added < FILES && rng.random_bool(0.5)) {
+            add(&work, &files[added]);
+            added += 1;
+        }
+        let workers = if rng.random_bool(0.5) { "1" } else { "2" };
+        // Some runs complete (the state advances, and they measure the run time). Most kills
+        // come at a point from process start to about the typical end (startup, restore,
+        // execute, append, commit, rewrite); the others aim at the short last phase.
+        let u: f64 = rng.random();
+        let kill = match rng.random::<f64>() {
+            x if x < 0.35 => Kill::Never,
+            x if x < 0.75 => Kill::After(typical.mul_f64(1.1 * u)),
+            _ => Kill::AfterFeed(typical.mul_f64(0.5 * u)),
+        };
+        let before = len(&scd2_feed);
+        let started = Instant::now();
+        let mut child = spawn(&work, workers);
+        if let Some(took) = watch(&mut child, started, kill, &scd2_feed, before) {
+            completed += 1;
+            if recent.len() == 5 {
+                recent.pop_front();
+            }
+            recent.push_back(took);
+            typical = *recent.iter().max().unwrap();
+            continue;
+        }
+        let at = started.elapsed();
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        if status.signal() != Some(SIGKILL) {
+            // It exited just before the kill.
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            assert!(status.success(), "a run failed after kills: {err}");
+            completed += 1;
+            continue;
+        }
+        kills += 1;
+        delays.push(at);
+        if matches!(kill, Kill::AfterFeed(_)) {
+            late_kills += 1;
+        }
+        if len(&scd2_feed) != before {
+            in_feed += 1;
+        } else if staged() {
+            in_checkpoint += 1;
+        }
+    }
+    let final_run = Command::new(env!("CARGO_BIN_EXE_scdflow"))
+        .args(["run", "pipeline.sql", "--state", "state", "--out", "out"])
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    assert!(final_run.status.success(), "{}", stderr(&final_run));
+    let stdout = String::from_utf8_lossy(&final_run.stdout);
+    assert!(
+        stdout.contains(&format!("state: {FILES} commits")),
+        "{stdout}"
+    );
+    delays.sort();
+    println!(
+        "{kills} kills in {attempts} runs ({completed} completed); typical run {typical:?}; \
+         kills {:?} ..= {:?} after the spawn, {late_kills} aimed at the last phase; \
+         {in_checkpoint} left a staged checkpoint, {in_feed} a changed change feed",
+        delays.first().unwrap(),
+        delays.last().unwrap()
+    );
+
+    let (a, b) = (reference.join("out"), work.join("out"));
+    for target in ["scd1", "scd2"] {
+        let table = format!("{target}.csv");
+        assert!(
+            read(&a.join(&table)) == read(&b.join(&table)),
+            "{table} differs"
+        );
+        let changes = format!("{target}.changes.csv");
+        let (fa, fb) = (feed(&a.join(&changes)), feed(&b.join(&changes)));
+        let all: Vec<u64> = (1..=FILES as u64).collect();
+        assert_eq!(fa.keys().copied().collect::<Vec<_>>(), all, "{changes}");
+        assert_eq!(fb.keys().copied().collect::<Vec<_>>(), all, "{changes}");
+        for (v, rows) in &fa {
+            assert!(rows == &fb[v], "{changes}: commit {v} differs");
+        }
+    }
+    assert_eq!(
+        String::from_utf8(read(&a.join("metrics.json"))).unwrap(),
+        String::from_utf8(read(&b.join("metrics.json"))).unwrap()
+    );
+    let mut left: Vec<String> = std::fs::read_dir(work.join("state"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "LOCK".to_string(),
+            "MANIFEST".into(),
+            format!("ckpt-{FILES:012}"),
+            "metrics.jsonl".into()
+        ]
+    );
+}

@@ -1,0 +1,810 @@
+//! Durable runs (`scdflow run PIPELINE --state DIR`) through the binary: the spec's multi-run
+//! examples (T5, T11) one run per batch, split runs against one uninterrupted run, refused
+//! pipeline changes, damaged state files, and tombstone retention across runs.
+//!
+//! Every test works in its own temporary directory, runs the binary there (relative paths, so
+//! `metrics.json` names the same files as a reference run in another directory) and compares
+//! files: targets byte for byte or as exact tables, change feeds by commit without
+//! `_commit_timestamp`.
+
+use crate::golden::{seed_case, seed_cases};
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs the binary in `cwd`.
+pub fn scdflow(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scdflow"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run scdflow")
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs the binary in `cwd`, asserts success and returns its stdout.
+pub fn succeed(cwd: &Path, args: &[&str]) -> String {
+    let out = scdflow(cwd, args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `scdflow run PIPELINE --state state --out out EXTRA...` in `cwd`; its stdout.
+fn durable(cwd: &Path, pipeline: &str, extra: &[&str]) -> String {
+    let mut args = vec!["run", pipeline, "--state", "state", "--out", "out"];
+    args.extend_from_slice(extra);
+    succeed(cwd, &args)
+}
+
+/// Asserts a refused run: exit code 2, no panic; returns stderr.
+fn refused(out: &Output) -> String {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// Every file under `dir` (recursively) with its bytes.
+pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &dest);
+        } else {
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
+}
+
+pub fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A CSV file's records (header included).
+fn csv_records(path: &Path) -> Vec<Vec<String>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_path(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    reader
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_string).collect())
+        .collect()
+}
+
+/// A CSV table: its header and its rows, sorted.
+type Table = (Vec<String>, Vec<Vec<String>>);
+
+fn table(path: &Path) -> Table {
+    let mut records = csv_records(path);
+    assert!(!records.is_empty(), "{}: no header", path.display());
+    let header = records.remove(0);
+    records.sort();
+    (header, records)
+}
+
+/// A JSON value as a CSV field (NULL is empty).
+fn field(v: &Json) -> String {
+    match v {
+        Json::Null => String::new(),
+        Json::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A seed vector's table (`{"columns": [...], "rows": [...]}`) as a CSV table.
+fn expected_table(step: &Json) -> Table {
+    let columns: Vec<String> = step["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    let mut rows: Vec<Vec<String>> = step["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| columns.iter().map(|c| field(&r[c.as_str()])).collect())
+        .collect();
+    rows.sort();
+    (columns, rows)
+}
+
+/// A change feed (CSV or JSON lines, by extension) by commit version: each commit's rows without
+/// `_commit_timestamp`, sorted. Asserts that a CSV feed has its header once and that versions
+/// never go back in file order (each commit's rows are contiguous).
+pub fn feed(path: &Path) -> BTreeMap<u64, Vec<String>> {
+    let mut rows: Vec<(u64, String)> = Vec::new();
+    if path.extension().is_some_and(|e| e == "jsonl") {
+        let text = String::from_utf8(read(path)).unwrap();
+        for line in text.lines() {
+            let mut obj: serde_json::Map<String, Json> = serde_json::from_str(line).unwrap();
+            assert!(obj.remove("_commit_timestamp").is_some(), "{line}");
+            let version = obj["_commit_version"].as_u64().unwrap();
+            rows.push((version, Json::Object(obj).to_string()));
+        }
+    } else {
+        let mut records = csv_records(path);
+        let header = records.remove(0);
+        let at = |name: &str| header.iter().position(|c| c == name).unwrap();
+        let (version, timestamp) = (at("_commit_version"), at("_commit_timestamp"));
+        for r in records {
+            assert_ne!(r, header, "{}: a second header", path.display());
+            let v: u64 = r[version].parse().unwrap_or_else(|e| panic!("{r:?}: {e}"));
+            let mut r = r;
+            r.remove(timestamp);
+            rows.push((v, r.join(",")));
+        }
+    }
+    let mut by_commit: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let mut last = 0;
+    for (v, row) in rows {
+        assert!(
+            v >= last,
+            "{}: commit {v} after commit {last}",
+            path.display()
+        );
+        last = v;
+        by_commit.entry(v).or_default().push(row);
+    }
+    for rows in by_commit.values_mut() {
+        rows.sort();
+    }
+    by_commit
+}
+
+fn versions(feed: &BTreeMap<u64, Vec<String>>) -> Vec<u64> {
+    feed.keys().copied().collect()
+}
+
+/// `OUT/metrics.json`'s commits of flow `i`.
+fn metric_commits(out: &Path, i: usize) -> Vec<Json> {
+    let m: Json = serde_json::from_slice(&read(&out.join("metrics.json"))).unwrap();
+    m["flows"][i]["commits"].as_array().unwrap().clone()
+}
+
+fn seed(name: &str) -> Json {
+    seed_cases()
+        .into_iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no seed vector {name}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// T5: one snapshot per run.
+
+/// `userId,city` CSV text of a seed snapshot batch.
+fn snapshot_csv(batch: &Json) -> String {
+    let mut text = "userId,city\n".to_string();
+    for r in batch["rows"].as_array().unwrap() {
+        text.push_str(&format!("{},{}\n", r["userId"], field(&r["city"])));
+    }
+    text
+}
+
+/// A seed table with `__START_AT`/`__END_AT` shifted by one: periodic snapshots are versioned
+/// by commit (1, 2), the seed's explicit versions are 0 and 1.
+fn shifted(mut step: Json) -> Json {
+    for row in step["rows"].as_array_mut().unwrap() {
+        for c in ["__START_AT", "__END_AT"] {
+            if let Some(v) = row.get(c).and_then(Json::as_i64) {
+                row[c] = Json::from(v + 1);
+            }
+        }
+    }
+    step
+}
+
+/// T5 across runs: run 1 sees only the version-0 snapshot, run 2 the version-1 snapshot too, run
+/// 3 nothing new. `periodic`: one CSV file read by a streaming table, overwritten between runs.
+fn t5_across_runs(name: &str, scd: u8, periodic: bool) {
+    let v = seed(name);
+    let batches = v["batches"].as_array().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let snapshot_file = |i: usize| -> PathBuf {
+        if periodic {
+            d.join("exports/snapshot.csv")
+        } else {
+            d.join(format!("snaps/snapshot_{}.csv", batches[i]["version"]))
+        }
+    };
+    let sql = if periodic {
+        format!(
+            "CREATE STREAMING TABLE snapshot_table AS SELECT * FROM STREAM read_files(\
+               'exports/snapshot.csv', format => 'csv', header => true, \
+               schema => 'userId INT, city STRING');\n\
+             CREATE STREAMING TABLE target;\n\
+             CREATE FLOW target_flow AS AUTO CDC INTO target \
+               FROM SNAPSHOT (SELECT userId, city FROM snapshot_table)\n\
+             KEYS (userId) STORED AS SCD TYPE {scd};\n"
+        )
+    } else {
+        format!(
+            "CREATE STREAMING TABLE target;\n\
+             CREATE FLOW target_flow AS AUTO CDC INTO target\n\
+             FROM SNAPSHOT read_files('snaps', format => 'csv', header => true,\n\
+               schema => 'userId INT, city STRING', version => 'snapshot_([0-9]+)[.]csv')\n\
+             KEYS (userId) STORED AS SCD TYPE {scd};\n"
+        )
+    };
+    std::fs::create_dir_all(d.join("exports")).unwrap();
+    std::fs::create_dir_all(d.join("snaps")).unwrap();
+    std::fs::write(d.join("pipeline.sql"), sql).unwrap();
+    let expect = |step: &Json| {
+        expected_table(&if periodic {
+            shifted(step.clone())
+        } else {
+            step.clone()
+        })
+    };
+    let out = d.join("out");
+    let (target, changes) = (out.join("target.csv"), out.join("target.changes.csv"));
+
+    std::fs::write(snapshot_file(0), snapshot_csv(&batches[0])).unwrap();
+    let stdout = durable(d, "pipeline.sql", &[]);
+    assert!(stdout.contains("commit 1 is new"), "{stdout}");
+    assert_eq!(
+        table(&target),
+        expect(&v["expected_intermediate"][0]),
+        "{name} after run 1"
+    );
+    let feed1 = read(&changes);
+    assert_eq!(versions(&feed(&changes)), [1], "{name}");
+
+    std::fs::write(snapshot_file(1), snapshot_csv(&batches[1])).unwrap();
+    let stdout = durable(d, "pipeline.sql", &[]);
+    assert!(stdout.contains("commit 2 is new"), "{stdout}");
+    assert_eq!(
+        table(&target),
+        expect(&v["expected_final"]),
+        "{name} after run 2"
+    );
+    let feed2 = read(&changes);
+    assert!(feed2.starts_with(&feed1), "{name}: run 2 rewrote commit 1");
+    assert_eq!(versions(&feed(&changes)), [1, 2], "{name}");
+
+    // T5-idle; a periodic snapshot rewritten with the same bytes is not a new snapshot.
+    if periodic {
+        std::fs::write(snapshot_file(1), snapshot_csv(&batches[1])).unwrap();
+    }
+    let (target2, out2) = (read(&target), snapshot(&out));
+    let stdout = durable(d, "pipeline.sql", &[]);
+    assert!(stdout.contains("no new input"), "{stdout}");
+    assert_eq!(read(&target), target2, "{name}: run 3 changed the table");
+    assert_eq!(read(&changes), feed2, "{name}: run 3 changed the feed");
+    assert_eq!(snapshot(&out), out2, "{name}: run 3 changed an output");
+    let commits: Vec<u64> = metric_commits(&out, 0)
+        .iter()
+        .map(|c| c["commit_version"].as_u64().unwrap())
+        .collect();
+    assert_eq!(commits, [1, 2], "{name}");
+}
+
+#[test]
+fn t5_scd2_one_snapshot_file_per_run() {
+    t5_across_runs("T5_snapshot_scd2", 2, false);
+}
+
+#[test]
+fn t5_scd1_one_snapshot_file_per_run() {
+    t5_across_runs("T5_snapshot_scd1", 1, false);
+}
+
+#[test]
+fn t5_scd2_periodic_snapshot_changed_between_runs() {
+    t5_across_runs("T5_snapshot_scd2", 2, true);
+}
+
+#[test]
+fn t5_scd1_periodic_snapshot_changed_between_runs() {
+    t5_across_runs("T5_snapshot_scd1", 1, true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// T11: one batch per run.
+
+/// T11 across three runs; `appended`: the batches are lines appended to one CSV file (header
+/// once), otherwise one JSON-lines file per batch.
+fn t11_across_runs(appended: bool) {
+    let v = seed("T11_three_runs_scd1");
+    let case = seed_case(&v);
+    let columns: Vec<String> = v["source_schema"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    let source = if appended {
+        format!(
+            "read_files('data/events.csv', format => 'csv', header => true, schema => '{}')",
+            case.schema
+        )
+    } else {
+        format!(
+            "read_files('data', format => 'json', schema => '{}')",
+            case.schema
+        )
+    };
+    let sql = format!(
+        "CREATE STREAMING TABLE {} AS SELECT * FROM STREAM {source};\n\
+         CREATE STREAMING TABLE {};\n{}\n",
+        case.source, case.target, case.flow
+    );
+    std::fs::write(d.join("pipeline.sql"), sql).unwrap();
+    let events = d.join("data/events.csv");
+    if appended {
+        std::fs::write(&events, format!("{}\n", columns.join(","))).unwrap();
+    }
+    let add = |i: usize, batch: &[Json]| {
+        if appended {
+            let lines: String = batch
+                .iter()
+                .map(|r| {
+                    let fields: Vec<String> = columns.iter().map(|c| field(&r[c])).collect();
+                    format!("{}\n", fields.join(","))
+                })
+                .collect();
+            append(&events, &lines);
+        } else {
+            let text: String = batch.iter().map(|r| format!("{r}\n")).collect();
+            std::fs::write(d.join(format!("data/batch_{:03}.jsonl", i + 1)), text).unwrap();
+        }
+    };
+    let out = d.join("out");
+    let target = out.join(format!("{}.csv", case.target));
+    let changes = out.join(format!("{}.changes.csv", case.target));
+    let mut previous_feed = Vec::new();
+    for (i, batch) in case.batches.iter().enumerate() {
+        add(i, batch);
+        let stdout = durable(d, "pipeline.sql", &[]);
+        let run = i + 1;
+        assert!(stdout.contains(&format!("commit {run} is new")), "{stdout}");
+        let expected = v["expected_intermediate"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["after_batch"] == run)
+            .unwrap_or(&v["expected_final"]);
+        assert_eq!(table(&target), expected_table(expected), "after run {run}");
+        let bytes = read(&changes);
+        assert!(
+            bytes.starts_with(&previous_feed),
+            "run {run} rewrote earlier commits"
+        );
+        previous_feed = bytes;
+    }
+    // Run 3 re-delivered a stale event alone: no change rows.
+    let by_commit = feed(&changes);
+    let rows = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut expected = BTreeMap::new();
+    expected.insert(1, rows(&["1,alice,1,insert,1", "2,bob,1,insert,1"]));
+    expected.insert(
+        2,
+        rows(&[
+            "1,alice,1,update_preimage,2",
+            "1,alicia,2,update_postimage,2",
+            "2,bob,1,delete,2",
+            "3,carol,1,insert,2",
+        ]),
+    );
+    assert_eq!(by_commit, expected);
+    let commits = metric_commits(&out, 0);
+    let numbers: Vec<u64> = commits
+        .iter()
+        .map(|c| c["commit_version"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [1, 2, 3]);
+    assert_eq!(commits[2]["num_stale_events"], 1, "{commits:?}");
+    assert_eq!(commits[2]["num_input_rows"], 1, "{commits:?}");
+
+    let stdout = durable(d, "pipeline.sql", &[]);
+    assert!(stdout.contains("no new input"), "{stdout}");
+    assert_eq!(read(&changes), previous_feed);
+    if appended {
+        // Only complete lines are new input: half a line waits for the rest.
+        append(&events, "3,dave,5,UPS");
+        let stdout = durable(d, "pipeline.sql", &[]);
+        assert!(stdout.contains("no new input"), "{stdout}");
+        assert_eq!(read(&changes), previous_feed);
+        append(&events, "ERT\n");
+        let stdout = durable(d, "pipeline.sql", &[]);
+        assert!(stdout.contains("commit 4 is new"), "{stdout}");
+        let (_, rows) = table(&target);
+        assert!(
+            rows.contains(&vec!["3".into(), "dave".into(), "5".into()]),
+            "{rows:?}"
+        );
+        assert_eq!(
+            feed(&changes)[&4],
+            ["3,carol,1,update_preimage,4", "3,dave,5,update_postimage,4"]
+        );
+    }
+}
+
+fn append(path: &Path, text: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+#[test]
+fn t11_one_file_per_run() {
+    t11_across_runs(false);
+}
+
+#[test]
+fn t11_lines_appended_between_runs() {
+    t11_across_runs(true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Split runs vs one run.
+
+/// `scdflow generate` into `dir`: 12 commit files of 200 events over 50 keys with deletes,
+/// truncates, partial updates, reordering and stragglers several files late.
+fn small_workload(dir: &Path) {
+    let args = "generate --out . --events 2400 --keys 50 --commits 12 --deletes 0.15 \
+                --truncates 0.03 --partial 0.2 --displacement 100 --stragglers 0.05 \
+                --straggler-distance 700 --seed 11";
+    succeed(dir, &args.split_whitespace().collect::<Vec<_>>());
+}
+
+#[test]
+fn split_runs_with_changing_workers_equal_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all");
+    let split = dir.path().join("split");
+    std::fs::create_dir_all(&all).unwrap();
+    small_workload(&all);
+    std::fs::create_dir_all(split.join("events")).unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(all.join("events"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 12);
+    // (pipeline, output format): both feeds' forms of append.
+    let pipelines = [("scd1", "csv"), ("scd2", "jsonl")];
+    for (p, format) in pipelines {
+        std::fs::copy(all.join(format!("{p}.sql")), split.join(format!("{p}.sql"))).unwrap();
+        let sql = format!("{p}.sql");
+        let out = format!("out_{p}");
+        succeed(&all, &["run", &sql, "--out", &out, "--format", format]);
+    }
+    let mut added = 0;
+    for (n, workers) in [(1, "1"), (5, "2"), (2, "3"), (4, "1")] {
+        for f in &files[added..added + n] {
+            std::fs::copy(f, split.join("events").join(f.file_name().unwrap())).unwrap();
+        }
+        added += n;
+        for (p, format) in pipelines {
+            let (sql, state, out) = (format!("{p}.sql"), format!("state_{p}"), format!("out_{p}"));
+            let args = [
+                "run", &sql, "--state", &state, "--out", &out, "--format", format,
+            ];
+            let stdout = succeed(&split, &[&args[..], &["-w", workers][..]].concat());
+            assert!(
+                stdout.contains(&format!("state: {added} commits")),
+                "{stdout}"
+            );
+        }
+    }
+    for (p, format) in pipelines {
+        let (a, s) = (all.join(format!("out_{p}")), split.join(format!("out_{p}")));
+        let target = format!("{p}.{format}");
+        assert!(
+            read(&a.join(&target)) == read(&s.join(&target)),
+            "{target} differs"
+        );
+        let changes = format!("{p}.changes.{format}");
+        let (fa, fs) = (feed(&a.join(&changes)), feed(&s.join(&changes)));
+        assert_eq!(versions(&fa), (1..=12).collect::<Vec<_>>(), "{changes}");
+        assert!(fa == fs, "{changes} differs");
+        assert_eq!(
+            String::from_utf8(read(&a.join("metrics.json"))).unwrap(),
+            String::from_utf8(read(&s.join("metrics.json"))).unwrap(),
+            "{p}: metrics.json"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pipeline changes, damaged state.
+
+const KV_SCHEMA: &str = "k INT, v STRING, op STRING, seq BIGINT";
+
+/// A pipeline over CSV files in `data/` (`k,v,op,seq`) into target `t`.
+fn kv_sql(keys: &str, scd: u8) -> String {
+    format!(
+        "CREATE STREAMING TABLE src AS SELECT * FROM STREAM read_files('data', format => 'csv', \
+           header => true, schema => '{KV_SCHEMA}');\n\
+         CREATE STREAMING TABLE t;\n\
+         CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(src) KEYS ({keys}) \
+           APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op) \
+           STORED AS SCD TYPE {scd};\n"
+    )
+}
+
+/// Writes `data/<name>` with the `k,v,op,seq` header and `rows`.
+fn kv_file(dir: &Path, name: &str, rows: &[&str]) {
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let text: String = std::iter::once("k,v,op,seq")
+        .chain(rows.iter().copied())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(dir.join("data").join(name), text).unwrap();
+}
+
+/// Two durable runs of `kv_sql("k", scd)` over two files.
+fn two_kv_runs(d: &Path, scd: u8) {
+    std::fs::write(d.join("pipeline.sql"), kv_sql("k", scd)).unwrap();
+    kv_file(d, "b1.csv", &["1,a,U,1", "2,b,U,1", "3,c,U,1"]);
+    durable(d, "pipeline.sql", &[]);
+    kv_file(d, "b2.csv", &["1,a2,U,2", "2,,D,2", "4,d,U,1", "3,c0,U,0"]);
+    durable(d, "pipeline.sql", &[]);
+}
+
+#[test]
+fn pipeline_changes_are_refused_and_touch_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    two_kv_runs(d, 2);
+    kv_file(d, "b3.csv", &["5,e,U,1"]);
+    let (out, state) = (snapshot(&d.join("out")), snapshot(&d.join("state")));
+    let changes = [
+        (kv_sql("k, v", 2), "KEYS changed"),
+        (kv_sql("k", 1), "STORED AS changed"),
+    ];
+    for (sql, what) in changes {
+        std::fs::write(d.join("changed.sql"), sql).unwrap();
+        let args = ["run", "changed.sql", "--state", "state", "--out", "out"];
+        let err = refused(&scdflow(d, &args));
+        assert!(err.contains(what), "{err}");
+        assert!(err.contains("target `t`"), "{err}");
+        assert!(err.contains("--full-refresh"), "{err}");
+        assert_eq!(snapshot(&d.join("out")), out, "{what}: outputs changed");
+        assert_eq!(snapshot(&d.join("state")), state, "{what}: state changed");
+    }
+    let args = [
+        "run",
+        "pipeline.sql",
+        "--state",
+        "state",
+        "--out",
+        "elsewhere",
+    ];
+    let err = refused(&scdflow(d, &args));
+    assert!(err.contains("--out"), "{err}");
+    assert!(err.contains("--full-refresh"), "{err}");
+    assert!(!d.join("elsewhere").exists());
+    assert_eq!(snapshot(&d.join("out")), out, "--out: outputs changed");
+    assert_eq!(snapshot(&d.join("state")), state, "--out: state changed");
+    // The unchanged pipeline still continues where it stopped.
+    let stdout = durable(d, "pipeline.sql", &[]);
+    assert!(stdout.contains("commit 3 is new"), "{stdout}");
+}
+
+/// A changed pipeline (SCD type 2 to 1) with --full-refresh, and the same pipeline run once without state in
+/// another directory over the same files.
+fn full_refresh_and_reference(d: &Path) -> PathBuf {
+    two_kv_runs(d, 2);
+    std::fs::write(d.join("changed.sql"), kv_sql("k", 1)).unwrap();
+    let stdout = durable(d, "changed.sql", &["--full-refresh"]);
+    assert!(stdout.contains("commits 1..=2 are new"), "{stdout}");
+    let reference = d.join("reference");
+    copy_dir(&d.join("data"), &reference.join("data"));
+    std::fs::write(reference.join("changed.sql"), kv_sql("k", 1)).unwrap();
+    succeed(&reference, &["run", "changed.sql", "--out", "out"]);
+    reference
+}
+
+#[test]
+fn full_refresh_rebuilds_the_tables_of_a_changed_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let reference = full_refresh_and_reference(d);
+    assert_eq!(
+        read(&d.join("out/t.csv")),
+        read(&reference.join("out/t.csv"))
+    );
+    assert_eq!(
+        read(&d.join("out/metrics.json")),
+        read(&reference.join("out/metrics.json"))
+    );
+}
+
+#[test]
+fn full_refresh_starts_the_change_feed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let reference = full_refresh_and_reference(d);
+    assert_eq!(
+        feed(&d.join("out/t.changes.csv")),
+        feed(&reference.join("out/t.changes.csv"))
+    );
+}
+
+/// A crash after a first run's change feed and metrics were appended but before its manifest
+/// was written leaves exactly what deleting `MANIFEST` after a completed first run leaves.
+#[test]
+fn a_first_run_crashed_before_its_commit_is_applied_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("pipeline.sql"), kv_sql("k", 2)).unwrap();
+    kv_file(d, "b1.csv", &["1,a,U,1", "2,b,U,1", "1,,D,2"]);
+    durable(d, "pipeline.sql", &[]);
+    let (target, once) = (
+        read(&d.join("out/t.csv")),
+        feed(&d.join("out/t.changes.csv")),
+    );
+    std::fs::remove_file(d.join("state/MANIFEST")).unwrap();
+    durable(d, "pipeline.sql", &[]);
+    assert_eq!(read(&d.join("out/t.csv")), target);
+    assert_eq!(feed(&d.join("out/t.changes.csv")), once);
+    assert_eq!(metric_commits(&d.join("out"), 0).len(), 1);
+}
+
+/// Offsets spread over `0..len`, its ends included.
+fn offsets(len: usize) -> Vec<usize> {
+    let step = (len / 24).max(1);
+    let mut at: Vec<usize> = (0..len).step_by(step).collect();
+    at.extend([len.saturating_sub(13), len.saturating_sub(1)]);
+    at.sort();
+    at.dedup();
+    at
+}
+
+/// Damages a copy of a good state with `damage`, runs with new input, and expects a refusal
+/// that names `file` and a byte offset, and untouched outputs.
+fn refused_with_damage(d: &Path, good: &Path, file: &Path, damage: impl Fn(&Path)) {
+    let state = d.join("state");
+    std::fs::remove_dir_all(&state).unwrap();
+    copy_dir(good, &state);
+    damage(&state.join(file));
+    let out = snapshot(&d.join("out"));
+    let args = [
+        "run",
+        "pipeline.sql",
+        "--state",
+        "state",
+        "--out",
+        "out",
+        "-w",
+        "2",
+    ];
+    let err = refused(&scdflow(d, &args));
+    let name = Path::new("state").join(file);
+    assert!(err.contains(&name.display().to_string()), "{err}");
+    assert!(err.contains("byte offset"), "{err}");
+    assert_eq!(snapshot(&d.join("out")), out, "outputs changed: {err}");
+}
+
+#[test]
+fn damaged_state_files_are_refused_with_their_byte_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    two_kv_runs(d, 2);
+    kv_file(d, "b3.csv", &["5,e,U,1", "1,,D,9"]);
+    let good = d.join("good");
+    copy_dir(&d.join("state"), &good);
+    let ckpt = std::fs::read_dir(&good)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|n| n.starts_with("ckpt-"))
+        .unwrap();
+    let shards: Vec<PathBuf> = std::fs::read_dir(good.join(&ckpt))
+        .unwrap()
+        .map(|e| Path::new(&ckpt).join(e.unwrap().file_name()))
+        .collect();
+    assert!(!shards.is_empty());
+    for shard in &shards {
+        let len = read(&good.join(shard)).len();
+        for at in offsets(len) {
+            refused_with_damage(d, &good, shard, |f| {
+                let file = std::fs::OpenOptions::new().write(true).open(f).unwrap();
+                file.set_len(at as u64).unwrap();
+            });
+        }
+    }
+    let manifest = Path::new("MANIFEST");
+    let len = read(&good.join(manifest)).len();
+    for at in offsets(len) {
+        refused_with_damage(d, &good, manifest, |f| {
+            let mut bytes = read(f);
+            bytes[at] ^= 0x20;
+            std::fs::write(f, bytes).unwrap();
+        });
+    }
+    // The good state still works, and its run matches one run over all files.
+    std::fs::remove_dir_all(d.join("state")).unwrap();
+    copy_dir(&good, &d.join("state"));
+    durable(d, "pipeline.sql", &["-w", "2"]);
+    let reference = d.join("reference");
+    copy_dir(&d.join("data"), &reference.join("data"));
+    std::fs::copy(d.join("pipeline.sql"), reference.join("pipeline.sql")).unwrap();
+    succeed(&reference, &["run", "pipeline.sql", "--out", "out"]);
+    assert_eq!(
+        read(&d.join("out/t.csv")),
+        read(&reference.join("out/t.csv"))
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tombstone retention across runs (D11).
+
+/// Run 1 upserts key 1 at seq 10 and deletes it at seq 20; after `pause`, run 2 brings an older
+/// upsert (seq 15). Returns the SCD1 table after run 2 and run 2's metrics.
+fn late_upsert_after(pause: std::time::Duration, gc: Option<&str>) -> (Table, Json) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("pipeline.sql"), kv_sql("k", 1)).unwrap();
+    let extra: Vec<&str> = gc.map_or(vec![], |s| vec!["--tombstone-gc-seconds", s]);
+    kv_file(d, "b1.csv", &["1,a,U,10", "2,b,U,10", "1,,D,20"]);
+    durable(d, "pipeline.sql", &extra);
+    assert_eq!(table(&d.join("out/t.csv")).1, [["2", "b", "10"]]);
+    std::thread::sleep(pause);
+    kv_file(d, "b2.csv", &["1,late,U,15"]);
+    durable(d, "pipeline.sql", &extra);
+    let metrics = metric_commits(&d.join("out"), 0)[1].clone();
+    (table(&d.join("out/t.csv")), metrics)
+}
+
+#[test]
+fn expired_tombstones_let_a_late_upsert_recreate_the_key_across_runs() {
+    let (table, metrics) = late_upsert_after(std::time::Duration::from_millis(1200), Some("1"));
+    assert_eq!(table.1, [["1", "late", "15"], ["2", "b", "10"]]);
+    assert_eq!(metrics["num_collected_tombstones"], 1, "{metrics}");
+    assert_eq!(metrics["num_stale_events"], 0, "{metrics}");
+}
+
+#[test]
+fn live_tombstones_keep_a_late_upsert_stale_across_runs() {
+    for gc in [None, Some("3600")] {
+        let (table, metrics) = late_upsert_after(std::time::Duration::ZERO, gc);
+        assert_eq!(table.1, [["2", "b", "10"]], "{gc:?}");
+        assert_eq!(metrics["num_stale_events"], 1, "{gc:?}: {metrics}");
+        assert_eq!(metrics["num_live_tombstones"], 1, "{gc:?}: {metrics}");
+    }
+}
+
+#[test]
+fn a_checksum_mismatch_reads_as_a_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    two_kv_runs(d, 1);
+    let manifest = d.join("state/MANIFEST");
+    let mut bytes = read(&manifest);
+    // Past the 16-byte header and the first frame's length and checksum: its payload.
+    bytes[30] ^= 0x20;
+    std::fs::write(&manifest, bytes).unwrap();
+    let args = ["run", "pipeline.sql", "--state", "state", "--out", "out"];
+    let err = refused(&scdflow(d, &args));
+    assert!(err.contains("checksum"), "{err}");
+    assert!(err.contains("it fails its checksum"), "{err}");
+}
