@@ -18,7 +18,12 @@
 //! A crash before 5 leaves the previous commit: the next run cuts the appended files back and
 //! reads the same input again. A crash after 5 leaves the new commit, and the next run rewrites
 //! the tables. Restart cost is loading the checkpoint, proportional to the state, never to the
-//! input history.
+//! input history. An appended file the manifest does not know (a new state, or after
+//! `--full-refresh`) starts empty: what it held came from another run.
+//!
+//! [`Session`] keeps the directory open (and locked) across runs; [`follow`] steps it whenever
+//! new input appears (`scdflow run --follow`). Each step restores the operators from the last
+//! checkpoint and saves them again, so a step with new input costs O(state) besides its commits.
 //!
 //! Limits: one process (`--processes 1`); output directory and format are fixed by the first
 //! run; the state directory is locked while a run uses it.
@@ -57,7 +62,7 @@ pub struct DurableRun {
     pub base: u64,
     /// Commits this run added.
     pub commits: u64,
-    /// Opening the state directory and finding the new input.
+    /// Finding the new input.
     pub prepare_time: Duration,
     /// Executing (restore, new commits, save).
     pub execute_time: Duration,

@@ -5,16 +5,18 @@
 //! targets by the previous snapshot (`snapshot`); REPLACE USING targets have one part
 //! (`replace`). Each part is saved as one shard per worker. A restore on as many workers as
 //! wrote the shards reads its own shard; on any other number it reads every shard and keeps the
-//! keys that the operators' exchange routes to it ([`owns`]).
+//! keys that the operators' exchange routes to it ([`worker_of`]; the test below holds timely's
+//! routing to it).
 
-use crate::engine::{BitemporalState, Durable, ReplaceState, Scd1State, Scd2State, SnapshotState};
+use crate::engine::{
+    worker_of, BitemporalState, Durable, ReplaceState, Scd1State, Scd2State, SnapshotState,
+};
 use crate::operators::{ReplaceConfig, Scd1Config, Scd2Config};
 use crate::plan::{ScdType, Target, TargetKind};
 use crate::state::store::shard_name;
 use crate::state::{FileKind, FrameReader, FrameWriter};
 use crate::value::Row;
 use crate::Result;
-use differential_dataflow::Hashable;
 use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;
@@ -121,17 +123,20 @@ impl Held {
     ) -> Result<()> {
         for (part, state) in self.parts() {
             let mut state = state.borrow_mut();
-            if writers == peers {
-                let path = checkpoint.join(shard_name(t, part, index));
-                let mut input = FrameReader::open(&path, FileKind::Shard)?;
-                state.restore(&mut input, &|_| true)?;
+            // As many workers as wrote the shards: each reads its own, whose keys it owns.
+            let (shards, mine): (Vec<usize>, &dyn Fn(&Row) -> bool) = if writers == peers {
+                (vec![index], &|_| true)
             } else {
-                let mine = |key: &Row| owns(key, index, peers);
-                for w in 0..writers {
-                    let path = checkpoint.join(shard_name(t, part, w));
-                    let mut input = FrameReader::open(&path, FileKind::Shard)?;
-                    state.restore(&mut input, &mine)?;
-                }
+                ((0..writers).collect(), &|key| {
+                    worker_of(key, peers) == index
+                })
+            };
+            for w in shards {
+                let path = checkpoint.join(shard_name(t, part, w));
+                let mut input = FrameReader::open(&path, FileKind::Shard)?;
+                state
+                    .restore(&mut input, mine)
+                    .map_err(|e| e.in_file(&path))?;
             }
         }
         Ok(())
@@ -149,15 +154,9 @@ impl Held {
     }
 }
 
-/// Whether worker `index` of `peers` owns `key`: where the operators' key exchange sends it
-/// (timely's `Exchange` routes a record to worker `hash % peers`; the test below holds us to it).
-pub(super) fn owns(key: &Row, index: usize, peers: usize) -> bool {
-    (key.hashed() % peers as u64) as usize == index
-}
-
 #[cfg(test)]
 mod tests {
-    use super::owns;
+    use crate::engine::worker_of;
     use crate::value::{Row, Value};
     use differential_dataflow::Hashable;
     use std::sync::{Arc, Mutex};
@@ -199,10 +198,7 @@ mod tests {
             let seen = seen.lock().unwrap();
             assert_eq!(seen.len(), 200);
             for (worker, key) in seen.iter() {
-                assert!(
-                    owns(key, *worker, peers),
-                    "peers {peers}: {key:?} on {worker}"
-                );
+                assert_eq!(worker_of(key, peers), *worker, "peers {peers}: {key:?}");
             }
         }
     }

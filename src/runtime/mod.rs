@@ -16,6 +16,11 @@
 //! process fails rather than waits. The targets' updates, every worker's counters and the
 //! processes' reports are exchanged to worker 0, which lives in process 0: its [`Updates`] hold
 //! everything, the other processes' hold nothing.
+//!
+//! With [`Persistence`] (durable runs) each worker restores its operators' states from a
+//! checkpoint before the first commit (any worker failing to do so makes every worker stop),
+//! the commits are versions `base + 1, ...`, the restored tables reappear as insertions at
+//! `base`, and each worker saves its operators' states after the last commit.
 
 mod held;
 
