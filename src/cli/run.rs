@@ -30,22 +30,30 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let format: scdflow::io::OutputFormat = args.format.into();
-    scdflow::output::write_all(&pipeline, &evaluation, &args.out, format)?;
-    let mut stdout = std::io::stdout().lock();
+    scdflow::output::write_all(&pipeline, &evaluation, &args.out, args.format.into())?;
+    print_tables(&pipeline, &evaluation, &args, &mut std::io::stdout().lock())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per target: its rows and its file.
+fn print_tables(
+    pipeline: &scdflow::plan::Pipeline,
+    evaluation: &scdflow::driver::Evaluation,
+    args: &RunArgs,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let ext = scdflow::io::OutputFormat::from(args.format).extension();
     for (target, result) in pipeline.targets.iter().zip(&evaluation.targets) {
-        let path = args
-            .out
-            .join(format!("{}.{}", target.name, format.extension()));
+        let path = args.out.join(format!("{}.{ext}", target.name));
         writeln!(
-            stdout,
+            out,
             "{}: {} rows -> {}",
             target.name,
             result.rows.len(),
             path.display()
         )?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn run_durable(
@@ -102,17 +110,7 @@ fn print_run(
     state: &Path,
 ) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
-    let ext = scdflow::io::OutputFormat::from(args.format).extension();
-    for (target, result) in pipeline.targets.iter().zip(&run.evaluation.targets) {
-        let path = args.out.join(format!("{}.{ext}", target.name));
-        writeln!(
-            stdout,
-            "{}: {} rows -> {}",
-            target.name,
-            result.rows.len(),
-            path.display()
-        )?;
-    }
+    print_tables(pipeline, &run.evaluation, args, &mut stdout)?;
     let last = run.base + run.commits;
     let new = match run.commits {
         0 => "no new input".to_string(),
