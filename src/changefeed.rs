@@ -34,6 +34,15 @@ impl ChangeType {
             ChangeType::Insert => "insert",
         }
     }
+
+    /// How the change counts in a flow's metrics (D13): `(upserted, deleted)` rows.
+    pub fn counts(self) -> (u64, u64) {
+        match self {
+            ChangeType::Insert | ChangeType::UpdatePostimage => (1, 0),
+            ChangeType::Delete => (0, 1),
+            ChangeType::UpdatePreimage => (0, 0),
+        }
+    }
 }
 
 /// One change: the target row, its kind and its commit version.

@@ -1,6 +1,8 @@
 //! Writes a run's results in the CLI's layout: `DIR/<target>.<ext>` (the final table),
 //! `DIR/<target>.changes.<ext>` (the change feed), `DIR/metrics.json` and, for invalid rows set
-//! aside, `DIR/_quarantine/<flow>.jsonl`. Target files are replaced atomically.
+//! aside, `DIR/_quarantine/<flow>.jsonl`. Target files are replaced atomically. A process of a
+//! cluster with partitioned outputs writes its partition of each table and change feed as
+//! `DIR/<target>.part-<p>.<ext>` and `DIR/<target>.changes.part-<p>.<ext>` ([`write_part`]).
 
 use crate::changefeed;
 use crate::driver::Evaluation;
@@ -19,12 +21,50 @@ pub fn write_all(
     dir: &Path,
     format: OutputFormat,
 ) -> Result<Vec<PathBuf>> {
+    let mut written = write_tables(pipeline, evaluation, dir, format, "")?;
+    written.extend(write_run_files(pipeline, evaluation, dir)?);
+    Ok(written)
+}
+
+/// Writes process `process`'s partition of every table and change feed (the rows of the keys
+/// its workers own), and, from process 0, the metrics and set-aside rows of the whole run.
+pub fn write_part(
+    pipeline: &Pipeline,
+    evaluation: &Evaluation,
+    dir: &Path,
+    format: OutputFormat,
+    process: usize,
+) -> Result<Vec<PathBuf>> {
+    let mut written = write_tables(
+        pipeline,
+        evaluation,
+        dir,
+        format,
+        &format!(".part-{process}"),
+    )?;
+    if process == 0 {
+        written.extend(write_run_files(pipeline, evaluation, dir)?);
+    }
+    Ok(written)
+}
+
+/// Every target's table and change feed, their file names ending in `suffix` before the
+/// extension.
+fn write_tables(
+    pipeline: &Pipeline,
+    evaluation: &Evaluation,
+    dir: &Path,
+    format: OutputFormat,
+    suffix: &str,
+) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, &e))?;
     let mut written = Vec::new();
     let ext = format.extension();
     for (t, target) in pipeline.targets.iter().enumerate() {
-        written.push(write_target(pipeline, evaluation, t, dir, format)?);
-        let path = dir.join(format!("{}.changes.{ext}", target.name));
+        let path = dir.join(format!("{}{suffix}.{ext}", target.name));
+        io::write_rows(&path, format, &target.schema, &evaluation.targets[t].rows)?;
+        written.push(path);
+        let path = dir.join(format!("{}.changes{suffix}.{ext}", target.name));
         io::write_rows(
             &path,
             format,
@@ -33,6 +73,16 @@ pub fn write_all(
         )?;
         written.push(path);
     }
+    Ok(written)
+}
+
+/// `metrics.json` and the quarantine files.
+fn write_run_files(
+    pipeline: &Pipeline,
+    evaluation: &Evaluation,
+    dir: &Path,
+) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
     written.push(write_metrics(
         pipeline,
         &evaluation.metrics,

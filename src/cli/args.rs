@@ -57,6 +57,10 @@ pub struct RunArgs {
     /// Print help.
     #[arg(long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+    /// Each process writes its partition of every table and change feed (the keys its workers
+    /// own) as `<target>.part-<process>.<ext>`, instead of process 0 writing them whole.
+    #[arg(long, conflicts_with = "state")]
+    pub partitioned_output: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
     pub format: FormatArg,

@@ -13,6 +13,7 @@ pub fn query(args: QueryArgs) -> anyhow::Result<ExitCode> {
         on_invalid: args.on_invalid.into(),
         tombstone_gc_seconds: None,
         cluster: None,
+        partitioned_output: false,
     };
     let evaluation = super::evaluate::evaluate(&pipeline, &options)?;
     let rows = prepared.read(&pipeline, &evaluation);

@@ -17,11 +17,32 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         on_invalid: args.on_invalid.into(),
         tombstone_gc_seconds: args.tombstone_gc_seconds,
         cluster: cluster.clone(),
+        partitioned_output: args.partitioned_output,
     };
     if let Some(state) = &args.state {
         return run_durable(&pipeline, &options, state, &args);
     }
     let evaluation = super::evaluate::evaluate(&pipeline, &options)?;
+    if args.partitioned_output {
+        let process = cluster.as_ref().map_or(0, |c| c.process);
+        let format = args.format.into();
+        let written =
+            scdflow::output::write_part(&pipeline, &evaluation, &args.out, format, process)?;
+        let mut stdout = std::io::stdout().lock();
+        // `write_part` writes each target's table, then its change feed.
+        let tables = written.iter().step_by(2);
+        for ((target, result), path) in pipeline.targets.iter().zip(&evaluation.targets).zip(tables)
+        {
+            writeln!(
+                stdout,
+                "{}: {} rows (partition {process}) -> {}",
+                target.name,
+                result.rows.len(),
+                path.display()
+            )?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(c) = cluster.as_ref().filter(|c| !c.gathers()) {
         println!(
             "process {} of {}: done; process 0 writes the outputs",

@@ -3,7 +3,7 @@
 
 use super::expect::ExpectationCount;
 use super::flows::FlowRef;
-use crate::changefeed::{Change, ChangeType};
+use crate::changefeed::Change;
 use crate::engine::CommitStats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -74,14 +74,22 @@ pub fn attribute_changes(
     metrics: &mut [Vec<FlowCommitMetrics>],
 ) {
     for change in changes {
-        if let Some((f, m)) = credited(flows, t, change.version, metrics) {
-            let m = &mut metrics[f][m];
-            match change.kind {
-                ChangeType::Insert | ChangeType::UpdatePostimage => m.num_upserted_rows += 1,
-                ChangeType::Delete => m.num_deleted_rows += 1,
-                ChangeType::UpdatePreimage => {}
-            }
-        }
+        attribute_counts(flows, t, change.version, change.kind.counts(), metrics);
+    }
+}
+
+/// Adds `(upserted, deleted)` change-feed rows of target `t` in commit `version` to its flows'
+/// metrics.
+pub fn attribute_counts(
+    flows: &[FlowRef],
+    t: usize,
+    version: u64,
+    (upserted, deleted): (u64, u64),
+    metrics: &mut [Vec<FlowCommitMetrics>],
+) {
+    if let Some((f, m)) = credited(flows, t, version, metrics) {
+        metrics[f][m].num_upserted_rows += upserted;
+        metrics[f][m].num_deleted_rows += deleted;
     }
 }
 

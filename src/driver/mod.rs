@@ -10,7 +10,9 @@
 //! In a cluster ([`Options::cluster`]) process `p` of `n` reads commits `p`, `p + n`, ... (in
 //! commit order, from 0), and what it learns of them (metrics, set-aside rows, warnings)
 //! travels to process 0 with the targets' updates, so process 0's [`Evaluation`] is the whole
-//! run's and the others' are empty. A process that cannot read its share fails with its own
+//! run's and the others' are empty. With [`Options::partitioned_output`] each process's targets
+//! hold the rows of the keys its workers own instead, and process 0 still gets the metrics of
+//! the whole run. A process that cannot read its share fails with its own
 //! error, and every other process with [`crate::ErrorKind::Peer`]; under
 //! [`OnInvalid::Fail`] each process reports the first invalid row of its own share.
 
@@ -130,6 +132,9 @@ pub struct Options {
     /// executes its workers' share; the targets' updates and counters reach process 0 only (the
     /// other processes' targets come back empty).
     pub cluster: Option<runtime::Cluster>,
+    /// In a cluster: each process keeps the target rows of the keys its workers own (its
+    /// partition) instead of gathering every target to process 0; metrics still reach process 0.
+    pub partitioned_output: bool,
 }
 
 /// Runs `pipeline` over all its input.
@@ -168,6 +173,7 @@ pub(crate) fn run(
     // its share still joins, so that the others fail with it instead of waiting.
     let mut input = runtime::ProcessInput {
         persistence: resume.persistence,
+        partitioned: options.partitioned_output,
         ..runtime::ProcessInput::default()
     };
     let mut reports: Vec<report::CommitReport> = Vec::new();
@@ -254,6 +260,7 @@ pub(crate) fn run(
         events += report.events;
     }
     let commit_timestamps = std::mem::take(&mut updates.timestamps);
+    let updates_changed = std::mem::take(&mut updates.changed);
     let mut targets = Vec::new();
     for (t, (target, updates)) in pipeline.targets.iter().zip(updates.rows).enumerate() {
         // The restored table (at `base`) is the starting point, not a change of this run.
@@ -263,7 +270,15 @@ pub(crate) fn run(
             let new: Vec<_> = updates.iter().filter(|u| u.1 > base).cloned().collect();
             changefeed::changes(target, &new)
         };
-        metrics::attribute_changes(&flows, t, &changes, &mut metrics);
+        // With partitioned outputs this process holds only its keys' changes; process 0 was
+        // sent every process's counts.
+        if options.partitioned_output && options.cluster.is_some() {
+            for (version, counts) in &updates_changed[t] {
+                metrics::attribute_counts(&flows, t, *version, *counts, &mut metrics);
+            }
+        } else {
+            metrics::attribute_changes(&flows, t, &changes, &mut metrics);
+        }
         targets.push(TargetResult {
             rows: final_rows(target, &updates),
             updates,

@@ -90,6 +90,10 @@ pub struct Updates {
     /// In process 0 of a cluster: every process's [`ProcessInput::reports`], in no particular
     /// order.
     pub reports: Vec<(u64, String)>,
+    /// With [`ProcessInput::partitioned`], in process 0: per target and commit version, the
+    /// change-feed rows of every process, `(upserted, deleted)` (insert or update_postimage,
+    /// delete), as [`crate::changefeed::changes`] classifies each process's updates.
+    pub changed: Vec<BTreeMap<u64, (u64, u64)>>,
 }
 
 impl Updates {
@@ -100,6 +104,7 @@ impl Updates {
             latencies: Vec::new(),
             timestamps: Vec::new(),
             reports: Vec::new(),
+            changed: vec![BTreeMap::new(); targets],
         }
     }
 
@@ -117,6 +122,13 @@ impl Updates {
             self.timestamps = other.timestamps;
         }
         self.reports.extend(other.reports);
+        for (mine, theirs) in self.changed.iter_mut().zip(other.changed) {
+            for (version, (up, down)) in theirs {
+                let entry = mine.entry(version).or_default();
+                entry.0 += up;
+                entry.1 += down;
+            }
+        }
     }
 }
 
@@ -153,6 +165,10 @@ pub struct ProcessInput {
     pub failure: Option<String>,
     /// Operator state carried over from earlier runs, and where to save it after this one.
     pub persistence: Persistence,
+    /// In a cluster: each process keeps its own workers' target updates (the rows of the keys
+    /// they own) instead of gathering them to process 0; counters, reports and the counts of
+    /// change-feed rows ([`Updates::changed`]) still reach process 0.
+    pub partitioned: bool,
 }
 
 /// Operator state that outlives a run (`scdflow run --state DIR`): the runtime restores every
@@ -225,6 +241,22 @@ fn slot(shares: &mut [Share], w: usize, t: usize) -> &mut TargetShare {
 
 /// A worker's counters of one commit of one target: `(target, version, counters)`.
 type StatsRecord = (usize, u64, CommitStats);
+
+/// A worker's change-feed rows of one commit of one target: `(target, version, (upserted,
+/// deleted))`.
+type ChangedRecord = (usize, u64, (u64, u64));
+
+/// Per commit version, the change-feed rows that `updates` make: `(upserted, deleted)`.
+fn change_counts(target: &Target, updates: &[(Row, u64, isize)]) -> BTreeMap<u64, (u64, u64)> {
+    let mut counts: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for change in crate::changefeed::changes(target, updates) {
+        let entry = counts.entry(change.version).or_default();
+        let (up, down) = change.kind.counts();
+        entry.0 += up;
+        entry.1 += down;
+    }
+    counts
+}
 
 /// One worker's input handles for one target.
 struct Inputs {
@@ -319,6 +351,7 @@ pub fn execute_in(
     let sink = Arc::new(Mutex::new(Updates::new(targets.len())));
     let progress = Arc::new(progress);
     let gather = cluster.is_some();
+    let gather_rows = gather && !input.partitioned;
     let config = match (cluster, workers) {
         (Some(c), threads) => timely::Config {
             communication: timely::CommunicationConfig::Cluster {
@@ -409,7 +442,7 @@ pub fn execute_in(
                     .inner;
                     // In a cluster every update goes to worker 0, in process 0; the probe comes
                     // after the exchange, so a complete commit has arrived there.
-                    let output = if gather {
+                    let output = if gather_rows {
                         output.exchange(|_| 0)
                     } else {
                         output
@@ -434,13 +467,17 @@ pub fn execute_in(
         // record per (target, commit), and the reports of each process's commits.
         let gathered: Rc<RefCell<Vec<StatsRecord>>> = Rc::new(RefCell::new(Vec::new()));
         let gathered_reports: Rc<RefCell<Vec<(u64, String)>>> = Rc::new(RefCell::new(Vec::new()));
-        let (mut stats_input, mut report_input) = worker.dataflow::<u64, _, _>(|scope| {
-            let (stats_input, stats) = scope.new_collection::<StatsRecord, isize>();
-            let (report_input, reports) = scope.new_collection::<(u64, String), isize>();
-            to_worker_zero(stats.inner, &probe, &gathered);
-            to_worker_zero(reports.inner, &probe, &gathered_reports);
-            (stats_input, report_input)
-        });
+        let gathered_changes: Rc<RefCell<Vec<ChangedRecord>>> = Rc::new(RefCell::new(Vec::new()));
+        let (mut stats_input, mut report_input, mut changed_input) =
+            worker.dataflow::<u64, _, _>(|scope| {
+                let (stats_input, stats) = scope.new_collection::<StatsRecord, isize>();
+                let (report_input, reports) = scope.new_collection::<(u64, String), isize>();
+                let (changed_input, changed) = scope.new_collection::<ChangedRecord, isize>();
+                to_worker_zero(stats.inner, &probe, &gathered);
+                to_worker_zero(reports.inner, &probe, &gathered_reports);
+                to_worker_zero(changed.inner, &probe, &gathered_changes);
+                (stats_input, report_input, changed_input)
+            });
         let last = base + share.len() as u64;
         for (c, commit) in share.into_iter().enumerate() {
             let version = base + c as u64 + 1;
@@ -452,6 +489,8 @@ pub fn execute_in(
             stats_input.flush();
             report_input.advance_to(version + 1);
             report_input.flush();
+            changed_input.advance_to(version + 1);
+            changed_input.flush();
             // Park rather than spin while other workers finish the commit: with more workers than
             // cores, spinning steals the cores that would finish it.
             while probe.less_than(&(version + 1)) {
@@ -466,6 +505,17 @@ pub fn execute_in(
         }
         drop(inputs);
         let mut local = std::mem::take(&mut *local.borrow_mut());
+        for (rows, batches) in local.rows.iter_mut().zip(batches.take()) {
+            rows.extend(batches.into_iter().flatten());
+        }
+        if gather && !gather_rows {
+            changed_input.advance_to(last + 1);
+            for (t, target) in targets.iter().enumerate() {
+                for (version, counts) in change_counts(target, &local.rows[t]) {
+                    changed_input.insert((t, version, counts));
+                }
+            }
+        }
         if gather {
             stats_input.advance_to(last + 1);
             for (t, per_commit) in local.stats.iter_mut().enumerate() {
@@ -482,6 +532,7 @@ pub fn execute_in(
         }
         drop(stats_input);
         drop(report_input);
+        drop(changed_input);
         while !probe.done() {
             worker.step_or_park(None);
         }
@@ -497,11 +548,13 @@ pub fn execute_in(
             local.stats[t].entry(version).or_default().merge(&stats);
         }
         local.reports = gathered_reports.take();
+        for (t, version, (up, down)) in gathered_changes.take() {
+            let entry = local.changed[t].entry(version).or_default();
+            entry.0 += up;
+            entry.1 += down;
+        }
         if leads {
             local.timestamps = clock.to_vec();
-        }
-        for (rows, batches) in local.rows.iter_mut().zip(batches.take()) {
-            rows.extend(batches.into_iter().flatten());
         }
         worker_sink.lock().expect("sink").merge(local);
         None

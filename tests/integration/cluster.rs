@@ -272,3 +272,119 @@ fn quarantine_across_processes_equals_one_process() {
     );
     assert!(read(one, "_quarantine/f.jsonl").contains("\"line\":3"));
 }
+
+/// The lines of a CSV file after its header.
+fn body(text: &str) -> Vec<String> {
+    text.lines().skip(1).map(str::to_string).collect()
+}
+
+#[test]
+fn partitioned_outputs_are_the_single_run_split_by_key() {
+    // A generated workload of 50 keys, so that both processes' workers own some.
+    let generated = tempfile::tempdir().unwrap();
+    let args = [
+        "generate",
+        "--events",
+        "2000",
+        "--keys",
+        "50",
+        "--commits",
+        "4",
+        "--out",
+    ];
+    let out = scdflow(&args).arg(generated.path()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let examples = [
+        dataflows().join("t3_scd2.sql"),
+        dataflows().join("customers_multi_file.sql"),
+        dataflows().join("t8_bitemporal.sql"),
+        generated.path().join("scd2.sql"),
+    ];
+    for pipeline in &examples {
+        let example = pipeline.file_name().unwrap().to_string_lossy();
+        let is_generated = pipeline.starts_with(generated.path());
+        let pipeline = pipeline.to_str().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let hostfile = dir.path().join("hosts.txt");
+        let hosts: String = free_ports(2)
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}\n"))
+            .collect();
+        std::fs::write(&hostfile, hosts).unwrap();
+        let hostfile = hostfile.to_str().unwrap();
+        let (single, parts) = (dir.path().join("single"), dir.path().join("parts"));
+        let mut run = scdflow(&["run", pipeline, "--out", single.to_str().unwrap()]);
+        finish(run.spawn().unwrap(), "the single-worker run");
+        let process = |p: &str| {
+            let args = [
+                "run",
+                pipeline,
+                "--out",
+                parts.to_str().unwrap(),
+                "--partitioned-output",
+                "-w",
+                "2",
+                "-n",
+                "2",
+                "-p",
+                p,
+                "-h",
+                hostfile,
+            ];
+            scdflow(&args).spawn().unwrap()
+        };
+        let (first, second) = (process("0"), process("1"));
+        finish(first, "process 0");
+        finish(second, "process 1");
+        let mut compared = 0;
+        for entry in std::fs::read_dir(&single).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let Some(stem) = name.strip_suffix(".csv") else {
+                continue;
+            };
+            let whole = read(&single, &name);
+            let part = |p: usize| read(&parts, &format!("{stem}.part-{p}.csv"));
+            let (p0, p1) = (part(0), part(1));
+            // Same header; each part is sorted like the whole; together they are the whole.
+            assert_eq!(whole.lines().next(), p0.lines().next(), "{example}: {name}");
+            assert_eq!(whole.lines().next(), p1.lines().next(), "{example}: {name}");
+            let strip = |text: &str| without_timestamps(&name, text);
+            let mut union: Vec<String> = body(&strip(&p0));
+            union.extend(body(&strip(&p1)));
+            union.sort();
+            let mut expected = body(&strip(&whole));
+            expected.sort();
+            assert_eq!(union, expected, "{example}: {name}");
+            if !name.contains(".changes.") {
+                for text in [&p0, &p1] {
+                    let lines = body(text);
+                    // The whole's rows that are in the part, in the whole's order.
+                    let ordered: Vec<String> = body(&whole)
+                        .into_iter()
+                        .filter(|l| lines.contains(l))
+                        .collect();
+                    assert_eq!(lines, ordered, "{example}: {name}: a part's rows");
+                }
+                if is_generated {
+                    let split = !body(&p0).is_empty() && !body(&p1).is_empty();
+                    assert!(
+                        split,
+                        "{example}: {name} is not split between the processes"
+                    );
+                }
+            }
+            compared += 1;
+        }
+        assert!(compared >= 2, "{example}: {compared} files compared");
+        // Metrics cover the whole run and come from process 0 only.
+        assert_eq!(
+            without_timestamps("metrics.json", &read(&single, "metrics.json")),
+            without_timestamps("metrics.json", &read(&parts, "metrics.json")),
+            "{example}: metrics"
+        );
+    }
+}
