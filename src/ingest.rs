@@ -3,7 +3,7 @@
 //! the projected, filtered rows of the same commit.
 
 use crate::driver::expect::{self, ExpectationCount, Verdict};
-use crate::driver::ReadFrom;
+use crate::driver::{ReadFrom, Span};
 use crate::expr::Expr;
 use crate::io::{self, RowError, SourceRow};
 use crate::plan::{Pipeline, SourceInput};
@@ -39,13 +39,12 @@ pub fn input_files(pipeline: &Pipeline) -> Result<Vec<(usize, PathBuf)>> {
     Ok(files)
 }
 
-/// Reads one input file of table `t` as a commit: the whole file, or with `from` only its
-/// complete lines from that point on (a writer may be in the middle of the last one).
+/// Reads one input file of table `t` as a commit: the part of it `span` says.
 pub fn read_commit(
     pipeline: &Pipeline,
     t: usize,
     file: PathBuf,
-    from: Option<ReadFrom>,
+    span: Span,
 ) -> Result<SourceCommit> {
     let SourceInput::Files {
         format,
@@ -66,9 +65,18 @@ pub fn read_commit(
         file,
         end: None,
     };
-    let rows = match from {
-        None => io::read_file(&commit.file, *format, *header, file_schema)?,
-        Some(from) => {
+    let rows = match span {
+        Span::Whole => io::read_file(&commit.file, *format, *header, file_schema)?,
+        Span::Share { from, to } => io::read_file_range(
+            &commit.file,
+            *format,
+            *header,
+            file_schema,
+            from.offset,
+            from.line,
+            to,
+        )?,
+        Span::From(from) => {
             let tail = io::read_file_from(
                 &commit.file,
                 *format,

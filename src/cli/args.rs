@@ -61,6 +61,10 @@ pub struct RunArgs {
     /// own) as `<target>.part-<process>.<ext>`, instead of process 0 writing them whole.
     #[arg(long, conflicts_with = "state")]
     pub partitioned_output: bool,
+    /// With several processes: an input file of at least this many bytes is split, each process
+    /// parsing the records in its share of it (0 = never split).
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    pub split_files_over: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
     pub format: FormatArg,

@@ -14,6 +14,7 @@ pub fn query(args: QueryArgs) -> anyhow::Result<ExitCode> {
         tombstone_gc_seconds: None,
         cluster: None,
         partitioned_output: false,
+        split_bytes: 0,
     };
     let evaluation = super::evaluate::evaluate(&pipeline, &options)?;
     let rows = prepared.read(&pipeline, &evaluation);

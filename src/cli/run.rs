@@ -18,6 +18,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         tombstone_gc_seconds: args.tombstone_gc_seconds,
         cluster: cluster.clone(),
         partitioned_output: args.partitioned_output,
+        split_bytes: args.split_files_over,
     };
     if let Some(state) = &args.state {
         return run_durable(&pipeline, &options, state, &args);

@@ -28,9 +28,8 @@ pub enum CommitSource {
         table: usize,
         /// The file.
         file: PathBuf,
-        /// Read only the complete lines from this point on (durable runs); `None` reads the
-        /// whole file.
-        from: Option<ReadFrom>,
+        /// What of the file the commit reads.
+        span: Span,
     },
     /// One versioned snapshot file of a snapshot flow.
     Snapshot {
@@ -45,7 +44,24 @@ pub enum CommitSource {
     },
 }
 
-/// Where a durable run resumes reading a file.
+/// What part of a file a commit reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Span {
+    /// All of it.
+    Whole,
+    /// The complete lines from this point on (durable runs; a writer may be appending).
+    From(ReadFrom),
+    /// The records that begin in `from..to`: one process's share of a file split among the
+    /// processes of a cluster ([`crate::io::split_points`]).
+    Share {
+        /// The first record's offset and line.
+        from: ReadFrom,
+        /// Where the share ends.
+        to: u64,
+    },
+}
+
+/// Where a read starts: a record boundary and its line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReadFrom {
     /// Byte offset (the start of a line).
@@ -72,7 +88,7 @@ pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
         .map(|(table, file)| CommitSource::Table {
             table,
             file,
-            from: None,
+            span: Span::Whole,
         })
         .collect();
     for (flow, sf) in pipeline.snapshot_flows.iter().enumerate() {
@@ -145,8 +161,8 @@ pub fn prepare(
         prepared: &mut prepared,
     };
     match source {
-        CommitSource::Table { table, file, from } => {
-            let commit = ingest::read_commit(pipeline, *table, file.clone(), *from)?;
+        CommitSource::Table { table, file, span } => {
+            let commit = ingest::read_commit(pipeline, *table, file.clone(), *span)?;
             step.prepared.end = commit.end;
             step.table_commit(flows, *table, &commit, metrics)?;
         }

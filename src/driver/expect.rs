@@ -16,6 +16,19 @@ pub struct ExpectationCount {
     pub failed: u64,
 }
 
+/// Adds `other`'s counts to `mine`, constraint by constraint (by name).
+pub fn add_counts(mine: &mut Vec<ExpectationCount>, other: &[ExpectationCount]) {
+    for count in other {
+        match mine.iter_mut().find(|m| m.name == count.name) {
+            Some(m) => {
+                m.passed += count.passed;
+                m.failed += count.failed;
+            }
+            None => mine.push(count.clone()),
+        }
+    }
+}
+
 /// Zeroed counts for `expectations`.
 pub fn counts(expectations: &[Expectation]) -> Vec<ExpectationCount> {
     expectations

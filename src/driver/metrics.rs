@@ -41,6 +41,21 @@ pub struct FlowCommitMetrics {
     pub expectations: Vec<ExpectationCount>,
 }
 
+impl FlowCommitMetrics {
+    /// Adds the counts of another share of the same commit (a file split among processes).
+    pub fn add(&mut self, other: &FlowCommitMetrics) {
+        self.num_input_rows += other.num_input_rows;
+        self.num_upserted_rows += other.num_upserted_rows;
+        self.num_deleted_rows += other.num_deleted_rows;
+        self.num_stale_events += other.num_stale_events;
+        self.num_sequence_ties += other.num_sequence_ties;
+        self.num_quarantined_rows += other.num_quarantined_rows;
+        self.num_skipped_snapshots += other.num_skipped_snapshots;
+        self.num_collected_tombstones += other.num_collected_tombstones;
+        super::expect::add_counts(&mut self.expectations, &other.expectations);
+    }
+}
+
 /// The expectations of one source table in one commit.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableCommitMetrics {

@@ -23,14 +23,14 @@ mod metrics;
 pub(crate) mod new_input;
 mod report;
 
-pub use commit::{CommitSource, ReadFrom};
+pub use commit::{CommitSource, ReadFrom, Span};
 pub use expect::ExpectationCount;
 pub use flows::{FlowKind, FlowRef};
 pub use metrics::{FlowCommitMetrics, TableCommitMetrics};
 
 use crate::changefeed::{self, Change};
 use crate::io::RowError;
-use crate::plan::{Pipeline, Target};
+use crate::plan::{Pipeline, SourceInput, Target};
 use crate::runtime::{self, Progress};
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
@@ -132,6 +132,11 @@ pub struct Options {
     /// executes its workers' share; the targets' updates and counters reach process 0 only (the
     /// other processes' targets come back empty).
     pub cluster: Option<runtime::Cluster>,
+    /// In a cluster: an input file of at least this many bytes (0 = none) is read by every
+    /// process, each parsing the records in its share of the bytes, instead of by one process.
+    /// Files feeding snapshot flows are never split (a snapshot's keys are checked for
+    /// duplicates as a whole).
+    pub split_bytes: u64,
     /// In a cluster: each process keeps the target rows of the keys its workers own (its
     /// partition) instead of gathering every target to process 0; metrics still reach process 0.
     pub partitioned_output: bool,
@@ -182,18 +187,25 @@ pub(crate) fn run(
     let mut ends = vec![None; sources.len()];
     for (c, source) in sources.iter().enumerate() {
         let version = base + c as u64 + 1;
-        if c % processes != process || failure.is_some() {
+        // A large file is read by every process, each its share of the records; any other
+        // commit by one process.
+        let share = share_of(pipeline, options, source, processes, process);
+        let split = !matches!(share, Ok(None));
+        if (!split && c % processes != process) || failure.is_some() {
             input.commits.push(None);
             continue;
         }
-        let read = report::read(
-            pipeline,
-            &flows,
-            source,
-            version,
-            options.on_invalid,
-            skip_once,
-        );
+        let read = share.and_then(|share| {
+            let source = share.as_ref().unwrap_or(source);
+            report::read(
+                pipeline,
+                &flows,
+                source,
+                version,
+                options.on_invalid,
+                skip_once,
+            )
+        });
         match read {
             Ok((mut commit, report)) => {
                 // Commit time is ingestion time, never decreasing even if the clock steps back.
@@ -243,6 +255,14 @@ pub(crate) fn run(
         reports.push(report);
     }
     reports.sort_by_key(|r| r.version);
+    // A split file's commit has one report per process.
+    reports.dedup_by(|later, first| {
+        let same = later.version == first.version;
+        if same {
+            first.absorb(std::mem::take(later));
+        }
+        same
+    });
     let mut metrics: Vec<Vec<FlowCommitMetrics>> = vec![Vec::new(); flows.len()];
     let mut table_metrics: Vec<Vec<TableCommitMetrics>> = vec![Vec::new(); pipeline.tables.len()];
     let mut quarantined = Vec::new();
@@ -335,6 +355,45 @@ pub fn sort_by_columns(rows: &mut [Row], order: &[usize]) {
         let kb = order.iter().map(|&i| &b[i]);
         ka.cmp(kb).then_with(|| a.cmp(b))
     });
+}
+
+/// In a cluster, this process's share of a commit whose file is split among the processes:
+/// `None` when the commit is read whole (by one process).
+fn share_of(
+    pipeline: &Pipeline,
+    options: &Options,
+    source: &CommitSource,
+    processes: usize,
+    process: usize,
+) -> Result<Option<CommitSource>> {
+    let CommitSource::Table {
+        table,
+        file,
+        span: Span::Whole,
+    } = source
+    else {
+        return Ok(None);
+    };
+    let SourceInput::Files { format, .. } = &pipeline.tables[*table].input else {
+        return Ok(None);
+    };
+    if processes < 2
+        || options.split_bytes == 0
+        || new_input::feeds_periodic_snapshot(pipeline, *table)
+        || crate::io::file_len(file)? < options.split_bytes
+    {
+        return Ok(None);
+    }
+    let points = crate::io::split_points(file, *format, processes)?;
+    let (offset, line) = points[process];
+    Ok(Some(CommitSource::Table {
+        table: *table,
+        file: file.clone(),
+        span: Span::Share {
+            from: ReadFrom { offset, line },
+            to: points[process + 1].0,
+        },
+    }))
 }
 
 fn now_micros() -> i64 {

@@ -11,7 +11,7 @@
 //! - A versioned snapshot file (`FROM SNAPSHOT read_files(..., version => ...)`) is read once;
 //!   a new file whose version is not newer than the last applied one is skipped (D12).
 
-use super::commit::{CommitSource, ReadFrom};
+use super::commit::{CommitSource, ReadFrom, Span};
 use crate::io;
 use crate::plan::{Pipeline, SnapshotSource, SourceInput};
 use crate::state::store::WINDOW;
@@ -55,7 +55,7 @@ pub(crate) fn find(
                 let source = CommitSource::Table {
                     table,
                     file: file.clone(),
-                    from: None,
+                    span: Span::Whole,
                 };
                 commits.push((source, Consumed::Whole { file, len, crc }));
             }
@@ -75,7 +75,7 @@ pub(crate) fn find(
             let source = CommitSource::Table {
                 table,
                 file: file.clone(),
-                from: Some(from),
+                span: Span::From(from),
             };
             commits.push((source, Consumed::Lines { file, from }));
         }
@@ -169,7 +169,7 @@ pub(crate) fn record(
 
 /// Whether file-backed table `t` feeds a periodic snapshot flow, directly or through tables
 /// reading it.
-fn feeds_periodic_snapshot(pipeline: &Pipeline, t: usize) -> bool {
+pub(crate) fn feeds_periodic_snapshot(pipeline: &Pipeline, t: usize) -> bool {
     let mut reached = vec![false; pipeline.tables.len()];
     reached[t] = true;
     for (i, table) in pipeline.tables.iter().enumerate().skip(t + 1) {

@@ -30,6 +30,35 @@ pub(super) struct CommitReport {
     pub(super) end: Option<super::ReadFrom>,
 }
 
+impl CommitReport {
+    /// Adds another process's report of the same commit (each read a share of its file).
+    pub(super) fn absorb(&mut self, other: CommitReport) {
+        for (f, entry) in other.metrics {
+            match self.metrics.iter_mut().find(|(g, _)| *g == f) {
+                Some((_, mine)) => mine.add(&entry),
+                None => self.metrics.push((f, entry)),
+            }
+        }
+        for (t, entry) in other.tables {
+            match self.tables.iter_mut().find(|(u, _)| *u == t) {
+                Some((_, mine)) => {
+                    super::expect::add_counts(&mut mine.expectations, &entry.expectations)
+                }
+                None => self.tables.push((t, entry)),
+            }
+        }
+        self.invalid.extend(other.invalid);
+        self.invalid.sort_by_key(|q| q.error.line);
+        for warning in other.warnings {
+            if !self.warnings.contains(&warning) {
+                self.warnings.push(warning);
+            }
+        }
+        self.events += other.events;
+        self.end = self.end.or(other.end);
+    }
+}
+
 /// Reads commit `version` from `source` (`ONCE` flows take nothing with `skip_once`). Under
 /// [`OnInvalid::Fail`] its first invalid row is the error. The input's timestamp is left for
 /// the caller.

@@ -33,6 +33,7 @@ mod json_lines;
 mod json_read;
 pub(crate) mod parse_value;
 mod row;
+mod split;
 mod tail;
 mod versioned;
 mod write;
@@ -40,6 +41,7 @@ mod write;
 pub use files::{crc_of_range, file_len, list_files};
 pub use format::{format_double, format_value_text, value_to_json, value_to_json_text};
 pub use row::{RowError, SourceRow};
+pub use split::split_points;
 pub use tail::Tail;
 pub use versioned::{version_regex, versioned_files};
 pub(crate) use write::replace_file;
@@ -89,6 +91,23 @@ pub fn read_file_from(
         first_line,
         tail::Ending::Growing,
     )
+}
+
+/// Reads the records of `path` that begin in bytes `from..to` (record boundaries from
+/// [`split_points`]; `first_line` is the line at `from`), with whole-file line numbers: one
+/// process's share of a file split among the processes of a cluster. Reading every share gives
+/// exactly what [`read_file`] gives.
+pub fn read_file_range(
+    path: &Path,
+    format: Format,
+    header: bool,
+    schema: &Schema,
+    from: u64,
+    first_line: u64,
+    to: u64,
+) -> Result<Vec<Result<SourceRow, RowError>>> {
+    let ending = tail::Ending::At(to);
+    Ok(tail::read(path, format, header, schema, from, first_line, ending)?.rows)
 }
 
 /// Infers the schema of `path` (a file or a directory) from the first records of its first file

@@ -45,6 +45,9 @@ pub(crate) enum Ending {
     /// A writer may be appending: only the lines up to the last `\n` are read, and a CSV record
     /// whose quoted field is open at that `\n` is left (with what follows) for a later read.
     Growing,
+    /// The file is complete and the read stops at this byte offset, a record boundary
+    /// ([`super::split_points`]): one share of a file split among processes.
+    At(u64),
 }
 
 const BOM: char = '\u{feff}';
@@ -61,6 +64,13 @@ pub(crate) fn read(
     ending: Ending,
 ) -> Result<Tail> {
     let mut bytes = files::read_from(path, from)?;
+    let ending = match ending {
+        Ending::At(to) => {
+            bytes.truncate(to.saturating_sub(from) as usize);
+            Ending::Whole
+        }
+        other => other,
+    };
     if ending == Ending::Growing {
         // `\n` never occurs inside a multi-byte UTF-8 sequence, so a half-written character
         // after the cut is never decoded.

@@ -605,7 +605,8 @@ fn agree(
     for (version, timestamp, why) in tell_everyone(worker, announced) {
         match version {
             0 => failed = failed.or(Some(why)),
-            v => clock[v as usize - 1] = timestamp,
+            // Every process that read a share of a split file announces it: the latest counts.
+            v => clock[v as usize - 1] = clock[v as usize - 1].max(timestamp),
         }
     }
     for c in 1..clock.len() {

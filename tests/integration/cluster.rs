@@ -388,3 +388,124 @@ fn partitioned_outputs_are_the_single_run_split_by_key() {
         );
     }
 }
+
+/// One file of 400 rows (with a multi-line quoted field in every tenth) as the only commit; with
+/// `bad_row`, that row's sequence is NULL. Returns the pipeline and the bad row's line.
+fn one_large_file(dir: &Path, bad_row: Option<usize>) -> (PathBuf, usize) {
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let mut text = String::from("id,v,seq\n");
+    let mut bad_line = 0;
+    for i in 0..400 {
+        let seq = if Some(i) == bad_row {
+            bad_line = text.lines().count() + 1;
+            String::new()
+        } else {
+            (i / 50).to_string()
+        };
+        let v = if i % 10 == 0 {
+            format!("\"two\nlines {i}\"")
+        } else {
+            format!("v{i}")
+        };
+        text.push_str(&format!("{},{v},{seq}\n", i % 60));
+    }
+    std::fs::write(data.join("all.csv"), text).unwrap();
+    let sql = "CREATE STREAMING TABLE src AS SELECT * FROM STREAM read_files('data', \
+               format => 'csv', schema => 'id INT, v STRING, seq INT');\n\
+               CREATE STREAMING TABLE t;\n\
+               CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(src) KEYS (id) SEQUENCE BY seq \
+               STORED AS SCD TYPE 2;\n";
+    let file = dir.join("pipeline.sql");
+    std::fs::write(&file, sql).unwrap();
+    (file, bad_line)
+}
+
+#[test]
+fn a_large_file_is_split_among_the_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    // The bad row (set aside) is in process 1's share; its metrics merge with process 0's.
+    let (pipeline, _) = one_large_file(dir.path(), Some(350));
+    let pipeline = pipeline.to_str().unwrap();
+    let hosts = hostfile(dir.path());
+    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+    let quarantine = ["--on-invalid", "quarantine"];
+    let mut single = scdflow(&["run", pipeline, "--out", one.to_str().unwrap()]);
+    single.args(quarantine);
+    finish(single.spawn().unwrap(), "the single-process run");
+    let process = |p: &str, out: &Path| {
+        let out = out.to_str().unwrap();
+        let args = [
+            "run",
+            pipeline,
+            "--out",
+            out,
+            "-n",
+            "2",
+            "-p",
+            p,
+            "-h",
+            &hosts,
+            "-w",
+            "2",
+            "--split-files-over",
+            "1",
+        ];
+        scdflow(&args).args(quarantine).spawn().unwrap()
+    };
+    let (first, second) = (process("0", &two), process("1", &dir.path().join("unused")));
+    finish(first, "process 0");
+    finish(second, "process 1");
+    assert_eq!(read(&one, "t.csv"), read(&two, "t.csv"));
+    for name in ["t.changes.csv", "metrics.json", "_quarantine/f.jsonl"] {
+        assert_eq!(
+            without_timestamps(name, &read(&one, name)),
+            without_timestamps(name, &read(&two, name)),
+            "{name}"
+        );
+    }
+    let metrics = read(&one, "metrics.json");
+    assert!(metrics.contains("\"num_input_rows\": 400"), "{metrics}");
+    assert!(metrics.contains("\"num_quarantined_rows\": 1"), "{metrics}");
+}
+
+#[test]
+fn each_process_reports_the_invalid_rows_of_its_share() {
+    let dir = tempfile::tempdir().unwrap();
+    // Row 350 is in the second half of the file's bytes: process 1's share.
+    let (pipeline, line) = one_large_file(dir.path(), Some(350));
+    let pipeline = pipeline.to_str().unwrap();
+    let hosts = hostfile(dir.path());
+    let out = dir.path().join("out");
+    let process = |p: &str| {
+        let args = [
+            "run",
+            pipeline,
+            "--out",
+            out.to_str().unwrap(),
+            "-n",
+            "2",
+            "-p",
+            p,
+            "-h",
+            &hosts,
+            "--split-files-over",
+            "1",
+        ];
+        scdflow(&args).spawn().unwrap()
+    };
+    let (first, second) = (process("0"), process("1"));
+    let (zero, one) = (outcome(first, "process 0"), outcome(second, "process 1"));
+    let own = String::from_utf8_lossy(&one.stderr).into_owned();
+    assert_eq!(one.status.code(), Some(2), "{own}");
+    assert!(
+        own.ends_with(&format!(
+            "all.csv:{line}: flow `f`: SEQUENCE BY: the sequence value is NULL\n"
+        )),
+        "{own}"
+    );
+    let peer = String::from_utf8_lossy(&zero.stderr).into_owned();
+    assert_eq!(zero.status.code(), Some(2), "{peer}");
+    assert!(peer.starts_with("error: process 1: "), "{peer}");
+    assert!(!out.exists(), "nothing is written");
+}
