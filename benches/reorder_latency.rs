@@ -52,6 +52,7 @@ fn main() {
         workers,
         rate: None,
         budget: Some(Duration::from_secs(30)),
+        warmup: 0,
     };
     println!(
         "{workers} worker(s) for scdflow and dd reduce, {batch} events per commit, {}",

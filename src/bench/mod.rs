@@ -262,8 +262,15 @@ pub struct Record {
 }
 
 impl Record {
-    /// The record of a [`Measurement`].
-    pub fn new(flow: ScdType, workload: &Workload, system: System, m: &Measurement) -> Record {
+    /// The record of a [`Measurement`]; latencies of the first `warmup` commits are not counted.
+    pub fn new(
+        flow: ScdType,
+        workload: &Workload,
+        system: System,
+        m: &Measurement,
+        warmup: u64,
+    ) -> Record {
+        let warmup = (warmup as usize).min(m.latencies.len());
         Record {
             flow,
             displacement: workload.displacement,
@@ -274,7 +281,7 @@ impl Record {
             commits: m.latencies.len() as u64,
             planned: m.planned as u64,
             seconds: m.total.as_secs_f64(),
-            latency: Summary::of(&m.latencies),
+            latency: Summary::of(&m.latencies[warmup..]),
             rows: Some(m.rows),
             rss: m.rss,
         }
@@ -381,6 +388,10 @@ pub struct Suite {
     pub rate: Option<f64>,
     /// The longest a run is fed ([`Feed::budget`]).
     pub budget: Option<Duration>,
+    /// Commits fed first whose latencies are not counted: they build the history that the
+    /// counted commits are measured on (latency on a long history without a long run of
+    /// measurements). The DuckDB peer bulk-loads them untimed.
+    pub warmup: u64,
 }
 
 impl Suite {
@@ -402,6 +413,13 @@ impl Suite {
         }
         if self.budget.is_some_and(|b| b.is_zero()) {
             return invalid("the budget of a run must be positive".into());
+        }
+        let commits = self.workload.events.div_ceil(self.batch);
+        if self.warmup >= commits {
+            return invalid(format!(
+                "warmup: {} commits leave none of the {commits} to measure",
+                self.warmup
+            ));
         }
         for (name, empty) in [
             ("displacements", self.displacements.is_empty()),
@@ -479,8 +497,12 @@ impl Suite {
         let rate = self
             .rate
             .map_or(String::new(), |r| format!(" (offered rate {r} events/s)"));
+        let warmup = match self.warmup {
+            0 => String::new(),
+            w => format!("; latencies after {w} warm-up commits"),
+        };
         format!(
-            "{} worker thread(s) for scdflow and dd reduce (the state loop runs in one), {} events per commit, {}{rate}",
+            "{} worker thread(s) for scdflow and dd reduce (the state loop runs in one), {} events per commit, {}{rate}{warmup}",
             self.workers,
             self.batch,
             self.pacing()
@@ -518,7 +540,7 @@ impl Suite {
                 let first = records.len();
                 for &system in &self.systems {
                     let m = measure(system, &target, commits.clone(), self.feed())?;
-                    let record = Record::new(flow, &w, system, &m);
+                    let record = Record::new(flow, &w, system, &m, self.warmup);
                     each(&record);
                     records.push(record);
                 }

@@ -16,6 +16,7 @@ fn suite(displacements: Vec<u64>, keys: Vec<u64>) -> Suite {
         workers: 1,
         rate: None,
         budget: None,
+        warmup: 0,
     }
 }
 
@@ -168,4 +169,33 @@ fn budget_stops_early() {
             );
         }
     }
+}
+
+#[test]
+fn warmup_commits_are_not_counted() {
+    let slow = Duration::from_millis(50);
+    let fast = Duration::from_micros(10);
+    let m = Measurement {
+        events: 1_000,
+        planned: 10,
+        latencies: [vec![slow; 5], vec![fast; 5]].concat(),
+        total: Duration::from_secs(1),
+        rows: 7,
+        rss: None,
+    };
+    let w = Workload::default();
+    let all = Record::new(ScdType::Type1, &w, System::Scdflow, &m, 0);
+    let warm = Record::new(ScdType::Type1, &w, System::Scdflow, &m, 5);
+    assert!(all.latency.p90_us >= 49_000, "{:?}", all.latency);
+    assert_eq!((warm.latency.count, warm.latency.max_us), (5, 10));
+    assert_eq!(
+        (warm.commits, warm.events),
+        (10, 1_000),
+        "throughput covers every commit"
+    );
+    let mut s = suite(vec![0], vec![10]);
+    s.warmup = 10;
+    assert!(s.validate().is_err(), "no commit left to measure");
+    s.warmup = 9;
+    s.validate().unwrap();
 }

@@ -251,6 +251,11 @@ pub struct BenchArgs {
     /// bounds the dd reduce baseline, whose commits grow slower with every event of history.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub budget: f64,
+    /// Feed this many commits first without counting their latencies: the percentiles are
+    /// then those of commits on a history of at least WARMUP * B events (the DuckDB peer
+    /// bulk-loads them, untimed, with its --preload).
+    #[arg(long, value_name = "COMMITS", default_value_t = 0)]
+    pub warmup: u64,
     /// Write DIR/report.md (every figure, the command, the machine) and SVG plots of latency
     /// percentiles against D and against history length per key.
     #[arg(long, value_name = "DIR")]
@@ -313,6 +318,7 @@ impl BenchArgs {
                 std::time::Duration::try_from_secs_f64(self.budget)
                     .unwrap_or(std::time::Duration::ZERO)
             }),
+            warmup: self.warmup,
         }
     }
 }

@@ -43,7 +43,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     )?;
     if let Some(peer) = &peer {
         for w in &workloads {
-            match peer.measure(w, &suite.flows) {
+            match peer.measure(w, &suite.flows, suite.warmup) {
                 Ok(measured) => {
                     for r in &measured {
                         println!("  {r}");

@@ -117,8 +117,14 @@ impl Peer {
     }
 
     /// Runs the peer over `workload` for each of `flows` it supports (SCD1, SCD2), with the
-    /// commit files written to a scratch directory that is removed afterwards.
-    pub fn measure(&self, workload: &Workload, flows: &[ScdType]) -> anyhow::Result<Vec<Record>> {
+    /// commit files written to a scratch directory that is removed afterwards; the first
+    /// `warmup` commits are bulk-loaded untimed (`--preload`).
+    pub fn measure(
+        &self,
+        workload: &Workload,
+        flows: &[ScdType],
+        warmup: u64,
+    ) -> anyhow::Result<Vec<Record>> {
         let flows: Vec<ScdType> = flows
             .iter()
             .copied()
@@ -132,7 +138,7 @@ impl Peer {
         write_events(workload, &events)?;
         let mut records = Vec::new();
         for flow in flows {
-            let figures = run(&self.python, &self.script, &events, flow)?;
+            let figures = run(&self.python, &self.script, &events, flow, warmup)?;
             records.push(figures.record(workload, flow));
         }
         Ok(records)
@@ -151,13 +157,19 @@ fn write_events(workload: &Workload, dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Runs `script` over `events` for `flow` and parses its figures.
-fn run(python: &str, script: &Path, events: &Path, flow: ScdType) -> anyhow::Result<Figures> {
+fn run(
+    python: &str,
+    script: &Path,
+    events: &Path,
+    flow: ScdType,
+    warmup: u64,
+) -> anyhow::Result<Figures> {
     let scd = if flow == ScdType::Type1 { "1" } else { "2" };
     let out = Command::new(python)
         .arg(script)
         .arg("--events-dir")
         .arg(events)
-        .args(["--scd", scd, "--json"])
+        .args(["--scd", scd, "--json", "--preload", &warmup.to_string()])
         .output()
         .with_context(|| format!("cannot run {python} {}", script.display()))?;
     if !out.status.success() {
@@ -262,6 +274,7 @@ mod tests {
 args = sys.argv[1:]
 assert args[0] == "--events-dir" and os.path.isdir(args[1]), args
 assert args[2] == "--scd" and args[4] == "--json", args
+assert args[5:] == ["--preload", "1"], args
 print("some progress")
 print(json.dumps({"peer": "duckdb", "scd": int(args[3]), "events": len(os.listdir(args[1])),
                   "commits": 3, "seconds": 0.25, "p50_us": 10, "p90_us": 20, "p99_us": 30,
@@ -277,14 +290,18 @@ print(json.dumps({"peer": "duckdb", "scd": int(args[3]), "events": len(os.listdi
             ..Workload::default()
         };
         write_events(&w, &events).unwrap();
-        let f = run(PYTHON, &script, &events, ScdType::Type1).unwrap();
+        let f = run(PYTHON, &script, &events, ScdType::Type1, 1).unwrap();
         assert_eq!((f.scd, f.events, f.p999_us), (1, 3, 40.0));
         let peer = Peer {
             python: PYTHON.into(),
             script,
         };
         let records = peer
-            .measure(&w, &[ScdType::Type1, ScdType::Type2, ScdType::Bitemporal])
+            .measure(
+                &w,
+                &[ScdType::Type1, ScdType::Type2, ScdType::Bitemporal],
+                1,
+            )
             .unwrap();
         let flows: Vec<_> = records.iter().map(|r| r.flow).collect();
         assert_eq!(flows, [ScdType::Type1, ScdType::Type2]);
