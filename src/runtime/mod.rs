@@ -468,14 +468,15 @@ pub fn execute_in(
         let gathered: Rc<RefCell<Vec<StatsRecord>>> = Rc::new(RefCell::new(Vec::new()));
         let gathered_reports: Rc<RefCell<Vec<(u64, String)>>> = Rc::new(RefCell::new(Vec::new()));
         let gathered_changes: Rc<RefCell<Vec<ChangedRecord>>> = Rc::new(RefCell::new(Vec::new()));
+        let gathering: ProbeHandle<u64> = ProbeHandle::new();
         let (mut stats_input, mut report_input, mut changed_input) =
             worker.dataflow::<u64, _, _>(|scope| {
                 let (stats_input, stats) = scope.new_collection::<StatsRecord, isize>();
                 let (report_input, reports) = scope.new_collection::<(u64, String), isize>();
                 let (changed_input, changed) = scope.new_collection::<ChangedRecord, isize>();
-                to_worker_zero(stats.inner, &probe, &gathered);
-                to_worker_zero(reports.inner, &probe, &gathered_reports);
-                to_worker_zero(changed.inner, &probe, &gathered_changes);
+                to_worker_zero(stats.inner, &gathering, &gathered);
+                to_worker_zero(reports.inner, &gathering, &gathered_reports);
+                to_worker_zero(changed.inner, &gathering, &gathered_changes);
                 (stats_input, report_input, changed_input)
             });
         let last = base + share.len() as u64;
@@ -504,6 +505,11 @@ pub fn execute_in(
             }
         }
         drop(inputs);
+        // Every update has arrived once the targets are done (a restored table with no commit
+        // after it is emitted only now).
+        while !probe.done() {
+            worker.step_or_park(None);
+        }
         let mut local = std::mem::take(&mut *local.borrow_mut());
         for (rows, batches) in local.rows.iter_mut().zip(batches.take()) {
             rows.extend(batches.into_iter().flatten());
@@ -533,7 +539,7 @@ pub fn execute_in(
         drop(stats_input);
         drop(report_input);
         drop(changed_input);
-        while !probe.done() {
+        while !gathering.done() {
             worker.step_or_park(None);
         }
         // After the dataflow is done, so that a worker failing here leaves none waiting for it.
