@@ -65,6 +65,10 @@ pub struct RunArgs {
     /// parsing the records in its share of it (0 = never split).
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
     pub split_files_over: u64,
+    /// With several processes: give up (exit 2) when the processes are not all connected
+    /// within this many seconds (0 = wait forever).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub connect_timeout: f64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
     pub format: FormatArg,

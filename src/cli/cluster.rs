@@ -3,6 +3,9 @@
 use anyhow::{bail, Context};
 use scdflow::runtime::Cluster;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// First port of the default addresses, as in timely's own `-h` default.
 const FIRST_PORT: u16 = 2101;
@@ -30,6 +33,60 @@ pub fn cluster(
         process: usize::from(process),
         addresses,
     }))
+}
+
+/// Exits the process (status 2) unless `started` is set within `wait`: timely retries its
+/// connections forever, so a process that is never started would leave the others waiting.
+pub fn watch(cluster: &Cluster, wait: Duration, started: Arc<AtomicBool>) {
+    let others: Vec<String> = cluster
+        .addresses
+        .iter()
+        .enumerate()
+        .filter(|(p, _)| *p != cluster.process)
+        .map(|(p, a)| format!("{p} at {a}"))
+        .collect();
+    std::thread::spawn(move || {
+        let since = Instant::now();
+        while since.elapsed() < wait {
+            if started.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if !started.load(Ordering::SeqCst) {
+            eprintln!(
+                "error: the cluster did not form within {:.0} s: the other processes ({}) are not \
+                 all running and reachable (see --connect-timeout)",
+                wait.as_secs_f64(),
+                others.join(", ")
+            );
+            std::process::exit(2);
+        }
+    });
+}
+
+/// Keeps timely's network-thread panics to one line each: when a peer process goes away,
+/// timely's threads panic one after the other, and the run then fails with one error saying
+/// so. Every other panic (a bug) is reported as usual.
+pub fn quiet_network_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        let thread = std::thread::current().name().unwrap_or("").to_string();
+        if !thread.starts_with("timely:") && thread != "main" {
+            return default(info);
+        }
+        if message.starts_with("timely communication error") {
+            eprintln!("warning: {message}");
+        } else if !(message.contains("poisoned") || message.contains("thread panic")) {
+            default(info);
+        }
+    }));
 }
 
 /// The first `n` addresses of `path`: one `host:port` per line; blank lines and `#` comments

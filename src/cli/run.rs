@@ -19,6 +19,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         cluster: cluster.clone(),
         partitioned_output: args.partitioned_output,
         split_bytes: args.split_files_over,
+        started: None,
+    };
+    if cluster.is_some() {
+        super::cluster::quiet_network_panics();
+    }
+    let options = match &cluster {
+        Some(c) if args.connect_timeout > 0.0 => {
+            let started = Arc::new(AtomicBool::new(false));
+            let wait = Duration::try_from_secs_f64(args.connect_timeout)
+                .map_err(|_| anyhow::anyhow!("--connect-timeout must be a number of seconds"))?;
+            super::cluster::watch(c, wait, Arc::clone(&started));
+            scdflow::driver::Options {
+                started: Some(started),
+                ..options
+            }
+        }
+        _ => options,
     };
     if let Some(state) = &args.state {
         return run_durable(&pipeline, &options, state, &args);

@@ -137,6 +137,8 @@ pub struct Options {
     /// Files feeding snapshot flows are never split (a snapshot's keys are checked for
     /// duplicates as a whole).
     pub split_bytes: u64,
+    /// Set once this process's workers start (in a cluster: once every process is connected).
+    pub started: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// In a cluster: each process keeps the target rows of the keys its workers own (its
     /// partition) instead of gathering every target to process 0; metrics still reach process 0.
     pub partitioned_output: bool,
@@ -179,6 +181,7 @@ pub(crate) fn run(
     let mut input = runtime::ProcessInput {
         persistence: resume.persistence,
         partitioned: options.partitioned_output,
+        started: options.started.clone(),
         ..runtime::ProcessInput::default()
     };
     let mut reports: Vec<report::CommitReport> = Vec::new();

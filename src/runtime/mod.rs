@@ -39,6 +39,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely::dataflow::channels::pact::Pipeline;
@@ -169,6 +170,10 @@ pub struct ProcessInput {
     /// they own) instead of gathering them to process 0; counters, reports and the counts of
     /// change-feed rows ([`Updates::changed`]) still reach process 0.
     pub partitioned: bool,
+    /// Set once this process's workers start: in a cluster, once every process is connected
+    /// (timely waits for all of them first), so a caller can give up on a cluster that does
+    /// not form.
+    pub started: Option<Arc<AtomicBool>>,
 }
 
 /// Operator state that outlives a run (`scdflow run --state DIR`): the runtime restores every
@@ -346,6 +351,7 @@ pub fn execute_in(
     );
     let failure = Arc::new(input.failure.map(|f| format!("process {process}: {f}")));
     let persistence = Arc::new(input.persistence);
+    let started = input.started;
     let base = persistence.base;
     let reports = Arc::new(Mutex::new(input.reports));
     let sink = Arc::new(Mutex::new(Updates::new(targets.len())));
@@ -368,6 +374,9 @@ pub fn execute_in(
     };
     let worker_sink = Arc::clone(&sink);
     let guards = timely::execute(config, move |worker| -> Option<Error> {
+        if let Some(started) = &started {
+            started.store(true, Ordering::SeqCst);
+        }
         let index = worker.index();
         let peers = worker.peers();
         let leads = index == first;
@@ -566,10 +575,26 @@ pub fn execute_in(
         None
     })
     .map_err(|e| Error::new(ErrorKind::Internal, format!("cannot start workers: {e}")))?;
+    // Timely's network threads panic when a peer process goes away, and joining them passes
+    // the panic on: in a cluster that is a lost peer, not a bug.
+    let joined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guards.join()));
+    let results = joined.map_err(|_| {
+        Error::new(
+            ErrorKind::Peer,
+            "lost the connection to another process of the cluster (it exited, or the network \
+             failed); nothing was written",
+        )
+    })?;
     let mut failed: Option<Error> = None;
-    for result in guards.join() {
-        let result =
-            result.map_err(|e| Error::new(ErrorKind::Internal, format!("worker failed: {e}")))?;
+    for result in results {
+        let result = result.map_err(|e| {
+            let kind = if gather {
+                ErrorKind::Peer
+            } else {
+                ErrorKind::Internal
+            };
+            Error::new(kind, format!("worker failed: {e}"))
+        })?;
         // A worker's own error (a damaged shard, say) says more than a peer's echo of it.
         failed = match (failed, result) {
             (Some(f), Some(e)) if f.kind() == ErrorKind::Peer && e.kind() != ErrorKind::Peer => {

@@ -509,3 +509,38 @@ fn each_process_reports_the_invalid_rows_of_its_share() {
     assert!(peer.starts_with("error: process 1: "), "{peer}");
     assert!(!out.exists(), "nothing is written");
 }
+
+#[test]
+fn a_cluster_that_does_not_form_fails_after_the_connect_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pipeline, _) = one_large_file(dir.path(), None);
+    let hosts = hostfile(dir.path());
+    let out = dir.path().join("out");
+    // Process 1 is never started.
+    let args = [
+        "run",
+        pipeline.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-n",
+        "2",
+        "-p",
+        "0",
+        "-h",
+        &hosts,
+        "--connect-timeout",
+        "1",
+    ];
+    let started = Instant::now();
+    let done = outcome(scdflow(&args).spawn().unwrap(), "process 0 alone");
+    assert_eq!(done.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&done.stderr).into_owned();
+    assert!(
+        err.contains(
+            "error: the cluster did not form within 1 s: the other processes (1 at 127.0.0.1:"
+        ),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(!out.exists(), "nothing is written");
+}
