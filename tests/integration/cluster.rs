@@ -199,6 +199,13 @@ fn bad_second_commit(dir: &Path) -> PathBuf {
     file
 }
 
+/// The port of process `p` in the hostfile at `path`.
+fn hosts_port(path: &str, p: usize) -> u16 {
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = text.lines().nth(p).unwrap();
+    line.rsplit_once(':').unwrap().1.parse().unwrap()
+}
+
 fn hostfile(dir: &Path) -> String {
     let path = dir.join("hosts.txt");
     let hosts: String = free_ports(2)
@@ -543,4 +550,91 @@ fn a_cluster_that_does_not_form_fails_after_the_connect_timeout() {
     );
     assert!(started.elapsed() < Duration::from_secs(30));
     assert!(!out.exists(), "nothing is written");
+}
+
+/// Whether a TCP connection to or from local port `port` is established (Linux `/proc/net/tcp`:
+/// `local_address rem_address st`, ports in hex, state `01` = established).
+fn established(port: u16) -> bool {
+    let port = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        std::fs::read_to_string(table).is_ok_and(|text| {
+            text.lines().skip(1).any(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.len() > 3
+                    && fields[3] == "01"
+                    && (fields[1].ends_with(&port) || fields[2].ends_with(&port))
+            })
+        })
+    })
+}
+
+/// A process killed once the cluster has formed, in the middle of the run, makes the other
+/// exit 2 with one line saying so, without a panic backtrace, writing nothing.
+#[test]
+fn a_process_killed_mid_run_fails_the_other_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path();
+    let args = [
+        "generate",
+        "--events",
+        "1000000",
+        "--keys",
+        "50000",
+        "--commits",
+        "8",
+    ];
+    let out = scdflow(&args).arg("--out").arg(work).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hosts = hostfile(work);
+    let pipeline = work.join("scd2.sql");
+    let (out0, out1) = (work.join("o0"), work.join("o1"));
+    let process = |p: &str, out: &Path| {
+        let args = [
+            "run",
+            pipeline.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-n",
+            "2",
+            "-p",
+            p,
+            "-h",
+            &hosts,
+            "--connect-timeout",
+            "10",
+        ];
+        scdflow(&args).spawn().unwrap()
+    };
+    let first = process("0", &out0);
+    let mut second = process("1", &out1);
+    let port: u16 = hosts_port(&hosts, 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !established(port) {
+        assert!(Instant::now() < deadline, "the cluster did not form");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        second.try_wait().unwrap().is_none(),
+        "process 1 finished before it was killed"
+    );
+    second.kill().unwrap();
+    second.wait().unwrap();
+    let zero = outcome(first, "process 0");
+    let err = String::from_utf8_lossy(&zero.stderr).into_owned();
+    assert_eq!(zero.status.code(), Some(2), "{err}");
+    let last = err.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("error: lost the connection to another process"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("stack backtrace") && !err.contains("MergeQueue"),
+        "{err}"
+    );
+    assert!(!out0.exists(), "nothing is written");
 }
