@@ -30,6 +30,15 @@ fn free_ports(n: usize) -> Vec<u16> {
         .collect()
 }
 
+/// Starts process `p` of a two-process cluster (addresses in `hosts`) running `pipeline` into
+/// `out`, with `extra` options.
+fn member(pipeline: &str, out: &str, p: &str, hosts: &str, extra: &[&str]) -> Child {
+    let args = [
+        "run", pipeline, "--out", out, "-n", "2", "-p", p, "-h", hosts,
+    ];
+    scdflow(&args).args(extra).spawn().unwrap()
+}
+
 /// Waits for `child`, killing it (and failing) after two minutes: a cluster that cannot form
 /// would otherwise hang the test suite. Returns its output, failed or not.
 fn outcome(mut child: Child, what: &str) -> Output {
@@ -114,13 +123,7 @@ fn two_processes_of_two_workers_write_what_one_worker_writes() {
             .spawn()
             .unwrap();
         finish(single, "the single-worker run");
-        let process = |p: &str, o: &str| {
-            scdflow(&[
-                "run", pipeline, "--out", o, "-w", "2", "-n", "2", "-p", p, "-h", hostfile,
-            ])
-            .spawn()
-            .unwrap()
-        };
+        let process = |p: &str, o: &str| member(pipeline, o, p, hostfile, &["-w", "2"]);
         let first = process("0", out(1));
         let second = process("1", out(2));
         finish(first, "process 0");
@@ -224,13 +227,7 @@ fn a_process_that_cannot_read_its_share_fails_the_cluster() {
     let hosts = hostfile(dir.path());
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
-    let process = |p: &str| {
-        scdflow(&[
-            "run", pipeline, "--out", out, "-n", "2", "-p", p, "-h", &hosts,
-        ])
-        .spawn()
-        .unwrap()
-    };
+    let process = |p: &str| member(pipeline, out, p, &hosts, &[]);
     let (first, second) = (process("0"), process("1"));
     let (zero, one) = (outcome(first, "process 0"), outcome(second, "process 1"));
     assert_eq!(one.status.code(), Some(2));
@@ -259,13 +256,7 @@ fn quarantine_across_processes_equals_one_process() {
     let mut single = vec!["run", pipeline, "--out", &outs[0]];
     single.extend(quarantine);
     finish(scdflow(&single).spawn().unwrap(), "the single run");
-    let process = |p: &str, o: &str| {
-        let mut args = vec![
-            "run", pipeline, "--out", o, "-n", "2", "-p", p, "-h", &hosts,
-        ];
-        args.extend(quarantine);
-        scdflow(&args).spawn().unwrap()
-    };
+    let process = |p: &str, o: &str| member(pipeline, o, p, &hosts, &quarantine);
     let (first, second) = (process("0", &outs[1]), process("1", &outs[2]));
     finish(first, "process 0");
     finish(second, "process 1");
@@ -326,24 +317,9 @@ fn partitioned_outputs_are_the_single_run_split_by_key() {
         let (single, parts) = (dir.path().join("single"), dir.path().join("parts"));
         let mut run = scdflow(&["run", pipeline, "--out", single.to_str().unwrap()]);
         finish(run.spawn().unwrap(), "the single-worker run");
-        let process = |p: &str| {
-            let args = [
-                "run",
-                pipeline,
-                "--out",
-                parts.to_str().unwrap(),
-                "--partitioned-output",
-                "-w",
-                "2",
-                "-n",
-                "2",
-                "-p",
-                p,
-                "-h",
-                hostfile,
-            ];
-            scdflow(&args).spawn().unwrap()
-        };
+        let parts_dir = parts.to_str().unwrap();
+        let extra = ["--partitioned-output", "-w", "2"];
+        let process = |p: &str| member(pipeline, parts_dir, p, hostfile, &extra);
         let (first, second) = (process("0"), process("1"));
         finish(first, "process 0");
         finish(second, "process 1");
@@ -440,26 +416,12 @@ fn a_large_file_is_split_among_the_processes() {
     let mut single = scdflow(&["run", pipeline, "--out", one.to_str().unwrap()]);
     single.args(quarantine);
     finish(single.spawn().unwrap(), "the single-process run");
-    let process = |p: &str, out: &Path| {
-        let out = out.to_str().unwrap();
-        let args = [
-            "run",
-            pipeline,
-            "--out",
-            out,
-            "-n",
-            "2",
-            "-p",
-            p,
-            "-h",
-            &hosts,
-            "-w",
-            "2",
-            "--split-files-over",
-            "1",
-        ];
-        scdflow(&args).args(quarantine).spawn().unwrap()
-    };
+    let extra = [
+        quarantine.as_slice(),
+        &["-w", "2", "--split-files-over", "1"],
+    ]
+    .concat();
+    let process = |p: &str, out: &Path| member(pipeline, out.to_str().unwrap(), p, &hosts, &extra);
     let (first, second) = (process("0", &two), process("1", &dir.path().join("unused")));
     finish(first, "process 0");
     finish(second, "process 1");
@@ -484,23 +446,8 @@ fn each_process_reports_the_invalid_rows_of_its_share() {
     let pipeline = pipeline.to_str().unwrap();
     let hosts = hostfile(dir.path());
     let out = dir.path().join("out");
-    let process = |p: &str| {
-        let args = [
-            "run",
-            pipeline,
-            "--out",
-            out.to_str().unwrap(),
-            "-n",
-            "2",
-            "-p",
-            p,
-            "-h",
-            &hosts,
-            "--split-files-over",
-            "1",
-        ];
-        scdflow(&args).spawn().unwrap()
-    };
+    let split = ["--split-files-over", "1"];
+    let process = |p: &str| member(pipeline, out.to_str().unwrap(), p, &hosts, &split);
     let (first, second) = (process("0"), process("1"));
     let (zero, one) = (outcome(first, "process 0"), outcome(second, "process 1"));
     let own = String::from_utf8_lossy(&one.stderr).into_owned();
@@ -524,22 +471,10 @@ fn a_cluster_that_does_not_form_fails_after_the_connect_timeout() {
     let hosts = hostfile(dir.path());
     let out = dir.path().join("out");
     // Process 1 is never started.
-    let args = [
-        "run",
-        pipeline.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "-n",
-        "2",
-        "-p",
-        "0",
-        "-h",
-        &hosts,
-        "--connect-timeout",
-        "1",
-    ];
+    let (pipeline, out_dir) = (pipeline.to_str().unwrap(), out.to_str().unwrap());
     let started = Instant::now();
-    let done = outcome(scdflow(&args).spawn().unwrap(), "process 0 alone");
+    let alone = member(pipeline, out_dir, "0", &hosts, &["--connect-timeout", "1"]);
+    let done = outcome(alone, "process 0 alone");
     assert_eq!(done.status.code(), Some(2));
     let err = String::from_utf8_lossy(&done.stderr).into_owned();
     assert!(
@@ -592,23 +527,10 @@ fn a_process_killed_mid_run_fails_the_other_cleanly() {
     let hosts = hostfile(work);
     let pipeline = work.join("scd2.sql");
     let (out0, out1) = (work.join("o0"), work.join("o1"));
-    let process = |p: &str, out: &Path| {
-        let args = [
-            "run",
-            pipeline.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "-n",
-            "2",
-            "-p",
-            p,
-            "-h",
-            &hosts,
-            "--connect-timeout",
-            "10",
-        ];
-        scdflow(&args).spawn().unwrap()
-    };
+    let pipeline = pipeline.to_str().unwrap();
+    let timeout = ["--connect-timeout", "10"];
+    let process =
+        |p: &str, out: &Path| member(pipeline, out.to_str().unwrap(), p, &hosts, &timeout);
     let first = process("0", &out0);
     let mut second = process("1", &out1);
     let port: u16 = hosts_port(&hosts, 0);

@@ -8,6 +8,7 @@
 //! `_commit_timestamp`.
 
 use crate::golden::{seed_case, seed_cases};
+use crate::golden_snapshot::snapshot_sql;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -242,13 +243,7 @@ fn t5_across_runs(name: &str, scd: u8, periodic: bool) {
              KEYS (userId) STORED AS SCD TYPE {scd};\n"
         )
     } else {
-        format!(
-            "CREATE STREAMING TABLE target;\n\
-             CREATE FLOW target_flow AS AUTO CDC INTO target\n\
-             FROM SNAPSHOT read_files('snaps', format => 'csv', header => true,\n\
-               schema => 'userId INT, city STRING', version => 'snapshot_([0-9]+)[.]csv')\n\
-             KEYS (userId) STORED AS SCD TYPE {scd};\n"
-        )
+        snapshot_sql(scd)
     };
     std::fs::create_dir_all(d.join("exports")).unwrap();
     std::fs::create_dir_all(d.join("snaps")).unwrap();

@@ -17,7 +17,8 @@ fn write_snapshots(dir: &Path, batches: &[(i64, Vec<(i64, &str)>)]) {
     }
 }
 
-fn snapshot_sql(scd: u8) -> String {
+/// A snapshot flow over `snaps/snapshot_<version>.csv` into `target`, SCD type `scd`.
+pub fn snapshot_sql(scd: u8) -> String {
     format!(
         "CREATE STREAMING TABLE target;\n\
          CREATE FLOW target_flow AS AUTO CDC INTO target\n\
