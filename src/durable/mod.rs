@@ -96,6 +96,16 @@ pub fn run(
     Session::open(pipeline, options, durability)?.step(progress)
 }
 
+/// Input a [`Session`] has not consumed yet, as the commits it will make.
+pub struct NewInput(Vec<(driver::CommitSource, driver::new_input::Consumed)>);
+
+impl NewInput {
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// A state directory opened (and locked) for a pipeline: each [`Session::step`] is one durable
 /// run, so a long-running process (`--follow`) opens it once and steps whenever input arrives.
 pub struct Session<'a> {
@@ -174,24 +184,27 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Commits applied so far.
-    pub fn version(&self) -> u64 {
-        self.manifest.version
-    }
-
-    /// Whether there is input that the last commit has not consumed.
-    pub fn has_new_input(&self) -> Result<bool> {
-        Ok(
-            !driver::new_input::find(self.pipeline, self.stored.then_some(&self.manifest))?
-                .is_empty(),
-        )
+    /// The input that the last commit has not consumed.
+    pub fn new_input(&self) -> Result<NewInput> {
+        let found = driver::new_input::find(self.pipeline, self.stored.then_some(&self.manifest))?;
+        Ok(NewInput(found))
     }
 
     /// One durable run: the new input (if any) as commits, then the outputs; see the module docs.
     pub fn step(&mut self, progress: Option<Progress>) -> Result<DurableRun> {
-        let (pipeline, options) = (self.pipeline, self.options);
         let started = Instant::now();
-        let new = driver::new_input::find(pipeline, self.stored.then_some(&self.manifest))?;
+        let new = self.new_input()?;
+        self.step_on(new, started, progress)
+    }
+
+    /// [`Session::step`] on input found since `started`.
+    fn step_on(
+        &mut self,
+        NewInput(new): NewInput,
+        started: Instant,
+        progress: Option<Progress>,
+    ) -> Result<DurableRun> {
+        let (pipeline, options) = (self.pipeline, self.options);
         let mut next = self.manifest.clone();
         let base = next.version;
         let commits = new.len() as u64;
@@ -314,8 +327,10 @@ pub fn follow(
 ) -> Result<()> {
     const SLICE: Duration = Duration::from_millis(20);
     while !stop.load(Ordering::SeqCst) {
-        if session.has_new_input()? {
-            let run = session.step(None)?;
+        let started = Instant::now();
+        let new = session.new_input()?;
+        if !new.is_empty() {
+            let run = session.step_on(new, started, None)?;
             on_run(&run)?;
             continue;
         }
