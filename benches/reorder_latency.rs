@@ -5,9 +5,9 @@
 //! 200000 100000 1000 1). It runs the displacement sweep of
 //! `scdflow bench --events EVENTS --keys KEYS --batch BATCH --workers WORKERS` (D in {0, 1000,
 //! 100000}; the CLI adds the history sweep over K, an open loop, a report with plots and the
-//! DuckDB peer): for SCD1, SCD2 and bitemporal, `scdflow::gen` workloads (seed 42, 10% deletes,
-//! two STRING payload columns, 1% of events late in system time by up to 10 commits), fed in
-//! commits of BATCH events to
+//! DuckDB peer): for SCD1, SCD2, bitemporal and snapshot (SCD2 from a full snapshot per commit)
+//! flows, `scdflow::gen` workloads (seed 42, 10% deletes, two STRING payload columns, 1% of
+//! events late in system time by up to 10 commits), fed in commits of BATCH events to
 //! - `scdflow`: the engine's operators on WORKERS timely workers;
 //! - `state loop`: the engine's per-key state machines in one thread (the physical-limit proxy);
 //! - `dd reduce`: a differential `reduce` per key re-evaluating the reference model (what a DD
@@ -21,9 +21,8 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use scdflow::bench::{markdown_table, ratios_table, Suite, System};
+use scdflow::bench::{markdown_table, ratios_table, Flow, Suite, System};
 use scdflow::gen::Workload;
-use scdflow::plan::ScdType;
 use std::time::Duration;
 
 fn main() {
@@ -47,7 +46,7 @@ fn main() {
         batch,
         displacements: vec![0, 1_000, 100_000],
         keys: vec![keys],
-        flows: vec![ScdType::Type1, ScdType::Type2, ScdType::Bitemporal],
+        flows: Flow::ALL.to_vec(),
         systems: System::ALL.to_vec(),
         workers,
         rate: None,

@@ -1,13 +1,15 @@
 //! The timely driver of the dataflow systems: feeds commits closed or open loop and times them
-//! on worker 0.
+//! on worker 0. A snapshot flow's rows go through the engine's snapshot diff first, for every
+//! dataflow.
 
+use super::source::{self, Batch, Commits, Share};
 use super::Feed;
 use crate::event::Event;
-use crate::operators::{Bitemporal, Scd1, Scd2};
+use crate::operators::{Bitemporal, Scd1, Scd2, SnapshotDiff};
 use crate::plan::{ScdType, Target};
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
-use differential_dataflow::input::Input;
+use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::VecCollection;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -16,7 +18,7 @@ use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::{Operator, Probe};
-use timely::dataflow::ProbeHandle;
+use timely::dataflow::{ProbeHandle, Scope};
 
 /// What one run measured.
 pub(super) struct Run {
@@ -60,23 +62,61 @@ impl Dataflow {
     }
 }
 
-/// Deals each commit's events round-robin to `workers` shares (as the runtime does).
-fn deal(commits: Vec<Vec<Event>>, workers: usize) -> Vec<Vec<Vec<Event>>> {
-    let mut shares: Vec<Vec<Vec<Event>>> = (0..workers)
-        .map(|_| Vec::with_capacity(commits.len()))
-        .collect();
-    for commit in commits {
-        for share in &mut shares {
-            share.push(Vec::with_capacity(commit.len() / workers + 1));
-        }
-        for (i, event) in commit.into_iter().enumerate() {
-            shares[i % workers]
-                .last_mut()
-                .expect("pushed above")
-                .push(event);
+/// A worker's input handles: events, or a snapshot's rows and its version.
+enum Inputs {
+    Events(InputSession<u64, Event, isize>),
+    Snapshots {
+        rows: InputSession<u64, (Row, Row), isize>,
+        // Boxed to keep the variants of a size (one allocation per worker).
+        versions: Box<InputSession<u64, i64, isize>>,
+    },
+}
+
+impl Inputs {
+    /// The handles, and the events they make: a snapshot flow's through [`SnapshotDiff`].
+    fn new<'s>(scope: Scope<'s, u64>, snapshots: bool) -> (Inputs, VecCollection<'s, u64, Event>) {
+        if snapshots {
+            let (rows, snapshot) = scope.new_collection();
+            let (versions, version) = scope.new_collection();
+            (
+                Inputs::Snapshots {
+                    rows,
+                    versions: Box::new(versions),
+                },
+                snapshot.snapshot_diff(version),
+            )
+        } else {
+            let (input, events) = scope.new_collection();
+            (Inputs::Events(input), events)
         }
     }
-    shares
+
+    /// Inserts `batch` as commit `i` and closes it; the first worker also feeds the version.
+    fn hand_over(&mut self, batch: Batch, i: usize, first: bool) {
+        let next = i as u64 + 1;
+        match (self, batch) {
+            (Inputs::Events(input), Batch::Events(events)) => {
+                for event in events {
+                    input.insert(event);
+                }
+                input.advance_to(next);
+                input.flush();
+            }
+            (Inputs::Snapshots { rows, versions }, Batch::Snapshot(snapshot)) => {
+                for row in snapshot {
+                    rows.insert(row);
+                }
+                if first {
+                    versions.insert(next as i64);
+                }
+                rows.advance_to(next);
+                versions.advance_to(next);
+                rows.flush();
+                versions.flush();
+            }
+            _ => unreachable!("a share's batches match its inputs"),
+        }
+    }
 }
 
 /// Runs `dataflow` over `commits` (commit `i` at timely time `i`) on `feed.workers` threads.
@@ -85,7 +125,7 @@ fn deal(commits: Vec<Vec<Event>>, workers: usize) -> Vec<Vec<Vec<Event>>> {
 /// loop, worker 0 stops handing over commits once it runs out and publishes how many it handed
 /// over; the other workers hand over no more than that. (One that already handed over a commit
 /// more sees it complete once worker 0 drops its input; that commit is not timed.)
-pub(super) fn drive(dataflow: Dataflow, commits: Vec<Vec<Event>>, feed: Feed) -> Result<Run> {
+pub(super) fn drive(dataflow: Dataflow, commits: Commits, feed: Feed) -> Result<Run> {
     let Feed {
         workers,
         pacing,
@@ -93,8 +133,14 @@ pub(super) fn drive(dataflow: Dataflow, commits: Vec<Vec<Event>>, feed: Feed) ->
     } = feed;
     let workers = workers.max(1);
     let limit = Arc::new(AtomicUsize::new(usize::MAX));
-    let shares: Arc<Vec<Mutex<Vec<Vec<Event>>>>> =
-        Arc::new(deal(commits, workers).into_iter().map(Mutex::new).collect());
+    let snapshots = matches!(commits, Commits::Snapshots(_));
+    let n = commits.sizes().len();
+    let shares: Arc<Vec<Mutex<Option<Share>>>> = Arc::new(
+        source::deal(commits, workers)
+            .into_iter()
+            .map(|s| Mutex::new(Some(s)))
+            .collect(),
+    );
     // Every worker takes the same start, once all have built the dataflow.
     let ready = Arc::new(Barrier::new(workers));
     let origin: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
@@ -104,12 +150,17 @@ pub(super) fn drive(dataflow: Dataflow, commits: Vec<Vec<Event>>, feed: Feed) ->
         timely::Config::process(workers)
     };
     let guards = timely::execute(config, move |worker| {
-        let share = std::mem::take(&mut *shares[worker.index()].lock().expect("share"));
+        let mut share = shares[worker.index()]
+            .lock()
+            .expect("share")
+            .take()
+            .expect("one share per worker");
+        let first = worker.index() == 0;
         let probe: ProbeHandle<u64> = ProbeHandle::new();
         let rows = Rc::new(Cell::new(0i64));
         let count = Rc::clone(&rows);
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
-            let (input, events) = scope.new_collection::<Event, isize>();
+            let (inputs, events) = Inputs::new(scope, snapshots);
             dataflow.render(events).inner.probe_with(&probe).sink(
                 Pipeline,
                 "Count",
@@ -120,12 +171,10 @@ pub(super) fn drive(dataflow: Dataflow, commits: Vec<Vec<Event>>, feed: Feed) ->
                     });
                 },
             );
-            input
+            inputs
         });
         ready.wait();
         let start = *origin.get_or_init(Instant::now);
-        let n = share.len();
-        let mut share = share.into_iter();
         let (mut fed, mut done) = (0, 0);
         let mut handed = Vec::with_capacity(n);
         let mut latencies = Vec::with_capacity(n);
@@ -156,13 +205,11 @@ pub(super) fn drive(dataflow: Dataflow, commits: Vec<Vec<Event>>, feed: Feed) ->
                     Some(due) if due > now => break,
                     _ => {}
                 }
-                for event in share.next().expect("fed < n") {
-                    input.insert(event);
-                }
+                let batch = share.next().expect("fed < n");
+                // A closed loop times from here: making a snapshot's rows is the source's work.
+                handed.push(Instant::now());
+                input.hand_over(batch, fed, first);
                 fed += 1;
-                input.advance_to(fed as u64);
-                input.flush();
-                handed.push(now);
             }
             // Park until there is work, or until the next commit is due.
             let wake = match pacing.due(start, fed) {

@@ -5,12 +5,14 @@
 //! # What is measured
 //!
 //! A [`Suite`] names a set of workloads ([`gen::Workload`]: the same seeded events reordered by
-//! displacement `D`, over `K` keys) and flow kinds (SCD1, SCD2, bitemporal). For each workload
-//! and kind, [`measure`] feeds the commits of [`gen::events`] (`B` events each) to one
-//! [`System`]:
+//! displacement `D`, over `K` keys) and [`Flow`] kinds (AUTO CDC into SCD1, SCD2 and bitemporal
+//! targets, and AUTO CDC FROM SNAPSHOT into an SCD2 target). For each workload and kind,
+//! [`measure`] feeds the commits of [`gen::events`] (`B` events each) to one [`System`]; a
+//! snapshot flow gets, per commit, a full snapshot of a source table that those events change
+//! ([`Commits::snapshots`]), so its commits cost O(table) by nature:
 //!
 //! - [`System::Scdflow`]: the engine's operators ([`crate::operators`]: [`Scd1`], [`Scd2`],
-//!   [`Bitemporal`]) on timely workers, events dealt round-robin as [`crate::runtime`] deals
+//!   [`Bitemporal`], after [`SnapshotDiff`] for snapshots) on timely workers, events dealt round-robin as [`crate::runtime`] deals
 //!   them; the output is counted and dropped (the runtime would keep it for the CLI's files);
 //! - [`System::StateLoop`]: the engine's per-key state machines ([`crate::engine`]) applied
 //!   commit by commit in one thread, without timely: the proxy for the physical limit;
@@ -40,14 +42,20 @@
 //!
 //! # Limits
 //!
-//! One process (timely threads, no cluster); snapshot and REPLACE USING flows are not measured.
+//! One process (timely threads, no cluster); REPLACE USING flows are not measured. A snapshot
+//! flow's `dd reduce` baseline diffs the snapshots with the engine's [`SnapshotDiff`] (a
+//! differential program has no simpler way to see a key vanish from a snapshot) and then
+//! reduces per key like the others.
 //!
+//! [`SnapshotDiff`]: crate::operators::SnapshotDiff
 //! [`Scd1`]: crate::operators::Scd1
 //! [`Scd2`]: crate::operators::Scd2
 //! [`Bitemporal`]: crate::operators::Bitemporal
 
 mod drive;
+mod flow;
 mod rss;
+mod source;
 mod state_loop;
 mod summary;
 mod table;
@@ -55,14 +63,14 @@ mod table;
 #[cfg(test)]
 mod tests;
 
+pub use flow::Flow;
 pub use rss::{during, Rss};
+pub use source::{Changes, Commits};
 pub use summary::Summary;
 pub use table::{markdown_table, ratios_table};
 
-use crate::event::Event;
 use crate::gen::{self, Workload};
 use crate::plan::{ScdType, Target, TargetKind};
-use crate::runtime::CommitEvents;
 use crate::{Error, ErrorKind, Result};
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -190,8 +198,8 @@ impl Measurement {
     }
 }
 
-/// Runs `system` over `commits` of an AUTO CDC `target` (the events of each commit's first
-/// target, as [`gen::events`] makes them).
+/// Runs `system` over `commits` of an AUTO CDC `target`: events (each commit's first target's,
+/// as [`gen::events`] makes them), or a snapshot flow's snapshots.
 ///
 /// # Errors
 ///
@@ -199,7 +207,7 @@ impl Measurement {
 pub fn measure(
     system: System,
     target: &Target,
-    commits: Vec<CommitEvents>,
+    commits: impl Into<Commits>,
     feed: Feed,
 ) -> Result<Measurement> {
     if target.kind != TargetKind::AutoCdc {
@@ -211,11 +219,8 @@ pub fn measure(
             ),
         ));
     }
-    let commits: Vec<Vec<Event>> = commits
-        .into_iter()
-        .map(|c| c.events.into_iter().next().unwrap_or_default())
-        .collect();
-    let sizes: Vec<u64> = commits.iter().map(|c| c.len() as u64).collect();
+    let commits = commits.into();
+    let sizes = commits.sizes();
     let (run, rss) = rss::during(|| match system {
         System::Scdflow => drive::drive(drive::Dataflow::Engine(target.clone()), commits, feed),
         System::DdReduce => drive::drive(drive::Dataflow::Reduce(target.clone()), commits, feed),
@@ -236,7 +241,7 @@ pub fn measure(
 #[derive(Clone, Debug)]
 pub struct Record {
     /// The flow kind.
-    pub flow: ScdType,
+    pub flow: Flow,
     /// The workload's displacement D.
     pub displacement: u64,
     /// The workload's number of keys K.
@@ -264,7 +269,7 @@ pub struct Record {
 impl Record {
     /// The record of a [`Measurement`]; latencies of the first `warmup` commits are not counted.
     pub fn new(
-        flow: ScdType,
+        flow: Flow,
         workload: &Workload,
         system: System,
         m: &Measurement,
@@ -316,7 +321,7 @@ impl fmt::Display for Record {
         write!(
             f,
             "{:<10} D {:>7} K {:>7}  {:<10} {:>9.0} ev/s  p50 {:>7} µs  p90 {:>7}  p99 {:>7}  p99.9 {:>7}  max {:>8}",
-            flow_label(self.flow),
+            self.flow,
             self.displacement,
             self.keys,
             self.system,
@@ -348,15 +353,6 @@ impl fmt::Display for Record {
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// `scd1`, `scd2`, `bitemporal`.
-pub fn flow_label(flow: ScdType) -> &'static str {
-    match flow {
-        ScdType::Type1 => "scd1",
-        ScdType::Type2 => "scd2",
-        ScdType::Bitemporal => "bitemporal",
-    }
-}
-
 /// The benchmark's plan: two sweeps over one seeded event set.
 ///
 /// - The **displacement sweep** runs every D of `displacements` at the largest K of `keys`.
@@ -379,7 +375,7 @@ pub struct Suite {
     /// The key counts K.
     pub keys: Vec<u64>,
     /// Flow kinds.
-    pub flows: Vec<ScdType>,
+    pub flows: Vec<Flow>,
     /// Systems, measured in this order.
     pub systems: Vec<System>,
     /// Timely worker threads for the dataflow systems.
@@ -535,8 +531,14 @@ impl Suite {
             let w = self.workload(point);
             workload(&w);
             for &flow in &self.flows {
-                let target = gen::target(&w, flow);
-                let commits = gen::events(&w, &target);
+                let target = flow.target(&w);
+                let commits = match flow {
+                    Flow::Snapshot => Commits::snapshots(
+                        gen::events(&w, &gen::target(&w, ScdType::Type2)),
+                        target.image_len,
+                    ),
+                    _ => gen::events(&w, &target).into(),
+                };
                 let first = records.len();
                 for &system in &self.systems {
                     let m = measure(system, &target, commits.clone(), self.feed())?;
@@ -544,10 +546,7 @@ impl Suite {
                     each(&record);
                     records.push(record);
                 }
-                check_rows(
-                    &records[first..],
-                    flow == ScdType::Type1 && w.truncates > 0.0,
-                )?;
+                check_rows(&records[first..], flow == Flow::Scd1 && w.truncates > 0.0)?;
             }
         }
         Ok(records)
@@ -571,7 +570,7 @@ fn check_rows(records: &[Record], truncates: bool) -> Result<()> {
             ErrorKind::Internal,
             format!(
                 "bench: {} {}: {} rows at the end, the state loop {}",
-                flow_label(r.flow),
+                r.flow,
                 r.system,
                 r.rows.unwrap_or(0),
                 expected.rows.unwrap_or(0)

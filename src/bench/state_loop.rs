@@ -1,10 +1,10 @@
 //! The state-loop baseline: the engine's per-key state machines applied commit by commit in
-//! this thread, without timely.
+//! this thread, without timely (a snapshot flow's through the engine's snapshot diff state).
 
 use super::drive::Run;
+use super::source::{self, Batch, Commits};
 use super::Feed;
-use crate::engine::{BitemporalState, CdcState, CommitStats, Scd1State, Scd2State};
-use crate::event::Event;
+use crate::engine::{BitemporalState, CdcState, CommitStats, Scd1State, Scd2State, SnapshotState};
 use crate::plan::{ScdType, Target};
 use std::time::Instant;
 
@@ -28,13 +28,18 @@ fn state(target: &Target) -> Box<dyn CdcState> {
 
 /// Applies `commits` in order, waiting for each one's due time in an open loop, until the
 /// budget runs out.
-pub(super) fn run(target: &Target, commits: Vec<Vec<Event>>, feed: Feed) -> Run {
+pub(super) fn run(target: &Target, commits: Commits, feed: Feed) -> Run {
     let mut state = state(target);
-    let mut latencies = Vec::with_capacity(commits.len());
+    let mut snapshots = SnapshotState::new();
+    let n = commits.sizes().len();
+    let mut share = source::deal(commits, 1)
+        .pop()
+        .expect("one share for one worker");
+    let mut latencies = Vec::with_capacity(n);
     let mut rows = 0i64;
     let mut out = Vec::new();
     let start = Instant::now();
-    for (i, events) in commits.into_iter().enumerate() {
+    for i in 0..n {
         let due = feed.pacing.due(start, i);
         // The budget counts due times in an open loop, hand-over times in a closed one.
         let at = due.unwrap_or_else(Instant::now);
@@ -44,10 +49,15 @@ pub(super) fn run(target: &Target, commits: Vec<Vec<Event>>, feed: Feed) -> Run 
         {
             break;
         }
+        let batch = share.next().expect("i < n");
         if let Some(wait) = due.and_then(|d| d.checked_duration_since(Instant::now())) {
             std::thread::sleep(wait);
         }
         let handed = Instant::now();
+        let events = match batch {
+            Batch::Events(events) => events,
+            Batch::Snapshot(rows) => snapshots.diff(rows, i as i64 + 1),
+        };
         out.clear();
         state.apply(events, 0, &mut out, &mut CommitStats::default());
         latencies.push(due.unwrap_or(handed).elapsed());

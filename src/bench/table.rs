@@ -1,6 +1,6 @@
 //! The figures as Markdown tables (printed by `scdflow bench` and embedded in its report).
 
-use super::{flow_label, Record, System, MIB};
+use super::{Record, System, MIB};
 use std::fmt::Write;
 
 /// Every record, one row each, in the order given: flow, D, K, events per key, system,
@@ -28,7 +28,7 @@ pub fn markdown_table(records: &[Record]) -> String {
         let _ = writeln!(
             t,
             "| {} | {} | {} | {} | {} | {commits} | {:.0} | {} | {} | {} | {} | {} | {rss} | {state} |",
-            flow_label(r.flow),
+            r.flow,
             r.displacement,
             r.keys,
             per_key(r.history),
@@ -65,9 +65,7 @@ pub fn ratios_table(records: &[Record]) -> String {
         let _ = write!(
             t,
             "| {} | {} | {} |",
-            flow_label(ours.flow),
-            ours.displacement,
-            ours.keys
+            ours.flow, ours.displacement, ours.keys
         );
         for o in &others {
             let theirs = records.iter().find(|r| {

@@ -1,5 +1,9 @@
+use super::source::{deal, Batch};
 use super::*;
+use crate::event::{Event, EventKind};
 use crate::plan::ScdType;
+use crate::runtime::CommitEvents;
+use crate::value::{Row, Value};
 
 fn suite(displacements: Vec<u64>, keys: Vec<u64>) -> Suite {
     Suite {
@@ -11,7 +15,7 @@ fn suite(displacements: Vec<u64>, keys: Vec<u64>) -> Suite {
         batch: 100,
         displacements,
         keys,
-        flows: vec![ScdType::Type1, ScdType::Type2, ScdType::Bitemporal],
+        flows: Flow::ALL.to_vec(),
         systems: System::ALL.to_vec(),
         workers: 1,
         rate: None,
@@ -78,7 +82,7 @@ fn every_system_measures_every_commit() {
         s.rate = rate;
         let mut seen = 0;
         let records = s.run(|_| {}, |_| seen += 1).expect("run");
-        assert_eq!(records.len(), 3 * 3);
+        assert_eq!(records.len(), 4 * 3);
         assert_eq!(seen, records.len());
         for r in &records {
             assert_eq!(r.commits, 10, "{r}");
@@ -124,7 +128,7 @@ fn tables_have_a_row_per_record_and_ratios_per_point() {
     let table = markdown_table(&records);
     assert_eq!(table.lines().count(), 2 + records.len(), "{table}");
     let ratios = ratios_table(&records);
-    assert_eq!(ratios.lines().count(), 2 + 3, "{ratios}");
+    assert_eq!(ratios.lines().count(), 2 + 4, "{ratios}");
     assert!(ratios.contains("throughput vs state loop"), "{ratios}");
 }
 
@@ -184,8 +188,8 @@ fn warmup_commits_are_not_counted() {
         rss: None,
     };
     let w = Workload::default();
-    let all = Record::new(ScdType::Type1, &w, System::Scdflow, &m, 0);
-    let warm = Record::new(ScdType::Type1, &w, System::Scdflow, &m, 5);
+    let all = Record::new(Flow::Scd1, &w, System::Scdflow, &m, 0);
+    let warm = Record::new(Flow::Scd1, &w, System::Scdflow, &m, 5);
     assert!(all.latency.p90_us >= 49_000, "{:?}", all.latency);
     assert_eq!((warm.latency.count, warm.latency.max_us), (5, 10));
     assert_eq!(
@@ -198,4 +202,126 @@ fn warmup_commits_are_not_counted() {
     assert!(s.validate().is_err(), "no commit left to measure");
     s.warmup = 9;
     s.validate().unwrap();
+}
+
+fn upsert(key: i64, city: Option<&str>, authored: Option<Vec<bool>>) -> Event {
+    Event {
+        seq: Value::Int(0),
+        kind: EventKind::Upsert,
+        key: vec![Value::Int(key)],
+        image: vec![
+            Value::Int(key),
+            city.map_or(Value::Null, |c| Value::Str(c.into())),
+        ],
+        authored,
+        system: Value::Null,
+    }
+}
+
+fn snapshot_of(batch: Batch) -> Vec<(Row, Row)> {
+    let Batch::Snapshot(mut rows) = batch else {
+        panic!("a snapshot share makes snapshots")
+    };
+    rows.sort();
+    rows
+}
+
+/// A snapshot flow's source table: whole upserts set a row, partial ones only their authored
+/// columns (over NULLs for a new key), deletes remove it; each commit sees the whole table.
+#[test]
+fn snapshots_are_the_source_table_after_each_commit() {
+    let delete = Event {
+        kind: EventKind::Delete,
+        image: Vec::new(),
+        ..upsert(1, None, None)
+    };
+    let commits = vec![
+        vec![
+            upsert(1, Some("Oaxaca"), None),
+            upsert(2, Some("Puebla"), None),
+        ],
+        vec![upsert(2, None, Some(vec![true, false])), delete],
+        vec![upsert(3, Some("Tula"), Some(vec![true, true]))],
+        vec![upsert(3, None, Some(vec![true, false]))],
+    ];
+    let commits = commits
+        .into_iter()
+        .map(|e| CommitEvents {
+            events: vec![e],
+            ..CommitEvents::default()
+        })
+        .collect();
+    let row = |k: i64, city: &str| {
+        (
+            vec![Value::Int(k)],
+            vec![Value::Int(k), Value::Str(city.into())],
+        )
+    };
+    let mut share = deal(Commits::snapshots(commits, 2), 1).pop().unwrap();
+    assert_eq!(
+        snapshot_of(share.next().unwrap()),
+        [row(1, "Oaxaca"), row(2, "Puebla")]
+    );
+    assert_eq!(
+        snapshot_of(share.next().unwrap()),
+        [row(2, "Puebla")],
+        "a partial upsert keeps the other columns"
+    );
+    assert_eq!(
+        snapshot_of(share.next().unwrap()),
+        [row(2, "Puebla"), row(3, "Tula")]
+    );
+    assert_eq!(
+        snapshot_of(share.next().unwrap()),
+        [row(2, "Puebla"), row(3, "Tula")]
+    );
+    assert!(share.next().is_none());
+}
+
+/// Dealt to three workers, a snapshot's shares are disjoint and together the whole snapshot.
+#[test]
+fn snapshot_shares_partition_the_table() {
+    let w = Workload {
+        events: 3_000,
+        keys: 200,
+        commits: 15,
+        partial: 0.3,
+        ..Workload::default()
+    };
+    let commits = || {
+        Commits::snapshots(
+            gen::events(&w, &gen::target(&w, ScdType::Type2)),
+            1 + w.width,
+        )
+    };
+    let mut whole = deal(commits(), 1).pop().unwrap();
+    let mut shares = deal(commits(), 3);
+    for _ in 0..w.commits {
+        let expected = snapshot_of(whole.next().unwrap());
+        let parts: Vec<Vec<(Row, Row)>> = shares
+            .iter_mut()
+            .map(|s| snapshot_of(s.next().unwrap()))
+            .collect();
+        assert!(parts.iter().all(|p| !p.is_empty()), "every worker has keys");
+        let mut union = parts.concat();
+        union.sort();
+        assert_eq!(union, expected);
+    }
+}
+
+/// The snapshot flow on one and two workers: every system ends with the state loop's table
+/// size (`Suite::run` checks), and the table has history (more rows than keys).
+#[test]
+fn snapshot_flows_agree_across_systems() {
+    for workers in [1, 2] {
+        let mut s = suite(vec![100], vec![30]);
+        s.flows = vec![Flow::Snapshot];
+        s.workers = workers;
+        let records = s.run(|_| {}, |_| {}).expect("run");
+        assert_eq!(records.len(), 3);
+        for r in &records {
+            assert_eq!(r.flow, Flow::Snapshot);
+            assert!(r.rows.unwrap() > 30, "{r}");
+        }
+    }
 }

@@ -1,8 +1,8 @@
 //! clap definitions; validation only, no I/O.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use scdflow::bench::Flow;
 use scdflow::gen::Workload;
-use scdflow::plan::ScdType;
 use std::path::PathBuf;
 
 /// scdflow: correct SCD type 1 / type 2 tables from late, out-of-order change feeds.
@@ -235,7 +235,7 @@ pub struct BenchArgs {
     #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub workers: u16,
     /// Flow kinds to measure.
-    #[arg(long, value_name = "FLOW,...", value_enum, value_delimiter = ',', default_values_t = [FlowArg::Scd1, FlowArg::Scd2, FlowArg::Bitemporal])]
+    #[arg(long, value_name = "FLOW,...", value_enum, value_delimiter = ',', default_values_t = [FlowArg::Scd1, FlowArg::Scd2, FlowArg::Bitemporal, FlowArg::Snapshot])]
     pub flows: Vec<FlowArg>,
     /// Systems to measure, in this order.
     #[arg(long, value_name = "SYSTEM,...", value_enum, value_delimiter = ',', default_values_t = [SystemArg::Scdflow, SystemArg::StateLoop, SystemArg::DdReduce])]
@@ -296,9 +296,9 @@ impl BenchArgs {
         };
         let mut flows = Vec::new();
         for f in &self.flows {
-            let scd = ScdType::from(*f);
-            if !flows.contains(&scd) {
-                flows.push(scd);
+            let flow = Flow::from(*f);
+            if !flows.contains(&flow) {
+                flows.push(flow);
             }
         }
         let mut systems = Vec::new();
@@ -336,14 +336,18 @@ pub enum FlowArg {
     Scd2,
     /// Bitemporal.
     Bitemporal,
+    /// AUTO CDC FROM SNAPSHOT into SCD type 2: each commit a full snapshot of the source
+    /// table after the commit's events.
+    Snapshot,
 }
 
-impl From<FlowArg> for ScdType {
+impl From<FlowArg> for Flow {
     fn from(f: FlowArg) -> Self {
         match f {
-            FlowArg::Scd1 => ScdType::Type1,
-            FlowArg::Scd2 => ScdType::Type2,
-            FlowArg::Bitemporal => ScdType::Bitemporal,
+            FlowArg::Scd1 => Flow::Scd1,
+            FlowArg::Scd2 => Flow::Scd2,
+            FlowArg::Bitemporal => Flow::Bitemporal,
+            FlowArg::Snapshot => Flow::Snapshot,
         }
     }
 }

@@ -6,10 +6,9 @@
 //! "p50_us":..,"p90_us":..,"p99_us":..,"p999_us":..,"max_us":..}`.
 
 use anyhow::{bail, Context};
-use scdflow::bench::{Record, Summary};
+use scdflow::bench::{Flow, Record, Summary};
 use scdflow::gen::{self, Workload};
 use scdflow::io::OutputFormat;
-use scdflow::plan::ScdType;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,7 +46,7 @@ pub struct Figures {
 
 impl Figures {
     /// The figures as a record of `workload`'s point.
-    pub fn record(&self, workload: &Workload, flow: ScdType) -> Record {
+    pub fn record(&self, workload: &Workload, flow: Flow) -> Record {
         let us = |v: f64| v.max(0.0).round() as u64;
         Record {
             flow,
@@ -122,13 +121,13 @@ impl Peer {
     pub fn measure(
         &self,
         workload: &Workload,
-        flows: &[ScdType],
+        flows: &[Flow],
         warmup: u64,
     ) -> anyhow::Result<Vec<Record>> {
-        let flows: Vec<ScdType> = flows
+        let flows: Vec<Flow> = flows
             .iter()
             .copied()
-            .filter(|f| *f != ScdType::Bitemporal)
+            .filter(|f| matches!(f, Flow::Scd1 | Flow::Scd2))
             .collect();
         if flows.is_empty() {
             return Ok(Vec::new());
@@ -161,10 +160,10 @@ fn run(
     python: &str,
     script: &Path,
     events: &Path,
-    flow: ScdType,
+    flow: Flow,
     warmup: u64,
 ) -> anyhow::Result<Figures> {
-    let scd = if flow == ScdType::Type1 { "1" } else { "2" };
+    let scd = if flow == Flow::Scd1 { "1" } else { "2" };
     let out = Command::new(python)
         .arg(script)
         .arg("--events-dir")
@@ -239,7 +238,7 @@ mod tests {
             keys: 9,
             ..Workload::default()
         };
-        let r = f.record(&w, ScdType::Type2);
+        let r = f.record(&w, Flow::Scd2);
         assert_eq!(
             (r.system.as_str(), r.displacement, r.keys),
             ("duckdb", 7, 9)
@@ -290,20 +289,14 @@ print(json.dumps({"peer": "duckdb", "scd": int(args[3]), "events": len(os.listdi
             ..Workload::default()
         };
         write_events(&w, &events).unwrap();
-        let f = run(PYTHON, &script, &events, ScdType::Type1, 1).unwrap();
+        let f = run(PYTHON, &script, &events, Flow::Scd1, 1).unwrap();
         assert_eq!((f.scd, f.events, f.p999_us), (1, 3, 40.0));
         let peer = Peer {
             python: PYTHON.into(),
             script,
         };
-        let records = peer
-            .measure(
-                &w,
-                &[ScdType::Type1, ScdType::Type2, ScdType::Bitemporal],
-                1,
-            )
-            .unwrap();
+        let records = peer.measure(&w, &Flow::ALL, 1).unwrap();
         let flows: Vec<_> = records.iter().map(|r| r.flow).collect();
-        assert_eq!(flows, [ScdType::Type1, ScdType::Type2]);
+        assert_eq!(flows, [Flow::Scd1, Flow::Scd2]);
     }
 }

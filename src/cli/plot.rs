@@ -6,8 +6,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use scdflow::bench::{flow_label, Record};
-use scdflow::plan::ScdType;
+use scdflow::bench::{Flow, Record};
 use std::path::Path;
 
 /// One plot: `x` places records along the horizontal axis (evenly spaced categories), one
@@ -40,12 +39,7 @@ const COLOURS: [RGBColor; 6] = [
 const PERCENTILES: [&str; 4] = ["p50", "p90", "p99", "p99.9"];
 
 /// Writes `plot` of `records` for `flows` to `path`.
-pub fn write(
-    path: &Path,
-    plot: &Plot,
-    flows: &[ScdType],
-    records: &[Record],
-) -> anyhow::Result<()> {
+pub fn write(path: &Path, plot: &Plot, flows: &[Flow], records: &[Record]) -> anyhow::Result<()> {
     let width = PANEL.0 * flows.len().max(1) as u32 + LEGEND;
     let root = SVGBackend::new(path, (width, PANEL.1)).into_drawing_area();
     draw(&root, plot, flows, records)
@@ -61,7 +55,7 @@ type DrawResult = Result<(), Box<dyn std::error::Error>>;
 fn draw(
     root: &DrawingArea<SVGBackend, Shift>,
     plot: &Plot,
-    flows: &[ScdType],
+    flows: &[Flow],
     records: &[Record],
 ) -> DrawResult {
     root.fill(&WHITE)?;
@@ -106,7 +100,7 @@ fn draw(
         .zip(flows)
     {
         let mut chart = ChartBuilder::on(area)
-            .caption(flow_label(flow), ("sans-serif", 16))
+            .caption(flow.label(), ("sans-serif", 16))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(64)

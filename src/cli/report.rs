@@ -4,7 +4,7 @@
 use super::machine::Machine;
 use super::plot::{self, Plot};
 use anyhow::Context;
-use scdflow::bench::{flow_label, markdown_table, ratios_table, Record, Suite};
+use scdflow::bench::{markdown_table, ratios_table, Record, Suite};
 use scdflow::gen::Workload;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -127,7 +127,7 @@ fn markdown(r: &Report) -> String {
         suite
             .flows
             .iter()
-            .map(|f| flow_label(*f))
+            .map(|f| f.label())
             .collect::<Vec<_>>()
             .join(", "),
         suite

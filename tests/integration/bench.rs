@@ -64,10 +64,10 @@ fn tiny_run_prints_the_table_and_writes_the_report() {
         ),
         "{stdout}"
     );
-    // 3 displacements x 3 flows, each for every system.
+    // 3 displacements x 4 flows, each for every system.
     for system in ["scdflow", "state loop", "dd reduce"] {
         let rows = table_rows(&stdout, system);
-        assert_eq!(rows.len(), 9, "{system}: {stdout}");
+        assert_eq!(rows.len(), 12, "{system}: {stdout}");
         assert!(
             rows.iter().all(|r| r.contains("| 20 |")),
             "20 commits each: {rows:?}"
@@ -91,7 +91,7 @@ fn tiny_run_prints_the_table_and_writes_the_report() {
         md.contains("bench --events 2000 --keys 100 --batch 100 --report"),
         "{md}"
     );
-    assert_eq!(md.matches("| dd reduce |").count(), 9, "{md}");
+    assert_eq!(md.matches("| dd reduce |").count(), 12, "{md}");
     for svg in ["latency_vs_displacement.svg", "latency_vs_history.svg"] {
         assert!(md.contains(svg), "{md}");
         assert_svg(&dir.join(svg));
