@@ -71,6 +71,9 @@ macro_rules! cdc_step {
             }
             fn step(&mut self, events: Vec<Event>, now: i64, out: &mut Outputs<Self>) {
                 self.apply(events, now, &mut out.updates, &mut out.stats);
+                if self.emits_consolidated() {
+                    assert_consolidated(&out.updates);
+                }
             }
             fn table(&self) -> Vec<(Row, isize)> {
                 let mut rows = Vec::new();
@@ -82,6 +85,15 @@ macro_rules! cdc_step {
             }
         }
     };
+}
+
+/// What `CdcState::emits_consolidated` promises: each row at most once in a commit's output.
+fn assert_consolidated(updates: &[(Row, isize)]) {
+    let mut rows: Vec<&Row> = updates.iter().map(|(r, _)| r).collect();
+    rows.sort();
+    let n = rows.len();
+    rows.dedup();
+    assert_eq!(rows.len(), n, "not consolidated: {updates:?}");
 }
 
 cdc_step!(Scd1State, Scd1State::count_tombstones);

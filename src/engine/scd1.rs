@@ -276,12 +276,25 @@ impl CdcState for Scd1State {
         let (truncates, keyed): (Vec<Event>, Vec<Event>) = events
             .into_iter()
             .partition(|e| e.kind == EventKind::Truncate);
-        if let Some(t) = truncates.into_iter().map(|e| e.seq).max() {
+        let start = out.len();
+        let truncate = truncates.into_iter().map(|e| e.seq).max();
+        let truncated = truncate.is_some();
+        if let Some(t) = truncate {
             self.truncate(t, out, stats);
         }
         for (key, events) in group_by_key(keyed) {
             self.apply_key(key, events, now, out, stats);
         }
+        // Each key emits at most one retraction and one insertion, of rows that differ, and
+        // rows of different keys differ (keys are image columns); only a truncate's retraction
+        // can meet a key's re-insertion of the same row in one commit.
+        if truncated {
+            consolidate_from(out, start);
+        }
+    }
+
+    fn emits_consolidated(&self) -> bool {
+        true
     }
 }
 
