@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Checks that benches/peers/duckdb_incremental.py computes the same SCD1 and SCD2 tables as
 # `scdflow run` on the same files: byte-identical CSVs (same rows, order, NULL vs "" and quoting).
-# Not part of CI (it needs the `duckdb` Python package: python3 -m pip install --user duckdb).
+# With FLINK_PYTHON set, also that benches/peers/flink_dedup.py computes the same SCD1 table on
+# generated inputs without truncates (a, and f: JSON lines with stragglers).
+# Not part of CI (it needs the `duckdb` Python package: python3 -m pip install --user duckdb;
+# and for Flink, apache-flink in FLINK_PYTHON's environment plus Java).
 #
 # Usage: bash benches/peers/check.sh [WORKDIR]     (default: a fresh directory under /tmp)
 # SCDFLOW=path/to/scdflow uses that binary instead of `cargo run --release --`.
@@ -73,4 +76,18 @@ for d in a t s j ties; do
     compare "$W/$d" 1
     compare "$W/$d" 2
 done
+if [ -n "${FLINK_PYTHON:-}" ]; then
+    rm -rf "$W/f"
+    "${S[@]}" generate --out "$W/f" --events 20000 --keys 5000 --commits 25 --displacement 1000 --stragglers 0.05 --deletes 0.1 --format jsonl
+    "${S[@]}" run "$W/f/scd1.sql" --out "$W/f/out1" >/dev/null
+    for d in a f; do
+        "$FLINK_PYTHON" benches/peers/flink_dedup.py --events-dir "$W/$d/events" --out "$W/$d/flink_scd1.csv" >/dev/null
+        if cmp -s "$W/$d/out1/scd1.csv" "$W/$d/flink_scd1.csv"; then
+            echo "identical: $W/$d SCD1 (Flink)"
+        else
+            echo "DIFFERENT: $W/$d SCD1 (Flink)"; diff "$W/$d/out1/scd1.csv" "$W/$d/flink_scd1.csv" | head -20
+            fail=1
+        fi
+    done
+fi
 exit $fail

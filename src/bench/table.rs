@@ -5,7 +5,8 @@ use std::fmt::Write;
 
 /// Every record, one row each, in the order given: flow, D, K, events per key, system,
 /// commits measured (`n of C` when a budget stopped the run), throughput, latency percentiles
-/// (µs), peak RSS and the estimate of state per key.
+/// (µs; dashes for a peer that measures throughput only), peak RSS and the estimate of state
+/// per key.
 pub fn markdown_table(records: &[Record]) -> String {
     let mut t = String::from(
         "| flow | D | K | events/key | system | commits | events/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | peak RSS MiB | state B/key (est.) |\n\
@@ -25,20 +26,24 @@ pub fn markdown_table(records: &[Record]) -> String {
         } else {
             format!("{} of {}", r.commits, r.planned)
         };
+        // A peer that measures throughput only has no latencies.
+        let latency = if l.count == 0 {
+            "– | – | – | – | –".to_string()
+        } else {
+            format!(
+                "{} | {} | {} | {} | {}",
+                l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
+            )
+        };
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {} | {commits} | {:.0} | {} | {} | {} | {} | {} | {rss} | {state} |",
+            "| {} | {} | {} | {} | {} | {commits} | {:.0} | {latency} | {rss} | {state} |",
             r.flow,
             r.displacement,
             r.keys,
             per_key(r.history),
             r.system,
             r.events_per_second(),
-            l.p50_us,
-            l.p90_us,
-            l.p99_us,
-            l.p999_us,
-            l.max_us,
         );
     }
     t
@@ -76,11 +81,18 @@ pub fn ratios_table(records: &[Record]) -> String {
             });
             match theirs {
                 Some(theirs) => {
+                    let p99 = if theirs.latency.count == 0 {
+                        "–".to_string()
+                    } else {
+                        format!(
+                            "{:.2}x",
+                            theirs.latency.p99_us as f64 / ours.latency.p99_us.max(1) as f64
+                        )
+                    };
                     let _ = write!(
                         t,
-                        " {:.2}x | {:.2}x |",
+                        " {:.2}x | {p99} |",
                         ours.events_per_second() / theirs.events_per_second().max(1e-9),
-                        theirs.latency.p99_us as f64 / ours.latency.p99_us.max(1) as f64
                     );
                 }
                 None => t.push_str(" – | – |"),

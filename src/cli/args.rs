@@ -264,14 +264,23 @@ pub struct BenchArgs {
     /// percentiles against D and against history length per key.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
-    /// Also run the DuckDB peer (benches/peers/duckdb_incremental.py, SCD1 and SCD2) on the
-    /// same workloads written as CSV files; needs python3 with the duckdb package.
+    /// Also run the peers on the same workloads written as CSV files: DuckDB
+    /// (benches/peers/duckdb_incremental.py, SCD1 and SCD2; needs python3 with the duckdb
+    /// package) and Apache Flink (benches/peers/flink_dedup.py, SCD1 throughput; needs the
+    /// apache-flink package and Java). A peer that cannot run is skipped with a note.
     #[arg(long)]
     pub peers: bool,
     /// The DuckDB peer's script [default: benches/peers/duckdb_incremental.py of the source
     /// tree, else of the working directory].
     #[arg(long, value_name = "FILE")]
     pub peer_script: Option<PathBuf>,
+    /// The Flink peer's script [default: benches/peers/flink_dedup.py, found likewise].
+    #[arg(long, value_name = "FILE")]
+    pub flink_script: Option<PathBuf>,
+    /// The Python that runs the Flink peer (where apache-flink is installed, e.g. a virtual
+    /// environment's bin/python).
+    #[arg(long, value_name = "PYTHON", default_value = "python3")]
+    pub flink_python: String,
 }
 
 impl BenchArgs {

@@ -1,9 +1,10 @@
 //! `scdflow bench`: the reorder-latency benchmark (`scdflow::bench`), its table on stdout, and
-//! with `--report DIR` a report with plots; with `--peers`, the DuckDB peer on the same events.
+//! with `--report DIR` a report with plots; with `--peers`, the DuckDB and Flink peers on the
+//! same events.
 
 use super::args::BenchArgs;
 use super::machine::{self, Machine};
-use super::peers::Peer;
+use super::peers::{Events, Peer};
 use super::report::{self, Report};
 use anyhow::Context;
 use scdflow::bench::{markdown_table, ratios_table, Record};
@@ -18,15 +19,21 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("{}: cannot create", dir.display()))?;
     }
     let mut notes = Vec::new();
-    let peer = if args.peers {
-        let peer = Peer::find(args.peer_script.as_deref());
-        if peer.is_none() {
-            notes.push("the DuckDB peer was requested but could not run (see the note on stderr; `python3 -m pip install duckdb`)".to_string());
+    let mut peers = Vec::new();
+    if args.peers {
+        for peer in [
+            Peer::duckdb(args.peer_script.as_deref()),
+            Peer::flink(args.flink_script.as_deref(), &args.flink_python),
+        ] {
+            match peer {
+                Ok(peer) => peers.push(peer),
+                Err(note) => {
+                    eprintln!("note: {note}");
+                    notes.push(note);
+                }
+            }
         }
-        peer
-    } else {
-        None
-    };
+    }
     let command = machine::command_line();
     let when = machine::utc_now();
     let machine = Machine::probe();
@@ -41,22 +48,29 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         },
         |r| println!("  {r}"),
     )?;
-    if let Some(peer) = &peer {
-        for w in &workloads {
-            match peer.measure(w, &suite.flows, suite.warmup) {
+    for w in &workloads {
+        if !peers.iter().any(|p| p.measures_any(&suite.flows)) {
+            break;
+        }
+        let events = Events::write(w)?;
+        // A peer that fails is reported and not run again.
+        peers.retain(
+            |peer| match peer.measure(w, &events, &suite.flows, suite.warmup) {
                 Ok(measured) => {
                     for r in &measured {
                         println!("  {r}");
                     }
                     records.extend(measured);
+                    true
                 }
                 Err(e) => {
-                    eprintln!("warning: the DuckDB peer failed: {e:#}");
-                    notes.push(format!("the DuckDB peer failed: {e:#}"));
-                    break;
+                    let name = peer.name();
+                    eprintln!("warning: the {name} peer failed: {e:#}");
+                    notes.push(format!("the {name} peer failed: {e:#}"));
+                    false
                 }
-            }
-        }
+            },
+        );
     }
     if records.iter().any(|r| r.rss.is_some_and(|rss| !rss.reset)) {
         notes.push(

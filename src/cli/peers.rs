@@ -1,9 +1,11 @@
-//! `scdflow bench --peers`: the DuckDB peer (`benches/peers/duckdb_incremental.py`) on the same
-//! workloads, written as the CSV commit files of `scdflow generate`.
+//! `scdflow bench --peers`: the peers (`benches/peers/`) on the same workloads, written as the
+//! CSV commit files of `scdflow generate`: DuckDB (`duckdb_incremental.py`, SCD1 and SCD2,
+//! per-commit latency) and Apache Flink (`flink_dedup.py`, SCD1, throughput only).
 //!
-//! The script's contract: `python3 SCRIPT --events-dir DIR --scd 1|2 --json` prints, as its
-//! last line on stdout, `{"peer":"duckdb","scd":1,"events":N,"commits":C,"seconds":S,
-//! "p50_us":..,"p90_us":..,"p99_us":..,"p999_us":..,"max_us":..}`.
+//! A script's contract: `PYTHON SCRIPT --events-dir DIR --scd 1|2 --json --preload N` prints, as
+//! its last line on stdout, `{"peer":"duckdb","scd":1,"events":N,"commits":C,"seconds":S,
+//! "p50_us":..,"p90_us":..,"p99_us":..,"p999_us":..,"max_us":..}`; a peer without per-commit
+//! latencies leaves the percentiles out.
 
 use anyhow::{bail, Context};
 use scdflow::bench::{Flow, Record, Summary};
@@ -13,16 +15,47 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The interpreter the peer runs with.
-const PYTHON: &str = "python3";
+/// The interpreter the DuckDB peer runs with (and the Flink peer's default).
+pub const PYTHON: &str = "python3";
 
-/// Where the script lives in the source tree.
-const SCRIPT: &str = "benches/peers/duckdb_incremental.py";
+/// What a peer is and needs.
+struct Kind {
+    /// Its name in notes.
+    name: &'static str,
+    /// Where its script lives in the source tree.
+    script: &'static str,
+    /// The Python module it imports.
+    module: &'static str,
+    /// How to install that module.
+    install: &'static str,
+    /// Whether it needs a Java runtime.
+    java: bool,
+    /// The flows it measures.
+    flows: &'static [Flow],
+}
+
+const DUCKDB: Kind = Kind {
+    name: "DuckDB",
+    script: "benches/peers/duckdb_incremental.py",
+    module: "duckdb",
+    install: "-m pip install duckdb",
+    java: false,
+    flows: &[Flow::Scd1, Flow::Scd2],
+};
+
+const FLINK: Kind = Kind {
+    name: "Flink",
+    script: "benches/peers/flink_dedup.py",
+    module: "pyflink",
+    install: "-m pip install apache-flink",
+    java: true,
+    flows: &[Flow::Scd1],
+};
 
 /// The peer's figures, as its last stdout line gives them.
 #[derive(Debug, Deserialize, PartialEq)]
 pub struct Figures {
-    /// Its name (`duckdb`).
+    /// Its name (`duckdb`, `flink`).
     pub peer: String,
     /// 1 or 2.
     pub scd: u8,
@@ -32,22 +65,46 @@ pub struct Figures {
     pub commits: u64,
     /// Its wall time for all commits.
     pub seconds: f64,
-    /// Latency percentiles, microseconds.
-    pub p50_us: f64,
+    /// Latency percentiles, microseconds; absent for a peer that measures throughput only.
+    #[serde(default)]
+    pub p50_us: Option<f64>,
     /// 90th percentile.
-    pub p90_us: f64,
+    #[serde(default)]
+    pub p90_us: Option<f64>,
     /// 99th percentile.
-    pub p99_us: f64,
+    #[serde(default)]
+    pub p99_us: Option<f64>,
     /// 99.9th percentile.
-    pub p999_us: f64,
+    #[serde(default)]
+    pub p999_us: Option<f64>,
     /// The largest latency.
-    pub max_us: f64,
+    #[serde(default)]
+    pub max_us: Option<f64>,
 }
 
 impl Figures {
-    /// The figures as a record of `workload`'s point.
+    /// The figures as a record of `workload`'s point (no latencies, a count of 0, unless the
+    /// peer gave every percentile).
     pub fn record(&self, workload: &Workload, flow: Flow) -> Record {
         let us = |v: f64| v.max(0.0).round() as u64;
+        let latency = match (
+            self.p50_us,
+            self.p90_us,
+            self.p99_us,
+            self.p999_us,
+            self.max_us,
+        ) {
+            (Some(p50), Some(p90), Some(p99), Some(p999), Some(max)) => Summary {
+                count: self.commits,
+                p50_us: us(p50),
+                p90_us: us(p90),
+                p99_us: us(p99),
+                p999_us: us(p999),
+                max_us: us(max),
+                mean_us: 0,
+            },
+            _ => Summary::default(),
+        };
         Record {
             flow,
             displacement: workload.displacement,
@@ -58,89 +115,124 @@ impl Figures {
             commits: self.commits,
             planned: self.commits,
             seconds: self.seconds,
-            latency: Summary {
-                count: self.commits,
-                p50_us: us(self.p50_us),
-                p90_us: us(self.p90_us),
-                p99_us: us(self.p99_us),
-                p999_us: us(self.p999_us),
-                max_us: us(self.max_us),
-                mean_us: 0,
-            },
+            latency,
             rows: None,
             rss: None,
         }
     }
 }
 
-/// The DuckDB peer, ready to run.
+/// A peer, ready to run.
 pub struct Peer {
+    name: &'static str,
     python: String,
     script: PathBuf,
+    flows: &'static [Flow],
 }
 
 impl Peer {
-    /// The peer if its script exists and `python3 -c "import duckdb"` works; otherwise `None`,
-    /// after a note on stderr saying what is missing and how to install it.
-    pub fn find(script: Option<&Path>) -> Option<Peer> {
+    /// The DuckDB peer, with `script` or the source tree's.
+    pub fn duckdb(script: Option<&Path>) -> Result<Peer, String> {
+        Peer::find(&DUCKDB, script, PYTHON)
+    }
+
+    /// The Flink peer, with `script` or the source tree's, run by `python` (where
+    /// apache-flink is installed: often a virtual environment's).
+    pub fn flink(script: Option<&Path>, python: &str) -> Result<Peer, String> {
+        Peer::find(&FLINK, script, python)
+    }
+
+    /// The peer if its script exists, `python -c "import MODULE"` works and, where needed,
+    /// Java runs; otherwise a note saying what is missing and how to install it.
+    fn find(kind: &Kind, script: Option<&Path>, python: &str) -> Result<Peer, String> {
         let script = script.map(Path::to_path_buf).unwrap_or_else(|| {
-            let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(SCRIPT);
+            let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(kind.script);
             if source.exists() {
                 source
             } else {
-                PathBuf::from(SCRIPT)
+                PathBuf::from(kind.script)
             }
         });
+        let name = kind.name;
         if !script.is_file() {
-            eprintln!(
-                "note: --peers: no peer script at {}; skipping the DuckDB peer (give one with --peer-script)",
+            return Err(format!(
+                "the {name} peer was skipped: no script at {}",
                 script.display()
-            );
-            return None;
+            ));
         }
-        let duckdb = Command::new(PYTHON)
-            .args(["-c", "import duckdb"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !duckdb {
-            eprintln!(
-                "note: --peers: python3 cannot import duckdb; install it with `{PYTHON} -m pip install duckdb` \
-                 (skipping the DuckDB peer)"
-            );
-            return None;
+        let runs = |program: &str, args: &[&str]| {
+            Command::new(program)
+                .args(args)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        let import = format!("import {}", kind.module);
+        if !runs(python, &["-c", &import]) {
+            return Err(format!(
+                "the {name} peer was skipped: {python} cannot import {}; install it with `{python} {}`",
+                kind.module, kind.install
+            ));
         }
-        Some(Peer {
-            python: PYTHON.to_string(),
+        let java_home = std::env::var_os("JAVA_HOME").map(|h| Path::new(&h).join("bin/java"));
+        let java = java_home
+            .as_deref()
+            .and_then(Path::to_str)
+            .unwrap_or("java");
+        if kind.java && !runs(java, &["-version"]) {
+            return Err(format!(
+                "the {name} peer was skipped: it needs a Java runtime (11 or later) on PATH or in JAVA_HOME"
+            ));
+        }
+        Ok(Peer {
+            name,
+            python: python.to_string(),
             script,
+            flows: kind.flows,
         })
     }
 
-    /// Runs the peer over `workload` for each of `flows` it supports (SCD1, SCD2), with the
-    /// commit files written to a scratch directory that is removed afterwards; the first
-    /// `warmup` commits are bulk-loaded untimed (`--preload`).
+    /// `DuckDB`, `Flink`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Whether the peer measures any of `flows`.
+    pub fn measures_any(&self, flows: &[Flow]) -> bool {
+        flows.iter().any(|f| self.flows.contains(f))
+    }
+
+    /// Runs the peer over `workload`'s commit files in `events` ([`Events::write`]) for each
+    /// of `flows` it measures; the first `warmup` commits are bulk-loaded untimed
+    /// (`--preload`) by a peer that times commits.
     pub fn measure(
         &self,
         workload: &Workload,
+        events: &Events,
         flows: &[Flow],
         warmup: u64,
     ) -> anyhow::Result<Vec<Record>> {
-        let flows: Vec<Flow> = flows
-            .iter()
-            .copied()
-            .filter(|f| matches!(f, Flow::Scd1 | Flow::Scd2))
-            .collect();
-        if flows.is_empty() {
-            return Ok(Vec::new());
-        }
-        let scratch = Scratch::new()?;
-        let events = scratch.0.join(gen::EVENTS_DIR);
-        write_events(workload, &events)?;
         let mut records = Vec::new();
-        for flow in flows {
-            let figures = run(&self.python, &self.script, &events, flow, warmup)?;
+        for &flow in flows.iter().filter(|f| self.flows.contains(f)) {
+            let figures = run(&self.python, &self.script, &events.dir(), flow, warmup)?;
             records.push(figures.record(workload, flow));
         }
         Ok(records)
+    }
+}
+
+/// A workload's commit files, in a scratch directory removed on drop.
+pub struct Events(Scratch);
+
+impl Events {
+    /// Writes `workload` as `scdflow generate` does: `SCRATCH/events/commit_NNNNNN.csv`.
+    pub fn write(workload: &Workload) -> anyhow::Result<Events> {
+        let scratch = Scratch::new()?;
+        write_events(workload, &scratch.0.join(gen::EVENTS_DIR))?;
+        Ok(Events(scratch))
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.0 .0.join(gen::EVENTS_DIR)
     }
 }
 
@@ -247,6 +339,25 @@ mod tests {
         assert!((r.events_per_second() - 4000.0).abs() < 1e-6);
     }
 
+    /// A peer that measures throughput only (Flink) leaves the percentiles out: its record has
+    /// no latencies, and the table shows dashes for them.
+    #[test]
+    fn figures_without_latencies_are_throughput_only() {
+        let line =
+            r#"{"peer":"flink","scd":1,"events":1000,"commits":10,"seconds":0.25,"parallelism":2}"#;
+        let f = parse(line).unwrap();
+        assert_eq!(f.p50_us, None);
+        let r = f.record(&Workload::default(), Flow::Scd1);
+        assert_eq!(r.latency, Summary::default());
+        assert!((r.events_per_second() - 4000.0).abs() < 1e-6);
+        let table = scdflow::bench::markdown_table(&[r]);
+        let row = table.lines().last().unwrap();
+        assert!(
+            row.contains("| flink | 10 | 4000 | – | – | – | – | – |"),
+            "{row}"
+        );
+    }
+
     #[test]
     fn rejects_output_without_figures() {
         assert!(parse("").is_err());
@@ -290,13 +401,27 @@ print(json.dumps({"peer": "duckdb", "scd": int(args[3]), "events": len(os.listdi
         };
         write_events(&w, &events).unwrap();
         let f = run(PYTHON, &script, &events, Flow::Scd1, 1).unwrap();
-        assert_eq!((f.scd, f.events, f.p999_us), (1, 3, 40.0));
-        let peer = Peer {
-            python: PYTHON.into(),
-            script,
-        };
-        let records = peer.measure(&w, &Flow::ALL, 1).unwrap();
-        let flows: Vec<_> = records.iter().map(|r| r.flow).collect();
-        assert_eq!(flows, [Flow::Scd1, Flow::Scd2]);
+        assert_eq!((f.scd, f.events, f.p999_us), (1, 3, Some(40.0)));
+        let events = Events::write(&w).unwrap();
+        for (kind, expected) in [
+            (&DUCKDB, vec![Flow::Scd1, Flow::Scd2]),
+            (&FLINK, vec![Flow::Scd1]),
+        ] {
+            let peer = Peer {
+                name: kind.name,
+                python: PYTHON.into(),
+                script: script.clone(),
+                flows: kind.flows,
+            };
+            assert!(peer.measures_any(&Flow::ALL));
+            assert!(!peer.measures_any(&[Flow::Bitemporal, Flow::Snapshot]));
+            let records = peer.measure(&w, &events, &Flow::ALL, 1).unwrap();
+            let flows: Vec<_> = records.iter().map(|r| r.flow).collect();
+            assert_eq!(flows, expected, "{}", kind.name);
+        }
+        let dir = events.dir();
+        assert!(dir.join("commit_000003.csv").is_file());
+        drop(events);
+        assert!(!dir.exists(), "the scratch directory is removed");
     }
 }

@@ -61,14 +61,17 @@ fn draw(
     root.fill(&WHITE)?;
     let root = root.titled(&plot.title, ("sans-serif", 18))?;
     let (panels, legend) = root.split_horizontally(root.dim_in_pixel().0 - LEGEND);
+    // A peer that measures throughput only has nothing to plot.
+    let records: Vec<&Record> = records.iter().filter(|r| r.latency.count > 0).collect();
     let mut systems: Vec<&str> = Vec::new();
-    for r in records {
+    for r in &records {
         if !systems.contains(&r.system.as_str()) {
             systems.push(&r.system);
         }
     }
     let placed: Vec<(usize, &Record)> = records
         .iter()
+        .copied()
         .filter_map(|r| {
             let x = (plot.x)(r)?;
             Some((plot.ticks.iter().position(|(t, _)| *t == x)?, r))
