@@ -4,8 +4,12 @@
 //! Each worker holds the keys it owns. A new snapshot (its rows of those keys, at version `v`)
 //! turns every key whose image is new or changed into an upsert at sequence `v`, and every held
 //! key the snapshot no longer has into a delete at `v`; unchanged keys produce nothing. A key
-//! must occur once per snapshot (the driver rejects duplicates); if one repeats anyway, every
-//! occurrence that differs from the previous image is an upsert and the first is kept.
+//! must occur once per snapshot (the driver rejects duplicates); if one repeats anyway, each
+//! later occurrence is an upsert and the first is kept.
+//!
+//! The map is updated in place: each held image carries the number of the last snapshot that
+//! had its key, so a row costs one probe (an unchanged row moves nothing and is dropped), and one
+//! pass over the map afterwards deletes the keys the snapshot did not mark.
 //!
 //! Saved ([`Durable`]) key by key, with no worker-wide data.
 
@@ -20,7 +24,10 @@ use std::collections::hash_map::Entry;
 /// The previous snapshot of the keys one worker owns.
 #[derive(Debug, Default)]
 pub struct SnapshotState {
-    previous: KeyMap<Row>,
+    /// Per key, its image and the number of the last snapshot that had it.
+    previous: KeyMap<(Row, u64)>,
+    /// Snapshots diffed so far.
+    snapshots: u64,
 }
 
 impl SnapshotState {
@@ -51,21 +58,39 @@ impl SnapshotState {
             authored: None,
             system: Value::Null,
         };
+        self.snapshots += 1;
+        let this = self.snapshots;
         let mut events = Vec::new();
-        let mut next = KeyMap::with_capacity_and_hasher(snapshot.len(), Default::default());
         for (key, image) in snapshot {
-            let changed = self.previous.remove(&key).is_none_or(|old| old != image);
-            if changed {
-                events.push(event(EventKind::Upsert, key.clone(), image.clone()));
-            }
-            if let Entry::Vacant(v) = next.entry(key) {
-                v.insert(image);
+            match self.previous.entry(key) {
+                Entry::Occupied(mut o) => {
+                    if o.get().1 == this {
+                        events.push(event(EventKind::Upsert, o.key().clone(), image));
+                        continue;
+                    }
+                    let changed = o.get().0 != image;
+                    if changed {
+                        events.push(event(EventKind::Upsert, o.key().clone(), image.clone()));
+                    }
+                    let (held, seen) = o.get_mut();
+                    *seen = this;
+                    if changed {
+                        *held = image;
+                    }
+                }
+                Entry::Vacant(v) => {
+                    events.push(event(EventKind::Upsert, v.key().clone(), image.clone()));
+                    v.insert((image, this));
+                }
             }
         }
-        for (key, _) in self.previous.drain() {
-            events.push(event(EventKind::Delete, key, Vec::new()));
-        }
-        self.previous = next;
+        self.previous.retain(|key, (_, seen)| {
+            if *seen == this {
+                return true;
+            }
+            events.push(event(EventKind::Delete, key.clone(), Vec::new()));
+            false
+        });
         events
     }
 }
@@ -75,7 +100,7 @@ const TAG: &str = "snapshot";
 impl Durable for SnapshotState {
     fn save(&self, out: &mut FrameWriter) -> Result<()> {
         write_header(out, TAG, &())?;
-        for (key, image) in &self.previous {
+        for (key, (image, _)) in &self.previous {
             out.write(&(key, image))?;
         }
         Ok(())
@@ -84,7 +109,7 @@ impl Durable for SnapshotState {
     fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
         read_header::<()>(input, TAG)?;
         read_keys(input, owns, |key, image: Row| {
-            Ok(self.previous.insert(key, image).is_none())
+            Ok(self.previous.insert(key, (image, self.snapshots)).is_none())
         })
     }
 
