@@ -73,9 +73,10 @@ enum Inputs {
 }
 
 impl Inputs {
-    /// The handles, and the events they make: a snapshot flow's through [`SnapshotDiff`].
-    fn new<'s>(scope: Scope<'s, u64>, snapshots: bool) -> (Inputs, VecCollection<'s, u64, Event>) {
-        if snapshots {
+    /// The handles `share` is fed through, and the events they make: a snapshot flow's
+    /// through [`SnapshotDiff`].
+    fn new<'s>(scope: Scope<'s, u64>, share: &Share) -> (Inputs, VecCollection<'s, u64, Event>) {
+        if let Share::Snapshots(..) = share {
             let (rows, snapshot) = scope.new_collection();
             let (versions, version) = scope.new_collection();
             (
@@ -133,7 +134,6 @@ pub(super) fn drive(dataflow: Dataflow, commits: Commits, feed: Feed) -> Result<
     } = feed;
     let workers = workers.max(1);
     let limit = Arc::new(AtomicUsize::new(usize::MAX));
-    let snapshots = matches!(commits, Commits::Snapshots(_));
     let n = commits.sizes().len();
     let shares: Arc<Vec<Mutex<Option<Share>>>> = Arc::new(
         source::deal(commits, workers)
@@ -160,7 +160,7 @@ pub(super) fn drive(dataflow: Dataflow, commits: Commits, feed: Feed) -> Result<
         let rows = Rc::new(Cell::new(0i64));
         let count = Rc::clone(&rows);
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
-            let (inputs, events) = Inputs::new(scope, snapshots);
+            let (inputs, events) = Inputs::new(scope, &share);
             dataflow.render(events).inner.probe_with(&probe).sink(
                 Pipeline,
                 "Count",

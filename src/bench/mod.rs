@@ -12,8 +12,9 @@
 //! ([`Commits::snapshots`]), so its commits cost O(table) by nature:
 //!
 //! - [`System::Scdflow`]: the engine's operators ([`crate::operators`]: [`Scd1`], [`Scd2`],
-//!   [`Bitemporal`], after [`SnapshotDiff`] for snapshots) on timely workers, events dealt round-robin as [`crate::runtime`] deals
-//!   them; the output is counted and dropped (the runtime would keep it for the CLI's files);
+//!   [`Bitemporal`], after [`SnapshotDiff`] for snapshots) on timely workers, events dealt
+//!   round-robin as [`crate::runtime`] deals them; the output is counted and dropped (the
+//!   runtime would keep it for the CLI's files);
 //! - [`System::StateLoop`]: the engine's per-key state machines ([`crate::engine`]) applied
 //!   commit by commit in one thread, without timely: the proxy for the physical limit;
 //! - [`System::DdReduce`]: the same semantics as a plain differential `reduce` per key that
