@@ -12,6 +12,9 @@
 //! runs it really changes. With partial updates (D6) each later event's folded image may
 //! change, so the walk continues until the folds agree again.
 //!
+//! A commit whose events of a key all come after the key's last stored sequence (the in-order
+//! case) can only change the open run, the last one: it is updated in place, without a walk.
+//!
 //! Deletes stay in the history, so late events older than a delete never resurrect a version
 //! past it. A delete that closes a version is part of the table (it is that version's
 //! `__END_AT`) and stays as long as the history does. A delete that closes nothing (of a key
@@ -198,6 +201,13 @@ impl CdcState for Scd2State {
             let history = match self.keys.entry(key) {
                 Entry::Occupied(o) => o.into_mut(),
                 Entry::Vacant(v) => v.insert(History::default()),
+            };
+            let events = match history.append(events, &self.shape, out) {
+                Ok(tombstones) => {
+                    self.held.add(tombstones, stats);
+                    continue;
+                }
+                Err(events) => events,
             };
             let probes = history.probes(&events);
             let tombstones_before = history.tombstones_at(&probes);
@@ -443,6 +453,114 @@ impl History {
             });
         }
         changed
+    }
+
+    /// Stores `events` if they all come after the stored ones, at distinct sequences, and emits
+    /// the row updates; returns the change in tombstones. Otherwise gives `events` back for
+    /// [`History::absorb`] and [`History::rederive`].
+    fn append(
+        &mut self,
+        events: Vec<Event>,
+        shape: &Shape,
+        out: &mut Vec<(Row, isize)>,
+    ) -> std::result::Result<i64, Vec<Event>> {
+        let after_last =
+            |first: &Event| self.events.last().is_none_or(|(last, _)| *last < first.seq);
+        let ascending = events.windows(2).all(|w| w[0].seq < w[1].seq);
+        if !(ascending && events.first().is_some_and(after_last)) {
+            return Err(events);
+        }
+        // Only the open run's row can disappear, and only runs closed here or open at the end
+        // can appear; the open row is compared as a whole, so an upsert that leaves it as it
+        // was emits nothing.
+        let open_before = self.open_row();
+        let tombstones = events
+            .into_iter()
+            .map(|event| self.append_one(event, shape, out))
+            .sum();
+        match (open_before, self.open_row()) {
+            (Some(before), Some(after)) if before == after => {}
+            (before, after) => {
+                out.extend(before.map(|r| (r, -1)));
+                out.extend(after.map(|r| (r, 1)));
+            }
+        }
+        Ok(tombstones)
+    }
+
+    /// The row of the open run (the last one, if the last event is an upsert).
+    fn open_row(&self) -> Option<Row> {
+        let (_, last) = self.events.last()?;
+        if last.kind != EventKind::Upsert {
+            return None;
+        }
+        let (start, run) = self
+            .runs
+            .last()
+            .expect("an upsert always lies inside a run");
+        Some(row(start, run, last.folded()))
+    }
+
+    /// Stores `event`, whose sequence is past every stored one, and emits the row of the run it
+    /// closes, if any: only the open run can change. Returns whether the event is a new
+    /// tombstone: it has no successor and is the predecessor of nothing, so no other event's
+    /// status changes.
+    fn append_one(&mut self, event: Event, shape: &Shape, out: &mut Vec<(Row, isize)>) -> i64 {
+        let History { events, runs } = self;
+        let seq = event.seq.clone();
+        let open = events
+            .last()
+            .map(|(_, e)| e)
+            .filter(|e| e.kind == EventKind::Upsert);
+        let mut close = |image: &Row| {
+            let (start, run) = runs.last_mut().expect("an upsert always lies inside a run");
+            run.end = Some(seq.clone());
+            out.push((row(start, run, image), 1));
+        };
+        if event.kind != EventKind::Upsert {
+            let tombstone = match open {
+                Some(last) => {
+                    close(last.folded());
+                    0
+                }
+                None => 1,
+            };
+            events.push(seq, Stored::from_event(event));
+            return tombstone;
+        }
+        let mut stored = Stored::from_event(event);
+        if shape.partial {
+            let nulls;
+            let before = match open {
+                Some(last) => last.folded(),
+                None => {
+                    nulls = vec![Value::Null; shape.image_len];
+                    &nulls
+                }
+            };
+            let folded = shape.fold(before, &stored);
+            if folded != stored.image {
+                stored.folded = Some(folded);
+            }
+        }
+        match open {
+            Some(last) if shape.tracked_eq(last.folded(), stored.folded()) => {
+                let (_, run) = runs.last_mut().expect("an upsert always lies inside a run");
+                run.last.clone_from(&seq);
+            }
+            _ => {
+                if let Some(last) = open {
+                    close(last.folded());
+                }
+                let run = Run {
+                    end: None,
+                    last: seq.clone(),
+                };
+                runs.push(seq.clone(), run);
+            }
+        }
+        events.push(seq, stored);
+        0
     }
 
     /// Re-derives the runs affected by events changed (inserted, replaced or removed) in

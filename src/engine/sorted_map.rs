@@ -95,6 +95,34 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
         }
     }
 
+    /// The entry with the greatest key.
+    pub(crate) fn last(&self) -> Option<(&K, &V)> {
+        match self {
+            SortedMap::Small(v) => v.last().map(|(k, v)| (k, v)),
+            SortedMap::Large(m) => m.last_key_value(),
+        }
+    }
+
+    /// The entry with the greatest key, its value mutably.
+    pub(crate) fn last_mut(&mut self) -> Option<(&K, &mut V)> {
+        match self {
+            SortedMap::Small(v) => v.last_mut().map(|(k, v)| (&*k, v)),
+            SortedMap::Large(m) => m.iter_mut().next_back(),
+        }
+    }
+
+    /// Inserts `value` at `key`, which must be greater than every key present: in the vector
+    /// that is a push, without a search.
+    pub(crate) fn push(&mut self, key: K, value: V) {
+        debug_assert!(self.last().is_none_or(|(last, _)| *last < key));
+        match self {
+            SortedMap::Small(v) if v.len() < SMALL => v.push((key, value)),
+            _ => {
+                self.insert(key, value);
+            }
+        }
+    }
+
     /// Whether `key` is present.
     pub(crate) fn contains_key(&self, key: &K) -> bool {
         self.get(key).is_some()
@@ -244,6 +272,10 @@ mod tests {
         for step in 0..2000u32 {
             x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345) % 97;
             match step % 5 {
+                0 | 1 if theirs.last_key_value().is_none_or(|(k, _)| *k < x) => {
+                    ours.push(x, step);
+                    theirs.insert(x, step);
+                }
                 0 | 1 => assert_eq!(ours.insert(x, step), theirs.insert(x, step)),
                 2 => assert_eq!(ours.remove(&x), theirs.remove(&x)),
                 3 => {
@@ -266,6 +298,9 @@ mod tests {
                 }
             }
             assert_eq!(ours.get(&x), theirs.get(&x));
+            assert_eq!(ours.last(), theirs.last_key_value());
+            let last = ours.last_mut().map(|(k, v)| (*k, *v));
+            assert_eq!(last, theirs.last_key_value().map(|(k, v)| (*k, *v)));
             assert_eq!(ours.is_empty(), theirs.is_empty());
         }
     }
