@@ -42,6 +42,7 @@ use crate::value::{Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::consolidate_from;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
@@ -583,8 +584,7 @@ impl History {
                 .entry(seq)
                 .or_insert_with(|| old.unwrap_or_else(|| ev.image.clone()));
         }
-        let mut old: BTreeMap<Value, Run> =
-            runs.drain_range(&from, stop.as_ref()).into_iter().collect();
+        let old = runs.drain_range(&from, stop.as_ref());
         // Compare rows by content (not by which event gives the image), so a key never emits a
         // row it also retracts: the output is consolidated without sorting it.
         let image_before = |run: &Run| {
@@ -592,20 +592,34 @@ impl History {
                 .get(&run.last)
                 .unwrap_or_else(|| folded_at(events, &run.last))
         };
-        for (start, run) in derived {
-            let unchanged = old.get(&start).is_some_and(|o| {
-                o.end == run.end && image_before(o) == folded_at(events, &run.last)
-            });
-            if unchanged {
-                old.remove(&start);
-            } else {
-                out.push((row(&start, &run, folded_at(events, &run.last)), 1));
+        let mut retract = |start: &Value, run: &Run| {
+            out.push((row(start, run, image_before(run)), -1));
+        };
+        // Both are in start order: merging pairs each derived run with the old run of its start.
+        let mut old = old.into_iter().peekable();
+        let mut added = Vec::new();
+        for (start, run) in &derived {
+            while let Some((s, o)) = old.next_if(|(s, _)| s < start) {
+                retract(&s, &o);
             }
-            runs.insert(start, run);
+            let image = folded_at(events, &run.last);
+            let unchanged = match old.next_if(|(s, _)| s == start) {
+                Some((_, o)) if o.end == run.end && image_before(&o) == image => true,
+                Some((s, o)) => {
+                    retract(&s, &o);
+                    false
+                }
+                None => false,
+            };
+            if !unchanged {
+                added.push((row(start, run, image), 1));
+            }
         }
-        for (start, run) in old {
-            out.push((row(&start, &run, image_before(&run)), -1));
+        for (s, o) in old {
+            retract(&s, &o);
         }
+        out.append(&mut added);
+        runs.insert_run(derived);
     }
 
     /// Derives runs from the run open just before `lo` until the derivation meets the old runs
@@ -618,9 +632,11 @@ impl History {
         shape: &Shape,
     ) -> (Value, Vec<(Value, Run)>, Bound<Value>, Vec<(Value, Row)>) {
         let History { events, runs } = self;
-        let nulls = vec![Value::Null; shape.image_len];
-        // The open run as `(start, last upsert)`, and (partial targets) the folded image before
-        // the current event, which is the open run's image, or all NULL after a delete.
+        // Only partial targets fold into NULLs.
+        let nulls = || vec![Value::Null; if shape.partial { shape.image_len } else { 0 }];
+        // The open run as `(start, last upsert)`, and the folded image before the current event:
+        // the open run's image, or (partial targets) all NULL after a delete. Whole images are
+        // borrowed from the events, never copied.
         let (from, mut open, mut folded) = match events.last_before(Excluded(lo)) {
             Some((p, pe)) if pe.kind == EventKind::Upsert => {
                 let (start, _) = runs
@@ -629,10 +645,10 @@ impl History {
                 (
                     start.clone(),
                     Some((start.clone(), p.clone())),
-                    pe.folded().clone(),
+                    Cow::Borrowed(pe.folded()),
                 )
             }
-            _ => (lo.clone(), None, nulls.clone()),
+            _ => (lo.clone(), None, Cow::Owned(nulls())),
         };
         let mut derived: Vec<(Value, Run)> = Vec::new();
         let mut refolded: Vec<(Value, Row)> = Vec::new();
@@ -643,14 +659,13 @@ impl History {
                 derived.push((start, Run { end, last }));
             }
         };
-        let mut cursor: Bound<Value> = Included(lo.clone());
-        while let Some((seq, ev)) = events.first_from(cursor.as_ref()) {
-            cursor = Excluded(seq.clone());
+        let mut rest = events.range_from(Included(lo));
+        while let Some((seq, ev)) = rest.next() {
             let past = seq > hi;
             if ev.kind != EventKind::Upsert {
                 close(&mut open, Some(seq.clone()), &mut derived);
                 if shape.partial {
-                    folded.clone_from(&nulls);
+                    folded = Cow::Owned(nulls());
                 }
                 if past {
                     return (from, derived, Excluded(seq.clone()), refolded);
@@ -658,16 +673,12 @@ impl History {
                 continue;
             }
             let image = if shape.partial {
-                shape.fold(&folded, ev)
+                Cow::Owned(shape.fold(&folded, ev))
             } else {
-                ev.image.clone()
+                Cow::Borrowed(&ev.image)
             };
-            let starts = match &open {
-                None => true,
-                Some(_) if shape.partial => !shape.tracked_eq(&folded, &image),
-                Some((_, last)) => !shape.tracked_eq(folded_at(events, last), &image),
-            };
-            if past && starts && runs.contains_key(seq) && *ev.folded() == image {
+            let starts = open.is_none() || !shape.tracked_eq(&folded, &image);
+            if past && starts && runs.contains_key(seq) && *ev.folded() == *image {
                 close(&mut open, Some(seq.clone()), &mut derived);
                 return (from, derived, Excluded(seq.clone()), refolded);
             }
@@ -679,8 +690,9 @@ impl History {
                 if let Some((_, last)) = open.as_mut() {
                     last.clone_from(&run.last);
                 }
+                folded = Cow::Borrowed(folded_at(events, &run.last));
                 match &run.end {
-                    Some(end) => cursor = Included(end.clone()),
+                    Some(end) => rest = events.range_from(Included(end)),
                     None => break,
                 }
                 continue;
@@ -691,12 +703,10 @@ impl History {
             } else if let Some((_, last)) = open.as_mut() {
                 last.clone_from(seq);
             }
-            if shape.partial {
-                if *ev.folded() != image {
-                    refolded.push((seq.clone(), image.clone()));
-                }
-                folded = image;
+            if shape.partial && *ev.folded() != *image {
+                refolded.push((seq.clone(), image.clone().into_owned()));
             }
+            folded = image;
         }
         close(&mut open, None, &mut derived);
         (from, derived, Unbounded, refolded)

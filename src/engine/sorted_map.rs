@@ -52,9 +52,21 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
 
     /// The entries in key order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.range_from(Bound::Unbounded)
+    }
+
+    /// The entries with keys at or after `bound`, in key order.
+    pub(crate) fn range_from(&self, bound: Bound<&K>) -> impl Iterator<Item = (&K, &V)> {
         let (small, large) = match self {
-            SortedMap::Small(v) => (Some(v.iter().map(|(k, v)| (k, v))), None),
-            SortedMap::Large(m) => (None, Some(m.iter())),
+            SortedMap::Small(v) => {
+                let start = match bound {
+                    Bound::Included(b) => v.partition_point(|(k, _)| k < b),
+                    Bound::Excluded(b) => v.partition_point(|(k, _)| k <= b),
+                    Bound::Unbounded => 0,
+                };
+                (Some(v[start..].iter().map(|(k, v)| (k, v))), None)
+            }
+            SortedMap::Large(m) => (None, Some(m.range((bound, Bound::Unbounded)))),
         };
         small
             .into_iter()
@@ -181,16 +193,28 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
 
     /// The first entry with a key at or after `bound`.
     pub(crate) fn first_from(&self, bound: Bound<&K>) -> Option<(&K, &V)> {
+        self.range_from(bound).next()
+    }
+
+    /// Inserts `entries`, in strictly ascending key order, with no present key between the
+    /// first and the last: in the vector, one shift for all of them.
+    pub(crate) fn insert_run(&mut self, entries: Vec<(K, V)>) {
         match self {
-            SortedMap::Small(v) => {
-                let start = match bound {
-                    Bound::Included(b) => v.partition_point(|(k, _)| k < b),
-                    Bound::Excluded(b) => v.partition_point(|(k, _)| k <= b),
-                    Bound::Unbounded => 0,
+            SortedMap::Small(v) if v.len() + entries.len() <= SMALL => {
+                let Some((first, _)) = entries.first() else {
+                    return;
                 };
-                v.get(start).map(|(k, val)| (k, val))
+                let at = v.partition_point(|(k, _)| k < first);
+                debug_assert!(entries
+                    .last()
+                    .is_some_and(|(last, _)| v.get(at).is_none_or(|(next, _)| last < next)));
+                v.splice(at..at, entries);
             }
-            SortedMap::Large(m) => m.range((bound, Bound::Unbounded)).next(),
+            _ => {
+                for (k, v) in entries {
+                    self.insert(k, v);
+                }
+            }
         }
     }
 
@@ -300,6 +324,10 @@ mod tests {
                         .filter_map(|k| theirs.remove_entry(&k))
                         .collect();
                     assert_eq!(a, b);
+                    // Half of the drained range comes back, in one run.
+                    let back: Vec<(u32, u32)> = a.into_iter().step_by(2).collect();
+                    theirs.extend(back.iter().copied());
+                    ours.insert_run(back);
                 }
             }
             assert_eq!(ours.get(&x), theirs.get(&x));
