@@ -60,23 +60,31 @@ pub trait CdcState: 'static {
 }
 
 /// Groups events by key and removes exact duplicates (D1); within a group events are in event
-/// order, and the first event of each group has given its key to the group. Groups come in key-hash order: sorting on a precomputed hash first keeps a large
-/// commit's sort away from comparing keys value by value.
+/// order, and the first event of each group has given its key to the group. Groups come in
+/// key-hash order: sorting on a precomputed hash first keeps a large commit's sort away from
+/// comparing keys value by value.
 fn group_by_key(events: Vec<Event>) -> Vec<(Row, Vec<Event>)> {
     use std::hash::BuildHasher;
     let hasher = foldhash::fast::FixedState::default();
-    let mut hashed: Vec<(u64, Event)> = events
-        .into_iter()
-        .map(|e| (hasher.hash_one(&e.key), e))
+    // Sorts positions, not events: an event is large to move, and the hash settles nearly every
+    // comparison.
+    let mut order: Vec<(u64, usize)> = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (hasher.hash_one(&e.key), i))
         .collect();
-    hashed.sort_unstable_by(|(ha, a), (hb, b)| {
-        ha.cmp(hb)
-            .then_with(|| a.key.cmp(&b.key))
-            .then_with(|| a.cmp(b))
+    order.sort_unstable_by(|(ha, a), (hb, b)| {
+        ha.cmp(hb).then_with(|| {
+            let (a, b) = (&events[*a], &events[*b]);
+            a.key.cmp(&b.key).then_with(|| a.cmp(b))
+        })
     });
-    hashed.dedup_by(|(_, a), (_, b)| a == b);
+    order.dedup_by(|(hb, b), (ha, a)| ha == hb && events[*a] == events[*b]);
+    // Taken out in sorted order. `Option<Event>` is as large as `Event`, so this keeps the buffer.
+    let mut events: Vec<Option<Event>> = events.into_iter().map(Some).collect();
     let mut groups: Vec<(Row, Vec<Event>)> = Vec::new();
-    for (_, mut event) in hashed {
+    for (_, i) in order {
+        let mut event = events[i].take().expect("each position is taken once");
         match groups.last_mut() {
             Some((key, group)) if *key == event.key => group.push(event),
             // The group owns the key; the states never read an event's own key.

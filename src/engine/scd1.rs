@@ -114,20 +114,20 @@ impl Scd1State {
     fn apply_key(
         &mut self,
         key: Row,
-        events: Vec<Event>,
+        mut live: Vec<Event>,
         now: i64,
         out: &mut Vec<(Row, isize)>,
         stats: &mut CommitStats,
     ) {
-        let t = self.truncated_at.clone();
-        let (live, stale): (Vec<Event>, Vec<Event>) = events
-            .into_iter()
-            .partition(|e| t.as_ref().is_none_or(|t| e.seq > *t));
-        stats.stale_events += stale.len() as u64;
+        if let Some(t) = &self.truncated_at {
+            let all = live.len();
+            live.retain(|e| e.seq > *t);
+            stats.stale_events += (all - live.len()) as u64;
+        }
         if live.is_empty() {
             return;
         }
-        let t = t.as_ref();
+        let t = self.truncated_at.as_ref();
         let (partial, image_len) = (self.partial, self.image_len);
         let Some(state) = self.keys.get_mut(&key) else {
             let mut live = live.into_iter();
@@ -267,22 +267,26 @@ fn shown_ref(winner: &Event, truncated_at: Option<&Value>) -> Option<Row> {
 impl CdcState for Scd1State {
     fn apply(
         &mut self,
-        events: Vec<Event>,
+        mut events: Vec<Event>,
         now: i64,
         out: &mut Vec<(Row, isize)>,
         stats: &mut CommitStats,
     ) {
         self.collect_tombstones(now, stats);
-        let (truncates, keyed): (Vec<Event>, Vec<Event>) = events
-            .into_iter()
-            .partition(|e| e.kind == EventKind::Truncate);
+        let is_truncate = |e: &Event| e.kind == EventKind::Truncate;
+        let truncate = events
+            .iter()
+            .filter(|e| is_truncate(e))
+            .map(|e| &e.seq)
+            .max()
+            .cloned();
         let start = out.len();
-        let truncate = truncates.into_iter().map(|e| e.seq).max();
         let truncated = truncate.is_some();
         if let Some(t) = truncate {
+            events.retain(|e| !is_truncate(e));
             self.truncate(t, out, stats);
         }
-        for (key, events) in group_by_key(keyed) {
+        for (key, events) in group_by_key(events) {
             self.apply_key(key, events, now, out, stats);
         }
         // Each key emits at most one retraction and one insertion, of rows that differ, and

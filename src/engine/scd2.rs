@@ -12,6 +12,9 @@
 //! runs it really changes. With partial updates (D6) each later event's folded image may
 //! change, so the walk continues until the folds agree again.
 //!
+//! A commit whose events of a key all come after the key's last stored sequence (the in-order
+//! case) can only change the open run, the last one: it is updated in place, without a walk.
+//!
 //! Deletes stay in the history, so late events older than a delete never resurrect a version
 //! past it. A delete that closes a version is part of the table (it is that version's
 //! `__END_AT`) and stays as long as the history does. A delete that closes nothing (of a key
@@ -39,6 +42,7 @@ use crate::value::{Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::consolidate_from;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
@@ -198,6 +202,13 @@ impl CdcState for Scd2State {
             let history = match self.keys.entry(key) {
                 Entry::Occupied(o) => o.into_mut(),
                 Entry::Vacant(v) => v.insert(History::default()),
+            };
+            let events = match history.append(events, &self.shape, out) {
+                Ok(tombstones) => {
+                    self.held.add(tombstones, stats);
+                    continue;
+                }
+                Err(events) => events,
             };
             let probes = history.probes(&events);
             let tombstones_before = history.tombstones_at(&probes);
@@ -445,6 +456,114 @@ impl History {
         changed
     }
 
+    /// Stores `events` if they all come after the stored ones, at distinct sequences, and emits
+    /// the row updates; returns the change in tombstones. Otherwise gives `events` back for
+    /// [`History::absorb`] and [`History::rederive`].
+    fn append(
+        &mut self,
+        events: Vec<Event>,
+        shape: &Shape,
+        out: &mut Vec<(Row, isize)>,
+    ) -> std::result::Result<i64, Vec<Event>> {
+        let after_last =
+            |first: &Event| self.events.last().is_none_or(|(last, _)| *last < first.seq);
+        let ascending = events.windows(2).all(|w| w[0].seq < w[1].seq);
+        if !(ascending && events.first().is_some_and(after_last)) {
+            return Err(events);
+        }
+        // Only the open run's row can disappear, and only runs closed here or open at the end
+        // can appear; the open row is compared as a whole, so an upsert that leaves it as it
+        // was emits nothing.
+        let open_before = self.open_row();
+        let tombstones = events
+            .into_iter()
+            .map(|event| self.append_one(event, shape, out))
+            .sum();
+        match (open_before, self.open_row()) {
+            (Some(before), Some(after)) if before == after => {}
+            (before, after) => {
+                out.extend(before.map(|r| (r, -1)));
+                out.extend(after.map(|r| (r, 1)));
+            }
+        }
+        Ok(tombstones)
+    }
+
+    /// The row of the open run (the last one, if the last event is an upsert).
+    fn open_row(&self) -> Option<Row> {
+        let (_, last) = self.events.last()?;
+        if last.kind != EventKind::Upsert {
+            return None;
+        }
+        let (start, run) = self
+            .runs
+            .last()
+            .expect("an upsert always lies inside a run");
+        Some(row(start, run, last.folded()))
+    }
+
+    /// Stores `event`, whose sequence is past every stored one, and emits the row of the run it
+    /// closes, if any: only the open run can change. Returns whether the event is a new
+    /// tombstone: it has no successor and is the predecessor of nothing, so no other event's
+    /// status changes.
+    fn append_one(&mut self, event: Event, shape: &Shape, out: &mut Vec<(Row, isize)>) -> i64 {
+        let History { events, runs } = self;
+        let seq = event.seq.clone();
+        let open = events
+            .last()
+            .map(|(_, e)| e)
+            .filter(|e| e.kind == EventKind::Upsert);
+        let mut close = |image: &Row| {
+            let (start, run) = runs.last_mut().expect("an upsert always lies inside a run");
+            run.end = Some(seq.clone());
+            out.push((row(start, run, image), 1));
+        };
+        if event.kind != EventKind::Upsert {
+            let tombstone = match open {
+                Some(last) => {
+                    close(last.folded());
+                    0
+                }
+                None => 1,
+            };
+            events.push(seq, Stored::from_event(event));
+            return tombstone;
+        }
+        let mut stored = Stored::from_event(event);
+        if shape.partial {
+            let nulls;
+            let before = match open {
+                Some(last) => last.folded(),
+                None => {
+                    nulls = vec![Value::Null; shape.image_len];
+                    &nulls
+                }
+            };
+            let folded = shape.fold(before, &stored);
+            if folded != stored.image {
+                stored.folded = Some(folded);
+            }
+        }
+        match open {
+            Some(last) if shape.tracked_eq(last.folded(), stored.folded()) => {
+                let (_, run) = runs.last_mut().expect("an upsert always lies inside a run");
+                run.last.clone_from(&seq);
+            }
+            _ => {
+                if let Some(last) = open {
+                    close(last.folded());
+                }
+                let run = Run {
+                    end: None,
+                    last: seq.clone(),
+                };
+                runs.push(seq.clone(), run);
+            }
+        }
+        events.push(seq, stored);
+        0
+    }
+
     /// Re-derives the runs affected by events changed (inserted, replaced or removed) in
     /// `lo..=hi` and emits the difference. `before` holds the images (folded) that changed in
     /// this commit, as they were; it must hold the old image of every replaced or removed event.
@@ -465,8 +584,7 @@ impl History {
                 .entry(seq)
                 .or_insert_with(|| old.unwrap_or_else(|| ev.image.clone()));
         }
-        let mut old: BTreeMap<Value, Run> =
-            runs.drain_range(&from, stop.as_ref()).into_iter().collect();
+        let old = runs.drain_range(&from, stop.as_ref());
         // Compare rows by content (not by which event gives the image), so a key never emits a
         // row it also retracts: the output is consolidated without sorting it.
         let image_before = |run: &Run| {
@@ -474,20 +592,34 @@ impl History {
                 .get(&run.last)
                 .unwrap_or_else(|| folded_at(events, &run.last))
         };
-        for (start, run) in derived {
-            let unchanged = old.get(&start).is_some_and(|o| {
-                o.end == run.end && image_before(o) == folded_at(events, &run.last)
-            });
-            if unchanged {
-                old.remove(&start);
-            } else {
-                out.push((row(&start, &run, folded_at(events, &run.last)), 1));
+        let mut retract = |start: &Value, run: &Run| {
+            out.push((row(start, run, image_before(run)), -1));
+        };
+        // Both are in start order: merging pairs each derived run with the old run of its start.
+        let mut old = old.into_iter().peekable();
+        let mut added = Vec::new();
+        for (start, run) in &derived {
+            while let Some((s, o)) = old.next_if(|(s, _)| s < start) {
+                retract(&s, &o);
             }
-            runs.insert(start, run);
+            let image = folded_at(events, &run.last);
+            let unchanged = match old.next_if(|(s, _)| s == start) {
+                Some((_, o)) if o.end == run.end && image_before(&o) == image => true,
+                Some((s, o)) => {
+                    retract(&s, &o);
+                    false
+                }
+                None => false,
+            };
+            if !unchanged {
+                added.push((row(start, run, image), 1));
+            }
         }
-        for (start, run) in old {
-            out.push((row(&start, &run, image_before(&run)), -1));
+        for (s, o) in old {
+            retract(&s, &o);
         }
+        out.append(&mut added);
+        runs.insert_run(derived);
     }
 
     /// Derives runs from the run open just before `lo` until the derivation meets the old runs
@@ -500,9 +632,11 @@ impl History {
         shape: &Shape,
     ) -> (Value, Vec<(Value, Run)>, Bound<Value>, Vec<(Value, Row)>) {
         let History { events, runs } = self;
-        let nulls = vec![Value::Null; shape.image_len];
-        // The open run as `(start, last upsert)`, and (partial targets) the folded image before
-        // the current event, which is the open run's image, or all NULL after a delete.
+        // Only partial targets fold into NULLs.
+        let nulls = || vec![Value::Null; if shape.partial { shape.image_len } else { 0 }];
+        // The open run as `(start, last upsert)`, and the folded image before the current event:
+        // the open run's image, or (partial targets) all NULL after a delete. Whole images are
+        // borrowed from the events, never copied.
         let (from, mut open, mut folded) = match events.last_before(Excluded(lo)) {
             Some((p, pe)) if pe.kind == EventKind::Upsert => {
                 let (start, _) = runs
@@ -511,10 +645,10 @@ impl History {
                 (
                     start.clone(),
                     Some((start.clone(), p.clone())),
-                    pe.folded().clone(),
+                    Cow::Borrowed(pe.folded()),
                 )
             }
-            _ => (lo.clone(), None, nulls.clone()),
+            _ => (lo.clone(), None, Cow::Owned(nulls())),
         };
         let mut derived: Vec<(Value, Run)> = Vec::new();
         let mut refolded: Vec<(Value, Row)> = Vec::new();
@@ -525,14 +659,13 @@ impl History {
                 derived.push((start, Run { end, last }));
             }
         };
-        let mut cursor: Bound<Value> = Included(lo.clone());
-        while let Some((seq, ev)) = events.first_from(cursor.as_ref()) {
-            cursor = Excluded(seq.clone());
+        let mut rest = events.range_from(Included(lo));
+        while let Some((seq, ev)) = rest.next() {
             let past = seq > hi;
             if ev.kind != EventKind::Upsert {
                 close(&mut open, Some(seq.clone()), &mut derived);
                 if shape.partial {
-                    folded.clone_from(&nulls);
+                    folded = Cow::Owned(nulls());
                 }
                 if past {
                     return (from, derived, Excluded(seq.clone()), refolded);
@@ -540,16 +673,12 @@ impl History {
                 continue;
             }
             let image = if shape.partial {
-                shape.fold(&folded, ev)
+                Cow::Owned(shape.fold(&folded, ev))
             } else {
-                ev.image.clone()
+                Cow::Borrowed(&ev.image)
             };
-            let starts = match &open {
-                None => true,
-                Some(_) if shape.partial => !shape.tracked_eq(&folded, &image),
-                Some((_, last)) => !shape.tracked_eq(folded_at(events, last), &image),
-            };
-            if past && starts && runs.contains_key(seq) && *ev.folded() == image {
+            let starts = open.is_none() || !shape.tracked_eq(&folded, &image);
+            if past && starts && runs.contains_key(seq) && *ev.folded() == *image {
                 close(&mut open, Some(seq.clone()), &mut derived);
                 return (from, derived, Excluded(seq.clone()), refolded);
             }
@@ -561,8 +690,9 @@ impl History {
                 if let Some((_, last)) = open.as_mut() {
                     last.clone_from(&run.last);
                 }
+                folded = Cow::Borrowed(folded_at(events, &run.last));
                 match &run.end {
-                    Some(end) => cursor = Included(end.clone()),
+                    Some(end) => rest = events.range_from(Included(end)),
                     None => break,
                 }
                 continue;
@@ -573,12 +703,10 @@ impl History {
             } else if let Some((_, last)) = open.as_mut() {
                 last.clone_from(seq);
             }
-            if shape.partial {
-                if *ev.folded() != image {
-                    refolded.push((seq.clone(), image.clone()));
-                }
-                folded = image;
+            if shape.partial && *ev.folded() != *image {
+                refolded.push((seq.clone(), image.clone().into_owned()));
             }
+            folded = image;
         }
         close(&mut open, None, &mut derived);
         (from, derived, Unbounded, refolded)

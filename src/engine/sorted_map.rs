@@ -6,6 +6,11 @@
 //! shift at most `SMALL` entries); past that it is a `BTreeMap`, so every operation stays
 //! O(log n) for long histories.
 //!
+//! `SMALL` is large enough for histories of a hundred events to stay vectors: there, appending
+//! in key order (in-order events, the common case) is a push, where a B-tree searches the
+//! rightmost path comparing keys and splits a node every few entries; an insert elsewhere shifts
+//! at most `SMALL` entries, one memmove of a few kilobytes.
+//!
 //! Serialized (serde) as the sequence of its entries in key order; deserializing refuses keys
 //! out of order and picks the representation by size.
 
@@ -15,7 +20,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 /// Entries kept in a sorted vector before switching to a B-tree.
-pub(crate) const SMALL: usize = 32;
+pub(crate) const SMALL: usize = 128;
 
 /// An ordered map; see the module docs.
 #[derive(Clone, Debug)]
@@ -47,9 +52,21 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
 
     /// The entries in key order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.range_from(Bound::Unbounded)
+    }
+
+    /// The entries with keys at or after `bound`, in key order.
+    pub(crate) fn range_from(&self, bound: Bound<&K>) -> impl Iterator<Item = (&K, &V)> {
         let (small, large) = match self {
-            SortedMap::Small(v) => (Some(v.iter().map(|(k, v)| (k, v))), None),
-            SortedMap::Large(m) => (None, Some(m.iter())),
+            SortedMap::Small(v) => {
+                let start = match bound {
+                    Bound::Included(b) => v.partition_point(|(k, _)| k < b),
+                    Bound::Excluded(b) => v.partition_point(|(k, _)| k <= b),
+                    Bound::Unbounded => 0,
+                };
+                (Some(v[start..].iter().map(|(k, v)| (k, v))), None)
+            }
+            SortedMap::Large(m) => (None, Some(m.range((bound, Bound::Unbounded)))),
         };
         small
             .into_iter()
@@ -92,6 +109,34 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
                 Err(_) => None,
             },
             SortedMap::Large(m) => m.get_mut(key),
+        }
+    }
+
+    /// The entry with the greatest key.
+    pub(crate) fn last(&self) -> Option<(&K, &V)> {
+        match self {
+            SortedMap::Small(v) => v.last().map(|(k, v)| (k, v)),
+            SortedMap::Large(m) => m.last_key_value(),
+        }
+    }
+
+    /// The entry with the greatest key, its value mutably.
+    pub(crate) fn last_mut(&mut self) -> Option<(&K, &mut V)> {
+        match self {
+            SortedMap::Small(v) => v.last_mut().map(|(k, v)| (&*k, v)),
+            SortedMap::Large(m) => m.iter_mut().next_back(),
+        }
+    }
+
+    /// Inserts `value` at `key`, which must be greater than every key present: in the vector
+    /// that is a push, without a search.
+    pub(crate) fn push(&mut self, key: K, value: V) {
+        debug_assert!(self.last().is_none_or(|(last, _)| *last < key));
+        match self {
+            SortedMap::Small(v) if v.len() < SMALL => v.push((key, value)),
+            _ => {
+                self.insert(key, value);
+            }
         }
     }
 
@@ -148,16 +193,28 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
 
     /// The first entry with a key at or after `bound`.
     pub(crate) fn first_from(&self, bound: Bound<&K>) -> Option<(&K, &V)> {
+        self.range_from(bound).next()
+    }
+
+    /// Inserts `entries`, in strictly ascending key order, with no present key between the
+    /// first and the last: in the vector, one shift for all of them.
+    pub(crate) fn insert_run(&mut self, entries: Vec<(K, V)>) {
         match self {
-            SortedMap::Small(v) => {
-                let start = match bound {
-                    Bound::Included(b) => v.partition_point(|(k, _)| k < b),
-                    Bound::Excluded(b) => v.partition_point(|(k, _)| k <= b),
-                    Bound::Unbounded => 0,
+            SortedMap::Small(v) if v.len() + entries.len() <= SMALL => {
+                let Some((first, _)) = entries.first() else {
+                    return;
                 };
-                v.get(start).map(|(k, val)| (k, val))
+                let at = v.partition_point(|(k, _)| k < first);
+                debug_assert!(entries
+                    .last()
+                    .is_some_and(|(last, _)| v.get(at).is_none_or(|(next, _)| last < next)));
+                v.splice(at..at, entries);
             }
-            SortedMap::Large(m) => m.range((bound, Bound::Unbounded)).next(),
+            _ => {
+                for (k, v) in entries {
+                    self.insert(k, v);
+                }
+            }
         }
     }
 
@@ -244,6 +301,10 @@ mod tests {
         for step in 0..2000u32 {
             x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345) % 97;
             match step % 5 {
+                0 | 1 if theirs.last_key_value().is_none_or(|(k, _)| *k < x) => {
+                    ours.push(x, step);
+                    theirs.insert(x, step);
+                }
                 0 | 1 => assert_eq!(ours.insert(x, step), theirs.insert(x, step)),
                 2 => assert_eq!(ours.remove(&x), theirs.remove(&x)),
                 3 => {
@@ -263,9 +324,16 @@ mod tests {
                         .filter_map(|k| theirs.remove_entry(&k))
                         .collect();
                     assert_eq!(a, b);
+                    // Half of the drained range comes back, in one run.
+                    let back: Vec<(u32, u32)> = a.into_iter().step_by(2).collect();
+                    theirs.extend(back.iter().copied());
+                    ours.insert_run(back);
                 }
             }
             assert_eq!(ours.get(&x), theirs.get(&x));
+            assert_eq!(ours.last(), theirs.last_key_value());
+            let last = ours.last_mut().map(|(k, v)| (*k, *v));
+            assert_eq!(last, theirs.last_key_value().map(|(k, v)| (*k, *v)));
             assert_eq!(ours.is_empty(), theirs.is_empty());
         }
     }
