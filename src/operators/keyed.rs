@@ -14,10 +14,13 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::operators::generic::builder_rc::OperatorBuilder;
 use timely::dataflow::operators::generic::Operator;
-use timely::dataflow::operators::vec::{Broadcast, Partition};
+use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::operators::{Capability, InputCapability};
+use timely::dataflow::Stream;
 use timely::order::TotalOrder;
+use timely::progress::operate::FrontierInterest;
 use timely::progress::Timestamp;
 
 /// Routes `events` to `state` (this worker's) and returns the state's row updates.
@@ -38,12 +41,8 @@ where
     C: Fn(&T) -> i64 + 'static,
     F: FnMut(&T, CommitStats) + 'static,
 {
-    // One partition moves each event once; two filters on the same stream would clone them all.
-    let mut parts = events.inner.partition(2, |update: (Event, T, isize)| {
-        (u64::from(update.0.kind == EventKind::Truncate), update)
-    });
-    let truncates = parts.pop().expect("two parts").broadcast();
-    let keyed = parts.pop().expect("two parts");
+    let (keyed, truncates) = split_truncates(events.inner);
+    let truncates = truncates.broadcast();
     let exchange = Exchange::new(|(e, _, _): &(Event, T, isize)| e.key.hashed());
     keyed
         .binary_frontier(truncates, exchange, Pipeline, name, move |cap, _| {
@@ -86,6 +85,35 @@ where
         })
         .as_collection()
 }
+
+/// Splits `events` into keyed events and truncates. A message without truncates (nearly all of
+/// them) passes through as it is: a `Partition` would move every event twice, and two filters
+/// on one stream would clone every event.
+fn split_truncates<'s, T: Timestamp>(events: Updates<'s, T>) -> (Updates<'s, T>, Updates<'s, T>) {
+    let mut builder = OperatorBuilder::new("SplitTruncates".to_owned(), events.scope());
+    let mut input = builder.new_input(events, Pipeline);
+    builder.set_notify_for(0, FrontierInterest::Never);
+    let (mut keyed_output, keyed) = builder.new_output();
+    let (mut truncate_output, truncates) = builder.new_output();
+    builder.build(move |_| {
+        move |_frontiers| {
+            let mut keyed_output = keyed_output.activate();
+            let mut truncate_output = truncate_output.activate();
+            input.for_each(|cap, data: &mut Vec<(Event, T, isize)>| {
+                let is_truncate = |u: &mut (Event, T, isize)| u.0.kind == EventKind::Truncate;
+                if data.iter_mut().any(is_truncate) {
+                    let mut truncates: Vec<_> = data.extract_if(.., is_truncate).collect();
+                    truncate_output.give(&cap, &mut truncates);
+                }
+                keyed_output.give(&cap, data);
+            });
+        }
+    });
+    (keyed, truncates)
+}
+
+/// A stream of event updates.
+type Updates<'s, T> = Stream<'s, T, Vec<(Event, T, isize)>>;
 
 /// The rows `state` holds, as insertions at `time`.
 pub(crate) fn restored_rows<S: Durable + ?Sized, T: Clone>(
