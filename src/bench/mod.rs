@@ -35,7 +35,9 @@
 //! start, divided by the number of keys, estimates the bytes of state per key. It is an
 //! estimate: the input events are already in memory at the start and are freed as they are fed,
 //! the allocator reuses memory freed by earlier runs without growing the RSS (so it is often a
-//! lower bound), and the dataflow's buffers count as state.
+//! lower bound), and the dataflow's buffers count as state. The same reuse shortens later
+//! runs' latency tails: the first run in a process pays for touching its growing state's memory
+//! the first time, so tails compare fairly only between runs in processes of their own.
 //!
 //! A **budget** ([`Feed::budget`]) cuts a run short; its figures then cover the first commits,
 //! with the shortest histories ([`Record::planned`] says how many there were). It bounds the
