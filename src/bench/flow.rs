@@ -54,17 +54,6 @@ impl Flow {
     }
 }
 
-impl From<ScdType> for Flow {
-    /// The AUTO CDC flow into a target of that type.
-    fn from(scd: ScdType) -> Flow {
-        match scd {
-            ScdType::Type1 => Flow::Scd1,
-            ScdType::Type2 => Flow::Scd2,
-            ScdType::Bitemporal => Flow::Bitemporal,
-        }
-    }
-}
-
 impl fmt::Display for Flow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.label())
