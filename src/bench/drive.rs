@@ -134,7 +134,7 @@ pub(super) fn drive(dataflow: Dataflow, commits: Commits, feed: Feed) -> Result<
     } = feed;
     let workers = workers.max(1);
     let limit = Arc::new(AtomicUsize::new(usize::MAX));
-    let n = commits.sizes().len();
+    let n = commits.len();
     let shares: Arc<Vec<Mutex<Option<Share>>>> = Arc::new(
         source::deal(commits, workers)
             .into_iter()

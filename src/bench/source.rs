@@ -57,6 +57,19 @@ impl Commits {
         Commits::Snapshots(changes)
     }
 
+    /// The number of commits.
+    pub fn len(&self) -> usize {
+        match self {
+            Commits::Events(c) => c.len(),
+            Commits::Snapshots(c) => c.len(),
+        }
+    }
+
+    /// Whether there are no commits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The workload events behind each commit (a snapshot carries the whole table, but
     /// throughput counts the events that changed it).
     pub fn sizes(&self) -> Vec<u64> {
@@ -170,41 +183,41 @@ impl Share {
 pub(super) fn deal(commits: Commits, workers: usize) -> Vec<Share> {
     let workers = workers.max(1);
     match commits {
-        Commits::Events(commits) => {
-            let mut shares = vec![Vec::with_capacity(commits.len()); workers];
-            for commit in commits {
-                for share in &mut shares {
-                    share.push(Vec::with_capacity(commit.len() / workers + 1));
-                }
-                for (i, event) in commit.into_iter().enumerate() {
-                    shares[i % workers]
-                        .last_mut()
-                        .expect("pushed above")
-                        .push(event);
-                }
-            }
-            shares
-                .into_iter()
-                .map(|s| Share::Events(s.into_iter()))
-                .collect()
-        }
+        Commits::Events(commits) => split(commits, workers, |i, _| i % workers)
+            .into_iter()
+            .map(|s| Share::Events(s.into_iter()))
+            .collect(),
         Commits::Snapshots(commits) => {
             let mut owner: KeyMap<usize> = KeyMap::default();
-            let mut shares = vec![Vec::with_capacity(commits.len()); workers];
-            for commit in commits {
-                for share in &mut shares {
-                    share.push(Vec::with_capacity(commit.len() / workers + 1));
-                }
-                for (key, row) in commit {
-                    let next = owner.len() % workers;
-                    let w = *owner.entry(key.clone()).or_insert(next);
-                    shares[w].last_mut().expect("pushed above").push((key, row));
-                }
-            }
-            shares
+            let owner_of = |_, (key, _): &(Row, Option<Row>)| {
+                let next = owner.len() % workers;
+                *owner.entry(key.clone()).or_insert(next)
+            };
+            split(commits, workers, owner_of)
                 .into_iter()
                 .map(|s| Share::Snapshots(s.into_iter(), Table::default()))
                 .collect()
         }
     }
+}
+
+/// Splits every commit among `workers` shares: item `i` of a commit goes to `share(i, item)`.
+fn split<T>(
+    commits: Vec<Vec<T>>,
+    workers: usize,
+    mut share: impl FnMut(usize, &T) -> usize,
+) -> Vec<Vec<Vec<T>>> {
+    let mut shares: Vec<Vec<Vec<T>>> = (0..workers)
+        .map(|_| Vec::with_capacity(commits.len()))
+        .collect();
+    for commit in commits {
+        for s in &mut shares {
+            s.push(Vec::with_capacity(commit.len() / workers + 1));
+        }
+        for (i, item) in commit.into_iter().enumerate() {
+            let w = share(i, &item);
+            shares[w].last_mut().expect("pushed above").push(item);
+        }
+    }
+    shares
 }

@@ -31,7 +31,7 @@ fn state(target: &Target) -> Box<dyn CdcState> {
 pub(super) fn run(target: &Target, commits: Commits, feed: Feed) -> Run {
     let mut state = state(target);
     let mut snapshots = SnapshotState::new();
-    let n = commits.sizes().len();
+    let n = commits.len();
     let mut share = source::deal(commits, 1)
         .pop()
         .expect("one share for one worker");
