@@ -24,6 +24,7 @@ use scdflow::driver::Options;
 use scdflow::durable::{self, Durability, DurableRun};
 use scdflow::gen::{self, Workload};
 use scdflow::io::OutputFormat;
+use scdflow::output::Layout;
 use scdflow::plan::ScdType;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -75,17 +76,10 @@ fn main() {
     };
 
     let started = Instant::now();
-    let replay = scdflow::driver::evaluate(&pipeline, &options, None).expect("replay");
-    scdflow::output::write_all(
-        &pipeline,
-        &replay,
-        &dir.path().join("plain"),
-        OutputFormat::Csv,
-    )
-    .expect("write");
+    let layout = Layout::new(&dir.path().join("plain"), OutputFormat::Csv);
+    let replay = scdflow::output::run(&pipeline, &options, layout, None).expect("replay");
     let replay_time = started.elapsed();
-    let rows = replay.targets[0].rows.len();
-    drop(replay);
+    let rows = replay.tables[0].1;
     println!(
         "1. replay (no state), {} commits: {:>8.2} s  ({rows} rows)",
         commits - 1,

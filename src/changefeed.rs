@@ -99,16 +99,17 @@ pub fn interval_starts(target: &Target) -> Vec<usize> {
     }
 }
 
-/// Labels the consolidated updates of one commit, in feed order (by identity, then kind).
-pub fn label<'a, F, I>(identity: F, updates: I) -> Vec<(ChangeType, &'a Row)>
+/// Labels the consolidated updates of one commit, in feed order (by identity, then kind). The
+/// rows are moved, or borrowed when `R` is `&Row`.
+pub fn label<R, F, I>(identity: F, updates: I) -> Vec<(ChangeType, R)>
 where
+    R: std::borrow::Borrow<Row> + Ord + Clone,
     F: Fn(&Row) -> Row,
-    I: IntoIterator<Item = (&'a Row, isize)>,
+    I: IntoIterator<Item = (R, isize)>,
 {
-    type Sides<'a> = (Vec<&'a Row>, Vec<&'a Row>);
-    let mut grouped: BTreeMap<Row, Sides> = BTreeMap::new();
+    let mut grouped: BTreeMap<Row, (Vec<R>, Vec<R>)> = BTreeMap::new();
     for (row, diff) in updates {
-        let sides = grouped.entry(identity(row)).or_default();
+        let sides = grouped.entry(identity(row.borrow())).or_default();
         let side = if diff < 0 { &mut sides.0 } else { &mut sides.1 };
         side.extend(std::iter::repeat_n(row, diff.unsigned_abs()));
     }
@@ -125,6 +126,20 @@ where
         feed.extend(added.into_iter().map(|r| (ChangeType::Insert, r)));
     }
     feed
+}
+
+/// The change-feed rows of target `t`'s consolidated updates of one commit, in feed order.
+pub fn commit_changes(target: &Target, updates: Vec<(Row, isize)>) -> Vec<(ChangeType, Row)> {
+    label(identity(target), updates)
+}
+
+/// How many change-feed rows one commit's consolidated updates make: `(upserted, deleted)`
+/// (insert or update_postimage, delete).
+pub fn counts(target: &Target, updates: &[(Row, isize)]) -> (u64, u64) {
+    label(identity(target), updates.iter().map(|(r, d)| (r, *d)))
+        .into_iter()
+        .map(|(kind, _)| kind.counts())
+        .fold((0, 0), |(u, d), (du, dd)| (u + du, d + dd))
 }
 
 /// The changes of consolidated `updates` (`(row, version, diff)`), in feed order.
@@ -150,11 +165,18 @@ pub fn changes(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Change> {
 
 /// A change as a row of the feed schema.
 pub fn to_row(change: &Change, commit_timestamp: i64) -> Row {
-    let mut row = change.row.clone();
-    row.push(Value::Str(change.kind.as_str().to_string()));
-    row.push(Value::Int(change.version as i64));
-    row.push(Value::Timestamp(commit_timestamp));
-    row
+    feed_row(&change.row, change.kind, change.version, commit_timestamp)
+}
+
+/// A target row with its change type, commit version and commit time: a row of the feed
+/// schema.
+pub fn feed_row(row: &Row, kind: ChangeType, version: u64, commit_timestamp: i64) -> Row {
+    let mut out = Vec::with_capacity(row.len() + 3);
+    out.extend_from_slice(row);
+    out.push(Value::Str(kind.as_str().to_string()));
+    out.push(Value::Int(version as i64));
+    out.push(Value::Timestamp(commit_timestamp));
+    out
 }
 
 #[cfg(test)]

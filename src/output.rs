@@ -1,119 +1,422 @@
-//! Writes a run's results in the CLI's layout: `DIR/<target>.<ext>` (the final table),
+//! Writes a run's outputs in the CLI's layout: `DIR/<target>.<ext>` (the table),
 //! `DIR/<target>.changes.<ext>` (the change feed), `DIR/metrics.json` and, for invalid rows set
-//! aside, `DIR/_quarantine/<flow>.jsonl`. Target files are replaced atomically. A process of a
-//! cluster with partitioned outputs writes its partition of each table and change feed as
-//! `DIR/<target>.part-<p>.<ext>` and `DIR/<target>.changes.part-<p>.<ext>` ([`write_part`]).
+//! aside, `DIR/_quarantine/<flow>.jsonl`. A process of a cluster with partitioned outputs
+//! writes its partition of each table and change feed as `DIR/<target>.part-<p>.<ext>` and
+//! `DIR/<target>.changes.part-<p>.<ext>`.
+//!
+//! [`StagedRun`] is a plain run's sink: change feeds and set-aside rows are appended commit by
+//! commit to files in a staging directory beside `DIR` (`.<DIR name>.scdflow-staging-<pid>`, on
+//! the same file system), so nothing grows in memory with the number of updates; when the run
+//! succeeds the tables and `metrics.json` join them and the files move into place — the whole
+//! directory in one rename when `DIR` does not exist yet, file by file otherwise. A run that
+//! fails leaves `DIR` as it was (the staging directory is removed, or — after a crash — by the
+//! next run into the same `DIR`).
+//!
+//! Limits: into an existing `DIR`, the renames are atomic one by one, not as a group.
 
 use crate::changefeed;
-use crate::driver::Evaluation;
+use crate::driver::{CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};
 use crate::io::{self, OutputFormat};
 use crate::plan::Pipeline;
 use crate::value::Row;
 use crate::{Error, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-/// Writes every output of `evaluation` under `dir` (created if missing); returns the files.
-pub fn write_all(
-    pipeline: &Pipeline,
-    evaluation: &Evaluation,
-    dir: &Path,
-    format: OutputFormat,
-) -> Result<Vec<PathBuf>> {
-    let mut written = write_tables(pipeline, evaluation, dir, format, "")?;
-    written.extend(write_run_files(pipeline, evaluation, dir)?);
-    Ok(written)
+/// Where a run's files go.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// The output directory.
+    pub dir: PathBuf,
+    /// The format of tables and change feeds.
+    pub format: OutputFormat,
+    /// Before the extension of tables and change feeds: `.part-<p>` for a partition.
+    pub suffix: String,
 }
 
-/// Writes process `process`'s partition of every table and change feed (the rows of the keys
-/// its workers own), and, from process 0, the metrics and set-aside rows of the whole run.
-pub fn write_part(
-    pipeline: &Pipeline,
-    evaluation: &Evaluation,
-    dir: &Path,
-    format: OutputFormat,
-    process: usize,
-) -> Result<Vec<PathBuf>> {
-    let mut written = write_tables(
-        pipeline,
-        evaluation,
-        dir,
-        format,
-        &format!(".part-{process}"),
-    )?;
-    if process == 0 {
-        written.extend(write_run_files(pipeline, evaluation, dir)?);
-    }
-    Ok(written)
-}
-
-/// Every target's table and change feed, their file names ending in `suffix` before the
-/// extension.
-fn write_tables(
-    pipeline: &Pipeline,
-    evaluation: &Evaluation,
-    dir: &Path,
-    format: OutputFormat,
-    suffix: &str,
-) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, &e))?;
-    let mut written = Vec::new();
-    let ext = format.extension();
-    for (t, target) in pipeline.targets.iter().enumerate() {
-        let path = dir.join(format!("{}{suffix}.{ext}", target.name));
-        io::write_rows(&path, format, &target.schema, &evaluation.targets[t].rows)?;
-        written.push(path);
-        let path = dir.join(format!("{}.changes{suffix}.{ext}", target.name));
-        io::write_rows(
-            &path,
+impl Layout {
+    /// Whole files in `dir`.
+    pub fn new(dir: &Path, format: OutputFormat) -> Layout {
+        Layout {
+            dir: dir.to_path_buf(),
             format,
-            &changefeed::schema(target),
-            &feed(evaluation, t),
-        )?;
-        written.push(path);
+            suffix: String::new(),
+        }
     }
-    Ok(written)
+
+    /// Process `process`'s partition files in `dir`.
+    pub fn part(dir: &Path, format: OutputFormat, process: usize) -> Layout {
+        Layout {
+            suffix: format!(".part-{process}"),
+            ..Layout::new(dir, format)
+        }
+    }
+
+    /// A target's table file.
+    pub fn table(&self, target: &str) -> PathBuf {
+        let (suffix, ext) = (&self.suffix, self.format.extension());
+        self.dir.join(format!("{target}{suffix}.{ext}"))
+    }
+
+    /// A target's change-feed file.
+    pub fn changes(&self, target: &str) -> PathBuf {
+        let (suffix, ext) = (&self.suffix, self.format.extension());
+        self.dir.join(format!("{target}.changes{suffix}.{ext}"))
+    }
+
+    /// A flow's (or table's) file of set-aside rows.
+    pub fn quarantine(&self, owner: &str) -> PathBuf {
+        self.dir.join("_quarantine").join(format!("{owner}.jsonl"))
+    }
+
+    /// `metrics.json`.
+    pub fn metrics(&self) -> PathBuf {
+        self.dir.join("metrics.json")
+    }
+
+    /// The same file names in another directory.
+    fn within(&self, dir: &Path) -> Layout {
+        Layout {
+            dir: dir.to_path_buf(),
+            ..self.clone()
+        }
+    }
 }
 
-/// `metrics.json` and the quarantine files.
-fn write_run_files(
-    pipeline: &Pipeline,
-    evaluation: &Evaluation,
-    dir: &Path,
-) -> Result<Vec<PathBuf>> {
-    let mut written = Vec::new();
-    written.push(write_metrics(
-        pipeline,
-        &evaluation.metrics,
-        &evaluation.table_metrics,
-        dir,
-    )?);
-    written.extend(write_quarantine(evaluation, dir)?);
-    Ok(written)
-}
-
-/// Writes target `t`'s table to `DIR/<target>.<ext>` (atomically); returns the file.
-pub fn write_target(
-    pipeline: &Pipeline,
-    evaluation: &Evaluation,
-    t: usize,
-    dir: &Path,
+/// A commit's change-feed rows of one target, rendered: CSV has its header only at the start of
+/// a file (`header`).
+pub fn feed_text(
     format: OutputFormat,
-) -> Result<PathBuf> {
-    let target = &pipeline.targets[t];
-    let path = dir.join(format!("{}.{}", target.name, format.extension()));
-    io::write_rows(&path, format, &target.schema, &evaluation.targets[t].rows)?;
-    Ok(path)
+    schema: &crate::value::Schema,
+    version: u64,
+    timestamp: i64,
+    changes: &[(changefeed::ChangeType, Row)],
+    header: bool,
+    out: &mut String,
+) -> Result<()> {
+    let rows: Vec<Row> = changes
+        .iter()
+        .map(|(kind, row)| changefeed::feed_row(row, *kind, version, timestamp))
+        .collect();
+    io::render_rows_into(out, format, schema, &rows, header)
 }
 
-/// Target `t`'s change-feed rows of this run.
-pub fn feed(evaluation: &Evaluation, t: usize) -> Vec<Row> {
-    evaluation.targets[t]
-        .changes
-        .iter()
-        .map(|c| changefeed::to_row(c, evaluation.commit_timestamp(c.version)))
-        .collect()
+/// Metrics of a run, gathered commit by commit.
+#[derive(Debug, Default)]
+pub struct RunMetrics {
+    /// Per flow (indexed like [`crate::driver::flows::all`]).
+    pub flows: Vec<Vec<FlowCommitMetrics>>,
+    /// Per source table.
+    pub tables: Vec<Vec<TableCommitMetrics>>,
+}
+
+impl RunMetrics {
+    /// Empty metrics of `pipeline`.
+    pub fn new(pipeline: &Pipeline) -> RunMetrics {
+        RunMetrics {
+            flows: vec![Vec::new(); crate::driver::flows::all(pipeline).len()],
+            tables: vec![Vec::new(); pipeline.tables.len()],
+        }
+    }
+
+    /// Adds a commit's entries.
+    pub fn add(&mut self, commit: &CommitOutput) {
+        for (f, m) in &commit.metrics {
+            self.flows[*f].push(m.clone());
+        }
+        for (t, m) in &commit.table_metrics {
+            self.tables[*t].push(m.clone());
+        }
+    }
+}
+
+/// A plain run's sink; see the module docs.
+pub struct StagedRun<'p> {
+    pipeline: &'p Pipeline,
+    layout: Layout,
+    stage: Layout,
+    /// Whether this process writes `metrics.json` and the set-aside rows (process 0).
+    run_files: bool,
+    feeds: Vec<BufWriter<File>>,
+    quarantine: BTreeMap<String, BufWriter<File>>,
+    metrics: RunMetrics,
+    /// Rows set aside and warnings, for the caller to report.
+    pub quarantined: Vec<crate::driver::Quarantined>,
+    /// Problems that did not stop the run.
+    pub warnings: Vec<String>,
+    /// Events the run handed to the engine.
+    pub events: u64,
+    text: String,
+}
+
+/// The staging directory of a run into `DIR` is `.<DIR name>` + this + the process id.
+const STAGING: &str = ".scdflow-staging-";
+
+impl<'p> StagedRun<'p> {
+    /// Starts a run's outputs in `layout` (`run_files`: this process writes `metrics.json` and
+    /// set-aside rows). Staging directories left by crashed runs are removed.
+    pub fn create(pipeline: &'p Pipeline, layout: Layout, run_files: bool) -> Result<Self> {
+        let dir = std::path::absolute(&layout.dir).map_err(|e| Error::write(&layout.dir, &e))?;
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+            return Err(Error::new(
+                crate::ErrorKind::Validation,
+                format!("--out {} names no directory to write into", dir.display()),
+            ));
+        };
+        std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, &e))?;
+        // Partitions of one `DIR` (processes of a cluster) stage apart.
+        let prefix = format!(".{}{}{STAGING}", name.to_string_lossy(), layout.suffix);
+        remove_stale_stages(parent, &prefix)?;
+        let stage_dir = parent.join(format!("{prefix}{}", std::process::id()));
+        std::fs::create_dir_all(&stage_dir).map_err(|e| Error::write(&stage_dir, &e))?;
+        let stage = layout.within(&stage_dir);
+        let mut feeds = Vec::new();
+        let mut text = String::new();
+        for target in &pipeline.targets {
+            let path = stage.changes(&target.name);
+            let mut file = create(&path)?;
+            // An empty change feed still has its header.
+            feed_text(
+                layout.format,
+                &changefeed::schema(target),
+                0,
+                0,
+                &[],
+                true,
+                &mut text,
+            )?;
+            file.write_all(text.as_bytes())
+                .map_err(|e| Error::write(&path, &e))?;
+            text.clear();
+            feeds.push(file);
+        }
+        Ok(StagedRun {
+            pipeline,
+            layout,
+            stage,
+            run_files,
+            feeds,
+            quarantine: BTreeMap::new(),
+            metrics: RunMetrics::new(pipeline),
+            quarantined: Vec::new(),
+            warnings: Vec::new(),
+            events: 0,
+            text,
+        })
+    }
+
+    /// Writes the tables and `metrics.json` beside the staged feeds, then moves every file into
+    /// place; returns the table files with their row counts.
+    pub fn finish(mut self, tables: &[Vec<Row>]) -> Result<Vec<(PathBuf, usize)>> {
+        let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+        for (t, target) in self.pipeline.targets.iter().enumerate() {
+            let feed = &mut self.feeds[t];
+            let path = self.stage.changes(&target.name);
+            feed.flush().map_err(|e| Error::write(&path, &e))?;
+            feed.get_ref()
+                .sync_all()
+                .map_err(|e| Error::write(&path, &e))?;
+            staged.push((path, self.layout.changes(&target.name)));
+            let path = self.stage.table(&target.name);
+            io::write_rows(&path, self.layout.format, &target.schema, &tables[t])?;
+            staged.push((path, self.layout.table(&target.name)));
+        }
+        if self.run_files {
+            for (owner, file) in &mut self.quarantine {
+                let path = self.stage.quarantine(owner);
+                file.flush().map_err(|e| Error::write(&path, &e))?;
+                file.get_ref()
+                    .sync_all()
+                    .map_err(|e| Error::write(&path, &e))?;
+                staged.push((path, self.layout.quarantine(owner)));
+            }
+            let path = write_metrics(
+                self.pipeline,
+                &self.metrics.flows,
+                &self.metrics.tables,
+                &self.stage.dir,
+            )?;
+            staged.push((path, self.layout.metrics()));
+        }
+        // A new `DIR` appears whole; another process may create it first (partitions).
+        let whole =
+            !self.layout.dir.exists() && std::fs::rename(&self.stage.dir, &self.layout.dir).is_ok();
+        if !whole {
+            for (from, to) in &staged {
+                if let Some(parent) = to.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, &e))?;
+                }
+                std::fs::rename(from, to).map_err(|e| Error::write(to, &e))?;
+            }
+            let _ = std::fs::remove_dir_all(&self.stage.dir);
+        }
+        crate::state::frames::sync_parent(&self.layout.metrics())?;
+        crate::state::frames::sync_parent(&self.layout.dir)?;
+        Ok(self
+            .pipeline
+            .targets
+            .iter()
+            .zip(tables)
+            .map(|(target, rows)| (self.layout.table(&target.name), rows.len()))
+            .collect())
+    }
+}
+
+impl Drop for StagedRun<'_> {
+    fn drop(&mut self) {
+        // After `finish` only the empty directory is left; after a failure, what was staged.
+        let _ = std::fs::remove_dir_all(&self.stage.dir);
+    }
+}
+
+impl Sink for StagedRun<'_> {
+    fn commit(&mut self, commit: CommitOutput) -> Result<()> {
+        for (t, changes) in commit.changes.iter().enumerate() {
+            if changes.is_empty() {
+                continue;
+            }
+            let target = &self.pipeline.targets[t];
+            let schema = changefeed::schema(target);
+            self.text.clear();
+            let (version, timestamp) = (commit.version, commit.timestamp);
+            feed_text(
+                self.layout.format,
+                &schema,
+                version,
+                timestamp,
+                changes,
+                false,
+                &mut self.text,
+            )?;
+            let path = || self.stage.changes(&target.name);
+            self.feeds[t]
+                .write_all(self.text.as_bytes())
+                .map_err(|e| Error::write(&path(), &e))?;
+        }
+        if self.run_files {
+            for (owner, records) in by_owner(&commit.quarantined) {
+                let path = self.stage.quarantine(&owner);
+                let file = match self.quarantine.entry(owner) {
+                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(e) => e.insert(create(&path)?),
+                };
+                file.write_all(io::render_quarantine(&records).as_bytes())
+                    .map_err(|e| Error::write(&path, &e))?;
+            }
+        }
+        self.metrics.add(&commit);
+        self.events += commit.events;
+        self.warnings.extend(commit.warnings);
+        self.quarantined.extend(commit.quarantined);
+        Ok(())
+    }
+}
+
+/// What a plain run wrote, and what it has to say.
+#[derive(Debug)]
+pub struct Written {
+    /// Every target's table file and its rows (none outside process 0 of a gathering cluster).
+    pub tables: Vec<(PathBuf, usize)>,
+    /// Rows set aside.
+    pub quarantined: Vec<crate::driver::Quarantined>,
+    /// Problems that did not stop the run.
+    pub warnings: Vec<String>,
+    /// Events handed to the engine.
+    pub events: u64,
+}
+
+/// Runs `pipeline` over all its input and writes its outputs in `layout` (`run_files`: this
+/// process writes `metrics.json` and set-aside rows), all together when the run succeeds and
+/// nothing when it fails. A process of a gathering cluster other than 0 writes nothing.
+pub fn run(
+    pipeline: &Pipeline,
+    options: &crate::driver::Options,
+    layout: Layout,
+    progress: Option<crate::runtime::Progress>,
+) -> Result<Written> {
+    use crate::driver::{Driver, Resume};
+    let sources = crate::driver::sources(pipeline)?;
+    let cluster = options.cluster.as_ref();
+    let gathers = cluster.is_none_or(|c| c.gathers());
+    let mut driver = Driver::open(pipeline, options, Resume::default(), progress)?;
+    if !gathers && !options.partitioned_output {
+        let mut discard = Discard::default();
+        driver.apply(&sources, &mut discard)?;
+        // Reading the tables is collective: this process's rows go to process 0.
+        driver.tables()?;
+        driver.finish()?;
+        return Ok(Written {
+            tables: Vec::new(),
+            quarantined: Vec::new(),
+            warnings: discard.warnings,
+            events: 0,
+        });
+    }
+    let mut sink = StagedRun::create(pipeline, layout, gathers)?;
+    driver.apply(&sources, &mut sink)?;
+    let tables = driver.tables()?;
+    driver.finish()?;
+    let quarantined = std::mem::take(&mut sink.quarantined);
+    let warnings = std::mem::take(&mut sink.warnings);
+    let events = sink.events;
+    let tables = sink.finish(&tables)?;
+    Ok(Written {
+        tables,
+        quarantined,
+        warnings,
+        events,
+    })
+}
+
+/// A sink that keeps only the warnings (a cluster process whose results go to process 0).
+#[derive(Default)]
+struct Discard {
+    warnings: Vec<String>,
+}
+
+impl Sink for Discard {
+    fn commit(&mut self, commit: CommitOutput) -> Result<()> {
+        self.warnings.extend(commit.warnings);
+        Ok(())
+    }
+}
+
+/// Set-aside rows by owner, owners in order of first appearance.
+pub fn by_owner(
+    quarantined: &[crate::driver::Quarantined],
+) -> Vec<(String, Vec<(PathBuf, io::RowError)>)> {
+    let mut owners: Vec<(String, Vec<(PathBuf, io::RowError)>)> = Vec::new();
+    for q in quarantined {
+        let record = (q.file.clone(), q.error.clone());
+        match owners.iter_mut().find(|(o, _)| *o == q.owner) {
+            Some((_, records)) => records.push(record),
+            None => owners.push((q.owner.clone(), vec![record])),
+        }
+    }
+    owners
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, &e))?;
+    }
+    let file = File::create(path).map_err(|e| Error::write(path, &e))?;
+    Ok(BufWriter::with_capacity(1 << 20, file))
+}
+
+/// Removes the staging directories in `dir` (named from `prefix`) of runs that did not finish.
+fn remove_stale_stages(dir: &Path, prefix: &str) -> Result<()> {
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::read(dir, &e))? {
+        let entry = entry.map_err(|e| Error::read(dir, &e))?;
+        if entry.file_name().to_string_lossy().starts_with(prefix) {
+            let path = entry.path();
+            std::fs::remove_dir_all(&path).map_err(|e| Error::write(&path, &e))?;
+        }
+    }
+    Ok(())
 }
 
 /// `metrics.json`: structs rather than JSON maps, so keys keep this order.
@@ -170,29 +473,4 @@ pub fn write_metrics(
     let path = dir.join("metrics.json");
     io::replace_file(&path, (text + "\n").as_bytes())?;
     Ok(path)
-}
-
-fn write_quarantine(evaluation: &Evaluation, dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut by_owner: BTreeMap<&str, Vec<(PathBuf, io::RowError)>> = BTreeMap::new();
-    for q in &evaluation.quarantined {
-        by_owner
-            .entry(&q.owner)
-            .or_default()
-            .push((q.file.clone(), q.error.clone()));
-    }
-    if by_owner.is_empty() {
-        return Ok(Vec::new());
-    }
-    let qdir = dir.join("_quarantine");
-    std::fs::create_dir_all(&qdir).map_err(|e| Error::write(&qdir, &e))?;
-    let mut written = Vec::new();
-    for (owner, records) in by_owner {
-        let path = qdir.join(format!("{owner}.jsonl"));
-        if path.exists() {
-            std::fs::remove_file(&path).map_err(|e| Error::write(&path, &e))?;
-        }
-        io::append_quarantine(&path, &records)?;
-        written.push(path);
-    }
-    Ok(written)
 }

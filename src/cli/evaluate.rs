@@ -2,7 +2,7 @@
 //! warnings and set-aside rows on stderr.
 
 use super::progress::Progress;
-use scdflow::driver::{Evaluation, Options};
+use scdflow::driver::{Evaluation, Options, Quarantined};
 use scdflow::durable::{DurableRun, Session};
 use scdflow::plan::Pipeline;
 use std::path::Path;
@@ -24,7 +24,7 @@ pub fn evaluate(pipeline: &Pipeline, options: &Options) -> anyhow::Result<Evalua
     if let Some(p) = &progress {
         p.finish(evaluation.events);
     }
-    report(&evaluation);
+    report(&evaluation.warnings, &evaluation.quarantined);
     Ok(evaluation)
 }
 
@@ -33,18 +33,18 @@ pub fn step(session: &mut Session) -> anyhow::Result<DurableRun> {
     let progress = Progress::start();
     let run = session.step(progress.as_ref().map(Progress::reporter))?;
     if let Some(p) = &progress {
-        p.finish(run.evaluation.events);
+        p.finish(run.events);
     }
-    report(&run.evaluation);
+    report(&run.warnings, &run.quarantined);
     Ok(run)
 }
 
 /// Prints a run's warnings and quarantined rows on stderr.
-pub fn report(evaluation: &Evaluation) {
-    for warning in &evaluation.warnings {
+pub fn report(warnings: &[String], quarantined: &[Quarantined]) {
+    for warning in warnings {
         eprintln!("warning: {warning}");
     }
-    for q in &evaluation.quarantined {
+    for q in quarantined {
         eprintln!(
             "warning: quarantined {}",
             q.error.clone().into_error(&q.file)

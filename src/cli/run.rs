@@ -1,6 +1,7 @@
 //! `scdflow run PIPELINE.sql`: execute and write outputs.
 
 use super::args::RunArgs;
+use super::progress::Progress;
 use scdflow::durable::{Durability, DurableRun, Session};
 use std::io::Write;
 use std::path::Path;
@@ -40,28 +41,27 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(state) = &args.state {
         return run_durable(&pipeline, &options, state, &args);
     }
-    let evaluation = super::evaluate::evaluate(&pipeline, &options)?;
-    if args.partitioned_output {
-        let process = cluster.as_ref().map_or(0, |c| c.process);
-        let format = args.format.into();
-        let written =
-            scdflow::output::write_part(&pipeline, &evaluation, &args.out, format, process)?;
-        let mut stdout = std::io::stdout().lock();
-        // `write_part` writes each target's table, then its change feed.
-        let tables = written.iter().step_by(2);
-        for ((target, result), path) in pipeline.targets.iter().zip(&evaluation.targets).zip(tables)
-        {
-            writeln!(
-                stdout,
-                "{}: {} rows (partition {process}) -> {}",
-                target.name,
-                result.rows.len(),
-                path.display()
-            )?;
-        }
-        return Ok(ExitCode::SUCCESS);
+    let process = cluster.as_ref().map_or(0, |c| c.process);
+    let format = args.format.into();
+    let layout = match args.partitioned_output {
+        true => scdflow::output::Layout::part(&args.out, format, process),
+        false => scdflow::output::Layout::new(&args.out, format),
+    };
+    let progress = Progress::start();
+    let written = scdflow::output::run(
+        &pipeline,
+        &options,
+        layout,
+        progress.as_ref().map(Progress::reporter),
+    )?;
+    if let Some(p) = &progress {
+        p.finish(written.events);
     }
-    if let Some(c) = cluster.as_ref().filter(|c| !c.gathers()) {
+    super::evaluate::report(&written.warnings, &written.quarantined);
+    if let Some(c) = cluster
+        .as_ref()
+        .filter(|c| !c.gathers() && !args.partitioned_output)
+    {
         println!(
             "process {} of {}: done; process 0 writes the outputs",
             c.process,
@@ -69,30 +69,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    scdflow::output::write_all(&pipeline, &evaluation, &args.out, args.format.into())?;
-    print_tables(&pipeline, &evaluation, &args, &mut std::io::stdout().lock())?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// One line per target: its rows and its file.
-fn print_tables(
-    pipeline: &scdflow::plan::Pipeline,
-    evaluation: &scdflow::driver::Evaluation,
-    args: &RunArgs,
-    out: &mut impl Write,
-) -> std::io::Result<()> {
-    let ext = scdflow::io::OutputFormat::from(args.format).extension();
-    for (target, result) in pipeline.targets.iter().zip(&evaluation.targets) {
-        let path = args.out.join(format!("{}.{ext}", target.name));
+    let part = match args.partitioned_output {
+        true => format!(" (partition {process})"),
+        false => String::new(),
+    };
+    let mut stdout = std::io::stdout().lock();
+    for (target, (path, rows)) in pipeline.targets.iter().zip(&written.tables) {
         writeln!(
-            out,
-            "{}: {} rows -> {}",
+            stdout,
+            "{}: {rows} rows{part} -> {}",
             target.name,
-            result.rows.len(),
             path.display()
         )?;
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_durable(
@@ -117,7 +107,7 @@ fn run_durable(
     }
     let mut session = Session::open(pipeline, options, &durability)?;
     let run = super::evaluate::step(&mut session)?;
-    print_run(pipeline, &run, args, state)?;
+    print_run(pipeline, &run, state)?;
     if args.follow && !stop.load(Ordering::SeqCst) {
         anyhow::ensure!(
             args.poll.is_finite() && args.poll > 0.0,
@@ -132,8 +122,8 @@ fn run_durable(
             Duration::from_secs_f64(args.poll),
             &stop,
             |run| {
-                super::evaluate::report(&run.evaluation);
-                print_run(pipeline, run, args, state)
+                super::evaluate::report(&run.warnings, &run.quarantined);
+                print_run(pipeline, run, state)
                     .map_err(|e| scdflow::Error::new(scdflow::ErrorKind::Io, e.to_string()))
             },
         )?;
@@ -145,11 +135,12 @@ fn run_durable(
 fn print_run(
     pipeline: &scdflow::plan::Pipeline,
     run: &DurableRun,
-    args: &RunArgs,
     state: &Path,
 ) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
-    print_tables(pipeline, &run.evaluation, args, &mut stdout)?;
+    for (target, (path, rows)) in pipeline.targets.iter().zip(&run.tables) {
+        writeln!(stdout, "{}: {rows} rows -> {}", target.name, path.display())?;
+    }
     let last = run.base + run.commits;
     let new = match run.commits {
         0 => "no new input".to_string(),

@@ -3,10 +3,8 @@
 
 use super::expect::ExpectationCount;
 use super::flows::FlowRef;
-use crate::changefeed::Change;
 use crate::engine::CommitStats;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// The metrics of one flow in one commit (D13).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,77 +65,43 @@ pub struct TableCommitMetrics {
     pub expectations: Vec<ExpectationCount>,
 }
 
-/// The flow of target `t` credited with a commit's target-level counts: the first flow into
-/// `t` that had input in that commit.
-fn credited(
+/// The entry credited with target `t`'s counts in one commit: that of the first flow into `t`
+/// (in [`super::flows::all`] order) that had input in the commit. `entries` are the commit's
+/// `(flow, metrics)`.
+fn credited<'a>(
     flows: &[FlowRef],
     t: usize,
-    version: u64,
-    metrics: &[Vec<FlowCommitMetrics>],
-) -> Option<(usize, usize)> {
-    flows.iter().enumerate().find_map(|(f, flow)| {
-        let m = metrics[f].iter().position(|m| m.commit_version == version);
-        (flow.target == t).then_some(m).flatten().map(|m| (f, m))
-    })
+    entries: &'a mut [(usize, FlowCommitMetrics)],
+) -> Option<&'a mut FlowCommitMetrics> {
+    entries
+        .iter_mut()
+        .filter(|(f, _)| flows[*f].target == t)
+        .min_by_key(|(f, _)| *f)
+        .map(|(_, m)| m)
 }
 
-/// Counts target `t`'s change-feed rows into its flows' metrics.
-pub fn attribute_changes(
+/// Adds target `t`'s change-feed rows of one commit, `(upserted, deleted)`, and its counters,
+/// to the commit's metrics entries; `live` is the target's tombstone gauge, moved by the
+/// counters and recorded in every entry of a flow into `t`.
+pub fn attribute(
     flows: &[FlowRef],
     t: usize,
-    changes: &[Change],
-    metrics: &mut [Vec<FlowCommitMetrics>],
-) {
-    for change in changes {
-        attribute_counts(flows, t, change.version, change.kind.counts(), metrics);
-    }
-}
-
-/// Adds `(upserted, deleted)` change-feed rows of target `t` in commit `version` to its flows'
-/// metrics.
-pub fn attribute_counts(
-    flows: &[FlowRef],
-    t: usize,
-    version: u64,
     (upserted, deleted): (u64, u64),
-    metrics: &mut [Vec<FlowCommitMetrics>],
+    stats: &CommitStats,
+    live: &mut i64,
+    entries: &mut [(usize, FlowCommitMetrics)],
 ) {
-    if let Some((f, m)) = credited(flows, t, version, metrics) {
-        metrics[f][m].num_upserted_rows += upserted;
-        metrics[f][m].num_deleted_rows += deleted;
+    *live += stats.tombstones_delta;
+    if let Some(m) = credited(flows, t, entries) {
+        m.num_upserted_rows += upserted;
+        m.num_deleted_rows += deleted;
+        m.num_stale_events += stats.stale_events;
+        m.num_sequence_ties += stats.sequence_ties;
+        m.num_collected_tombstones += stats.tombstones_collected;
     }
-}
-
-/// Adds target `t`'s operator counters into its flows' metrics, given the tombstones it held
-/// before the first of them (`live_before`); returns the tombstones held after the last.
-pub fn attribute_stats(
-    flows: &[FlowRef],
-    t: usize,
-    stats: &BTreeMap<u64, CommitStats>,
-    live_before: i64,
-    metrics: &mut [Vec<FlowCommitMetrics>],
-) -> i64 {
-    // Tombstones held after each version with counters (the gauge only moves at those).
-    let mut live = live_before;
-    let mut gauge: Vec<(u64, i64)> = Vec::with_capacity(stats.len());
-    for (version, s) in stats {
-        live += s.tombstones_delta;
-        gauge.push((*version, live));
-        if let Some((f, m)) = credited(flows, t, *version, metrics) {
-            metrics[f][m].num_stale_events += s.stale_events;
-            metrics[f][m].num_sequence_ties += s.sequence_ties;
-            metrics[f][m].num_collected_tombstones += s.tombstones_collected;
+    for (f, m) in entries.iter_mut() {
+        if flows[*f].target == t {
+            m.num_live_tombstones = u64::try_from(*live).unwrap_or(0);
         }
     }
-    for (f, flow) in flows.iter().enumerate() {
-        if flow.target != t {
-            continue;
-        }
-        for m in &mut metrics[f] {
-            let at = gauge.partition_point(|(v, _)| *v <= m.commit_version);
-            let held = at.checked_sub(1).map_or(live_before, |i| gauge[i].1);
-            m.num_live_tombstones = u64::try_from(held).unwrap_or(0);
-        }
-    }
-    live
 }

@@ -2,39 +2,36 @@
 //! new since the last one, continues the commit numbering and the change feeds, and commits
 //! atomically, so that a crash at any instant loses nothing committed and duplicates nothing.
 //!
-//! One run, in order:
-//! 1. open and lock the state directory; check the pipeline against the state's fingerprint;
-//!    cut appended outputs back to their committed lengths (what a crashed run left);
-//! 2. find the new input ([`crate::driver`]'s `new_input`) and read it into commits
-//!    `base + 1, ...`;
-//! 3. execute: every operator restores its state from the last checkpoint (the restored tables
-//!    reappear at version `base`), applies the new commits, and saves its state into a staged
-//!    checkpoint;
-//! 4. append this run's change feeds, set-aside rows and metrics to their files, synced;
-//! 5. commit: the staged checkpoint and a new manifest (new input offsets, appended lengths)
+//! A [`Session`] opens and locks the state directory, checks the pipeline against the state's
+//! fingerprint and cuts appended outputs back to their committed lengths (what a crashed run
+//! left). Its first step starts the engine ([`Driver`]), restoring every operator's state from
+//! the last checkpoint; the engine then stays up, with its state in memory, for every later step
+//! of the session (`--follow`), so a step costs its commits, not a restore. One step, in order:
+//! 1. find the new input (the driver's `new_input`) and apply it as commits `base + 1, ...`;
+//! 2. append the step's change feeds, set-aside rows and metrics to their files, synced;
+//! 3. save every operator's state into a staged checkpoint;
+//! 4. commit: the staged checkpoint and a new manifest (new input offsets, appended lengths)
 //!    replace the old ones atomically;
-//! 6. rewrite the target tables and `metrics.json`, which are functions of the committed state.
+//! 5. rewrite the target tables (read from the engine's states) and `metrics.json`.
 //!
-//! A crash before 5 leaves the previous commit: the next run cuts the appended files back and
-//! reads the same input again. A crash after 5 leaves the new commit, and the next run rewrites
-//! the tables. Restart cost is loading the checkpoint, proportional to the state, never to the
-//! input history. An appended file the manifest does not know (a new state, or after
-//! `--full-refresh`) starts empty: what it held came from another run.
-//!
-//! [`Session`] keeps the directory open (and locked) across runs; [`follow`] steps it whenever
-//! new input appears (`scdflow run --follow`). Each step restores the operators from the last
-//! checkpoint and saves them again, so a step with new input costs O(state) besides its commits.
+//! A crash before 4 leaves the previous commit: the next run cuts the appended files back and
+//! reads the same input again. A crash after 4 leaves the new commit, and the next run rewrites
+//! the tables. A step that fails drops the engine (its state went past the last commit); the
+//! next step restores it from the checkpoint. An appended file the manifest does not know (a
+//! new state, or after `--full-refresh`) starts empty: what it held came from another run.
 //!
 //! Limits: one process (`--processes 1`); output directory and format are fixed by the first
-//! run; the state directory is locked while a run uses it.
+//! run; the state directory is locked while a run uses it; every step with new input saves the
+//! whole state (checkpoints are not incremental yet), and rewrites every target file.
 
-use crate::driver::{self, Evaluation, Options};
+use crate::driver::{self, CommitOutput, Driver, Options, Quarantined, Resume, Sink};
 use crate::io::{self, OutputFormat};
+use crate::output::{self, Layout};
 use crate::plan::Pipeline;
-use crate::runtime::{Persistence, Progress};
+use crate::runtime::Progress;
 use crate::state::store::METRICS_LOG;
 use crate::state::{appended, Appended, Fingerprint, Manifest, StateDir};
-use crate::{changefeed, output, Error, ErrorKind, Result};
+use crate::{changefeed, Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,15 +53,21 @@ pub struct Durability {
 /// What a durable run did.
 #[derive(Debug)]
 pub struct DurableRun {
-    /// The run's results: whole tables, this run's change feeds and metrics.
-    pub evaluation: Evaluation,
+    /// Every target's table file and its rows.
+    pub tables: Vec<(PathBuf, usize)>,
+    /// This run's rows set aside.
+    pub quarantined: Vec<Quarantined>,
+    /// This run's problems that did not stop it.
+    pub warnings: Vec<String>,
+    /// Events this run handed to the engine.
+    pub events: u64,
     /// Commits of earlier runs.
     pub base: u64,
     /// Commits this run added.
     pub commits: u64,
     /// Finding the new input.
     pub prepare_time: Duration,
-    /// Executing (restore, new commits, save).
+    /// Executing (restore when the engine starts, new commits, save).
     pub execute_time: Duration,
     /// Bytes of the committed checkpoint.
     pub state_bytes: u64,
@@ -119,6 +122,8 @@ pub struct Session<'a> {
     manifest: Manifest,
     /// Whether the manifest exists on disk (false before the first commit of a new state).
     stored: bool,
+    /// The engine, from the first step on (restored from the checkpoint when it started).
+    driver: Option<Driver<'a>>,
 }
 
 impl<'a> Session<'a> {
@@ -181,6 +186,7 @@ impl<'a> Session<'a> {
             fingerprint,
             manifest,
             stored,
+            driver: None,
         })
     }
 
@@ -204,108 +210,49 @@ impl<'a> Session<'a> {
         started: Instant,
         progress: Option<Progress>,
     ) -> Result<DurableRun> {
-        let (pipeline, options) = (self.pipeline, self.options);
-        let mut next = self.manifest.clone();
-        let base = next.version;
-        let commits = new.len() as u64;
-        let persistence = Persistence {
-            base,
-            restore: next
-                .checkpoint
-                .as_ref()
-                .map(|c| (self.dir.checkpoint(c), next.workers)),
-            save: if commits > 0 {
-                Some(self.dir.stage(base + commits)?)
-            } else {
-                None
-            },
-        };
-        let staged = persistence.save.clone();
         let prepare_time = started.elapsed();
-        let (sources, consumed): (Vec<_>, Vec<_>) = new.into_iter().unzip();
-        let live_tombstones = pipeline
-            .targets
-            .iter()
-            .map(|t| {
-                next.live_tombstones
-                    .iter()
-                    .find(|(name, _)| *name == t.name)
-                    .map_or(0, |(_, n)| *n)
-            })
-            .collect();
-        let resume = driver::Resume {
-            last_timestamp: self.stored.then_some(next.last_timestamp),
-            persistence,
-            live_tombstones,
-        };
         let started = Instant::now();
-        let (evaluation, ends) = driver::run(pipeline, options, &sources, resume, progress)?;
-        let execute_time = started.elapsed();
-
-        let (out, ext) = (&self.out, self.format.extension());
-        let mut written = Vec::new();
-        if commits > 0 {
-            for (c, end) in consumed.iter().zip(&ends) {
-                driver::new_input::record(&mut next, c, *end)?;
-            }
-            next.version = base + commits;
-            next.last_timestamp = evaluation
-                .commit_timestamps
-                .last()
-                .copied()
-                .unwrap_or(next.last_timestamp);
-            next.workers = options.workers.max(1);
-            next.fingerprint = self.fingerprint.clone();
-            next.live_tombstones = pipeline
-                .targets
-                .iter()
-                .zip(&evaluation.live_tombstones)
-                .map(|(t, n)| (t.name.clone(), *n))
-                .collect();
-            for (t, target) in pipeline.targets.iter().enumerate() {
-                let path = out.join(format!("{}.changes.{ext}", target.name));
-                let header = committed(&next, &path) == 0;
-                let rows = output::feed(&evaluation, t);
-                let text = feed_text(self.format, &changefeed::schema(target), &rows, header)?;
-                append(&mut next, &path, &text)?;
-                written.push(path);
-            }
-            for (owner, records) in quarantined(&evaluation) {
-                let path = out.join("_quarantine").join(format!("{owner}.jsonl"));
-                let text = io::render_quarantine(&records);
-                append(&mut next, &path, &text)?;
-                written.push(path);
-            }
-            let log = self.dir.path().join(METRICS_LOG);
-            let text = metrics_lines(pipeline, &evaluation)?;
-            append(&mut next, &log, &text)?;
+        let result = self.apply(new, progress);
+        if result.is_err() {
+            // The engine's state may have gone past the last commit: the next step restores.
+            self.driver = None;
         }
+        let (next, staged, mut appender) = result?;
+        let execute_time = started.elapsed();
+        let commits = next.version - self.manifest.version;
+        let base = self.manifest.version;
         // A run with nothing new changes nothing on disk but the rewritten tables.
         if commits > 0 || !self.stored {
+            let mut next = next;
             self.dir.commit(&mut next, staged)?;
+            self.manifest = next;
         }
-        self.manifest = next;
         self.stored = true;
-        for t in 0..pipeline.targets.len() {
-            written.push(output::write_target(
-                pipeline,
-                &evaluation,
-                t,
-                out,
-                self.format,
-            )?);
+        let driver = self.driver.as_mut().expect("the engine is up after a step");
+        let tables = driver.tables()?;
+        let layout = Layout::new(&self.out, self.format);
+        let mut written = std::mem::take(&mut appender.written);
+        let mut files = Vec::new();
+        for (target, rows) in self.pipeline.targets.iter().zip(&tables) {
+            let path = layout.table(&target.name);
+            io::write_rows(&path, self.format, &target.schema, rows)?;
+            files.push((path.clone(), rows.len()));
+            written.push(path);
         }
         written.push(write_metrics(
-            pipeline,
+            self.pipeline,
             &self.dir.path().join(METRICS_LOG),
-            out,
+            &self.out,
         )?);
         let state_bytes = match &self.manifest.checkpoint {
             Some(c) => dir_size(&self.dir.checkpoint(c))?,
             None => 0,
         };
         Ok(DurableRun {
-            evaluation,
+            tables: files,
+            quarantined: appender.quarantined,
+            warnings: appender.warnings,
+            events: appender.events,
             base,
             commits,
             prepare_time,
@@ -314,6 +261,164 @@ impl<'a> Session<'a> {
             written,
         })
     }
+
+    /// Applies `new` on the engine (starting it if needed), appends the step's outputs and
+    /// saves the states; returns the manifest to commit and the staged checkpoint.
+    fn apply(
+        &mut self,
+        new: Vec<(driver::CommitSource, driver::new_input::Consumed)>,
+        progress: Option<Progress>,
+    ) -> Result<(Manifest, Option<PathBuf>, Appender<'a>)> {
+        let (pipeline, options) = (self.pipeline, self.options);
+        let mut next = self.manifest.clone();
+        let base = next.version;
+        if self.driver.is_none() {
+            let live_tombstones = pipeline
+                .targets
+                .iter()
+                .map(|t| {
+                    next.live_tombstones
+                        .iter()
+                        .find(|(name, _)| *name == t.name)
+                        .map_or(0, |(_, n)| *n)
+                })
+                .collect();
+            let resume = Resume {
+                base,
+                last_timestamp: self.stored.then_some(next.last_timestamp),
+                restore: next
+                    .checkpoint
+                    .as_ref()
+                    .map(|c| (self.dir.checkpoint(c), next.workers)),
+                live_tombstones,
+            };
+            self.driver = Some(Driver::open(pipeline, options, resume, progress)?);
+        }
+        let driver = self.driver.as_mut().expect("started above");
+        let commits = new.len() as u64;
+        let (sources, consumed): (Vec<_>, Vec<_>) = new.into_iter().unzip();
+        let mut appender = Appender::new(pipeline, Layout::new(&self.out, self.format));
+        let ends = driver.apply(&sources, &mut appender)?;
+        if commits == 0 {
+            return Ok((next, None, appender));
+        }
+        appender.append(&mut next, &self.dir.path().join(METRICS_LOG))?;
+        let staged = self.dir.stage(base + commits)?;
+        driver.save(&staged)?;
+        for (c, end) in consumed.iter().zip(&ends) {
+            driver::new_input::record(&mut next, c, *end)?;
+        }
+        next.version = base + commits;
+        next.last_timestamp = driver.last_timestamp();
+        next.workers = options.workers.max(1);
+        next.fingerprint = self.fingerprint.clone();
+        next.live_tombstones = pipeline
+            .targets
+            .iter()
+            .zip(driver.live_tombstones())
+            .map(|(t, n)| (t.name.clone(), *n))
+            .collect();
+        Ok((next, Some(staged), appender))
+    }
+}
+
+/// A durable step's sink: it renders the step's change feeds, set-aside rows and metrics log
+/// lines as they come, and appends them (synced) once the step's commits are applied.
+struct Appender<'p> {
+    pipeline: &'p Pipeline,
+    layout: Layout,
+    /// Per target: the change-feed text of the step.
+    feeds: Vec<(
+        Vec<(crate::changefeed::ChangeType, crate::value::Row, u64, i64)>,
+        u64,
+    )>,
+    quarantined: Vec<Quarantined>,
+    warnings: Vec<String>,
+    events: u64,
+    log: String,
+    written: Vec<PathBuf>,
+}
+
+impl<'p> Appender<'p> {
+    fn new(pipeline: &'p Pipeline, layout: Layout) -> Self {
+        Appender {
+            pipeline,
+            layout,
+            feeds: pipeline.targets.iter().map(|_| (Vec::new(), 0)).collect(),
+            quarantined: Vec::new(),
+            warnings: Vec::new(),
+            events: 0,
+            log: String::new(),
+            written: Vec::new(),
+        }
+    }
+
+    /// Appends the step's outputs to their files and records their lengths in `next`.
+    fn append(&mut self, next: &mut Manifest, log: &Path) -> Result<()> {
+        let format = self.layout.format;
+        for (t, target) in self.pipeline.targets.iter().enumerate() {
+            let path = self.layout.changes(&target.name);
+            let header = committed(next, &path) == 0;
+            let mut text = String::new();
+            let schema = changefeed::schema(target);
+            let rows: Vec<crate::value::Row> = self.feeds[t]
+                .0
+                .iter()
+                .map(|(kind, row, version, ts)| changefeed::feed_row(row, *kind, *version, *ts))
+                .collect();
+            io::render_rows_into(&mut text, format, &schema, &rows, header)?;
+            append(next, &path, &text)?;
+            self.written.push(path);
+        }
+        for (owner, records) in output::by_owner(&self.quarantined) {
+            let path = self.layout.quarantine(&owner);
+            append(next, &path, &io::render_quarantine(&records))?;
+            self.written.push(path);
+        }
+        append(next, log, &self.log)
+    }
+}
+
+impl Sink for Appender<'_> {
+    fn commit(&mut self, commit: CommitOutput) -> Result<()> {
+        for (t, changes) in commit.changes.into_iter().enumerate() {
+            let (version, ts) = (commit.version, commit.timestamp);
+            self.feeds[t]
+                .0
+                .extend(changes.into_iter().map(|(k, r)| (k, r, version, ts)));
+        }
+        let flows = driver::flows::all(self.pipeline);
+        for (f, m) in &commit.metrics {
+            push_log(
+                &mut self.log,
+                &LogLine::Flow {
+                    flow: flows[*f].name.clone(),
+                    metrics: m.clone(),
+                },
+            )?;
+        }
+        for (t, m) in &commit.table_metrics {
+            push_log(
+                &mut self.log,
+                &LogLine::Table {
+                    table: self.pipeline.tables[*t].name.clone(),
+                    metrics: m.clone(),
+                },
+            )?;
+        }
+        self.quarantined.extend(commit.quarantined);
+        self.warnings.extend(commit.warnings);
+        self.events += commit.events;
+        Ok(())
+    }
+}
+
+fn push_log(text: &mut String, line: &LogLine) -> Result<()> {
+    let json =
+        serde_json::to_string(line).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+    text.push_str(&json);
+    text.push('\n');
+    Ok(())
 }
 
 /// Keeps `session` up to date until `stop` is set (a signal handler sets it; the step under way
@@ -373,64 +478,6 @@ fn set_committed(manifest: &mut Manifest, path: &Path, len: u64) {
             len,
         }),
     }
-}
-
-/// Change-feed rows as appended text: CSV gets its header only at the start of the file.
-fn feed_text(
-    format: OutputFormat,
-    schema: &crate::value::Schema,
-    rows: &[crate::value::Row],
-    header: bool,
-) -> Result<String> {
-    let text = io::render_rows(format, schema, rows)?;
-    if format == OutputFormat::Csv && !header {
-        return Ok(text
-            .split_once('\n')
-            .map_or(String::new(), |(_, rest)| rest.to_string()));
-    }
-    Ok(text)
-}
-
-/// This run's set-aside rows, by owner.
-fn quarantined(evaluation: &Evaluation) -> Vec<(String, Vec<(PathBuf, io::RowError)>)> {
-    let mut by_owner: Vec<(String, Vec<(PathBuf, io::RowError)>)> = Vec::new();
-    for q in &evaluation.quarantined {
-        let record = (q.file.clone(), q.error.clone());
-        match by_owner.iter_mut().find(|(o, _)| *o == q.owner) {
-            Some((_, records)) => records.push(record),
-            None => by_owner.push((q.owner.clone(), vec![record])),
-        }
-    }
-    by_owner
-}
-
-/// This run's metrics as lines of the metrics log.
-fn metrics_lines(pipeline: &Pipeline, evaluation: &Evaluation) -> Result<String> {
-    let mut text = String::new();
-    let mut push = |line: &LogLine| -> Result<()> {
-        let json = serde_json::to_string(line)
-            .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
-        text.push_str(&json);
-        text.push('\n');
-        Ok(())
-    };
-    for (flow, entries) in evaluation.flows.iter().zip(&evaluation.metrics) {
-        for m in entries {
-            push(&LogLine::Flow {
-                flow: flow.name.clone(),
-                metrics: m.clone(),
-            })?;
-        }
-    }
-    for (table, entries) in pipeline.tables.iter().zip(&evaluation.table_metrics) {
-        for m in entries {
-            push(&LogLine::Table {
-                table: table.name.clone(),
-                metrics: m.clone(),
-            })?;
-        }
-    }
-    Ok(text)
 }
 
 /// `OUT/metrics.json` from the whole metrics log.

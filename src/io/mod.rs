@@ -45,7 +45,9 @@ pub use split::split_points;
 pub use tail::Tail;
 pub use versioned::{version_regex, versioned_files};
 pub(crate) use write::replace_file;
-pub use write::{append_quarantine, render_quarantine, render_rows, write_rows, OutputFormat};
+pub use write::{
+    append_quarantine, render_quarantine, render_rows, render_rows_into, write_rows, OutputFormat,
+};
 
 use crate::plan::Format;
 use crate::value::Schema;

@@ -54,10 +54,25 @@ pub fn write_rows(path: &Path, format: OutputFormat, schema: &Schema, rows: &[Ro
 /// must have one value per schema column.
 pub fn render_rows(format: OutputFormat, schema: &Schema, rows: &[Row]) -> Result<String> {
     let mut out = String::new();
+    render_rows_into(&mut out, format, schema, rows, true)?;
+    Ok(out)
+}
+
+/// Appends `rows` to `out` as [`render_rows`] renders them, with the CSV header line only if
+/// `header` (a file that grows commit by commit has it once, at its start).
+pub fn render_rows_into(
+    out: &mut String,
+    format: OutputFormat,
+    schema: &Schema,
+    rows: &[Row],
+    header: bool,
+) -> Result<()> {
     match format {
         OutputFormat::Csv => {
-            let names: Vec<&str> = schema.names().collect();
-            push_csv_line(&mut out, names.iter().map(|n| Some(*n)));
+            if header {
+                let names: Vec<&str> = schema.names().collect();
+                push_csv_line(out, names.iter().map(|n| Some(*n)));
+            }
             for row in rows {
                 check_width(schema, row)?;
                 let cells: Vec<Option<String>> = row
@@ -65,17 +80,17 @@ pub fn render_rows(format: OutputFormat, schema: &Schema, rows: &[Row]) -> Resul
                     .zip(&schema.columns)
                     .map(|(v, c)| (!v.is_null()).then(|| format_value_text(v, &c.ty)))
                     .collect();
-                push_csv_line(&mut out, cells.iter().map(Option::as_deref));
+                push_csv_line(out, cells.iter().map(Option::as_deref));
             }
         }
         OutputFormat::Jsonl => {
             for row in rows {
                 check_width(schema, row)?;
-                push_json_line(&mut out, schema, row);
+                push_json_line(out, schema, row);
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Appends `records` (each with the source file it came from) to the quarantine file `path`.

@@ -146,7 +146,6 @@ where
             self,
             "Bitemporal",
             Rc::new(RefCell::new(state)),
-            None,
             clock,
             on_stats,
         )

@@ -1,9 +1,8 @@
 //! The keyed timely operator shared by the SCD operators: exchange by key, stash per time,
 //! apply in time order once complete.
 //!
-//! The state is shared (`Rc<RefCell<_>>`) with whoever built it, so that the runtime can save it
-//! after a run ([`Durable`]). A restored state's table is emitted once, at the `base` time the
-//! runtime names, so that downstream sees the whole table again.
+//! The state is shared (`Rc<RefCell<_>>`) with whoever built it, so that the runtime can restore
+//! it before the first commit, save it between commits and read its table ([`Durable`]).
 
 use crate::engine::{CdcState, CommitStats, Durable};
 use crate::event::{Event, EventKind};
@@ -25,13 +24,12 @@ use timely::progress::Timestamp;
 
 /// Routes `events` to `state` (this worker's) and returns the state's row updates.
 /// `clock` gives a time's commit time in microseconds; `on_stats` sees each completed time's
-/// counters on this worker. With a `base` time, the rows `state` already holds (restored) are
-/// emitted as insertions at `base`, once, before any commit's updates.
+/// counters on this worker. A restored state goes on from where it was; its table is not
+/// emitted again (read it with [`Durable::rows`]).
 pub(crate) fn keyed_cdc<'s, T, S, C, F>(
     events: VecCollection<'s, T, Event>,
     name: &str,
     state: Rc<RefCell<S>>,
-    base: Option<T>,
     clock: C,
     mut on_stats: F,
 ) -> VecCollection<'s, T, Row>
@@ -45,14 +43,9 @@ where
     let truncates = truncates.broadcast();
     let exchange = Exchange::new(|(e, _, _): &(Event, T, isize)| e.key.hashed());
     keyed
-        .binary_frontier(truncates, exchange, Pipeline, name, move |cap, _| {
-            let mut restored = base.map(|base| cap.delayed(&base));
+        .binary_frontier(truncates, exchange, Pipeline, name, move |_, _| {
             let mut stash: Stash<T, Event> = BTreeMap::new();
             move |(keyed, keyed_frontier), (truncates, truncate_frontier), output| {
-                if let Some(cap) = restored.take() {
-                    let rows = restored_rows(&*state.borrow(), cap.time());
-                    output.session(&cap).give_iterator(rows.into_iter());
-                }
                 // Retractions of events are not supported (see the module docs): they are dropped.
                 keyed.for_each(|cap, data| {
                     let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(e, t, _)| (e, t));
@@ -115,18 +108,6 @@ fn split_truncates<'s, T: Timestamp>(events: Updates<'s, T>) -> (Updates<'s, T>,
 /// A stream of event updates.
 type Updates<'s, T> = Stream<'s, T, Vec<(Event, T, isize)>>;
 
-/// The rows `state` holds, as insertions at `time`.
-pub(crate) fn restored_rows<S: Durable + ?Sized, T: Clone>(
-    state: &S,
-    time: &T,
-) -> Vec<(Row, T, isize)> {
-    let mut rows = Vec::new();
-    state.rows(&mut rows);
-    rows.into_iter()
-        .map(|(row, diff)| (row, time.clone(), diff))
-        .collect()
-}
-
 /// Items waiting for their time to complete, with a capability to emit at that time.
 pub(crate) type Stash<T, D> = BTreeMap<T, (Capability<T>, Vec<D>)>;
 
@@ -168,10 +149,10 @@ mod tests {
         vec![Value::Int(key), Value::Str(name.into())]
     }
 
-    /// A state saved by one run and restored in the next emits its table once, at `base`,
-    /// and then goes on from where it was: a late, older event still changes nothing.
+    /// A state saved by one run and restored in the next goes on from where it was: a late,
+    /// older event still changes nothing, and the restored table is not emitted again.
     #[test]
-    fn a_restored_state_emits_its_table_at_base() {
+    fn a_restored_state_goes_on_from_where_it_was() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("shard");
         let mut saved = Scd1State::new(2, false, None);
@@ -192,7 +173,7 @@ mod tests {
             let mut events = worker.dataflow::<u64, _, _>(|scope| {
                 let (handle, events) = scope.new_collection();
                 let sink = Arc::clone(&sink);
-                keyed_cdc(events, "Scd1", state, Some(5), |_| 0, |_, _| {})
+                keyed_cdc(events, "Scd1", state, |_| 0, |_, _| {})
                     .inspect(move |u| sink.lock().unwrap().push(u.clone()));
                 handle
             });
@@ -203,13 +184,6 @@ mod tests {
         });
         let mut seen = seen.lock().unwrap().clone();
         seen.sort();
-        assert_eq!(
-            seen,
-            vec![
-                (row(1, "a"), 5, 1),
-                (row(2, "b"), 5, 1),
-                (row(3, "c"), 5, 1)
-            ]
-        );
+        assert_eq!(seen, vec![(row(3, "c"), 5, 1)]);
     }
 }

@@ -9,8 +9,8 @@
 //! at time `t` are exactly the difference between the result after times `..t` and `..=t`.
 //!
 //! Each operator keeps its per-worker state in an [`engine`](crate::engine) state; the crate's
-//! runtime shares it (`Rc<RefCell<_>>`) to save it after a run and restore it before the next,
-//! and a restored operator emits its table once at a base time.
+//! runtime shares it (`Rc<RefCell<_>>`) to restore it before the first commit, save it between
+//! commits and read its table ([`Durable::rows`](crate::engine::Durable::rows)).
 //!
 //! Limits: inputs are insert-only (a retraction is ignored), and timestamps must be totally
 //! ordered.

@@ -3,11 +3,11 @@
 //! Rows are exchanged by their replace-key values (NULL matches NULL, as `Value` equality does)
 //! to a [`ReplaceState`] per worker, which applies each completed time's rows (see there for the
 //! rules). The state is shared with the runtime, which saves and restores it
-//! ([`crate::engine::Durable`]); a restored state's rows are emitted once, at a `base` time.
+//! ([`crate::engine::Durable`]); a restored state goes on from where it was.
 //!
 //! Limits: rows are insert-only; a NULL sequence is the caller's to reject (it sorts lowest).
 
-use super::keyed::{restored_rows, stash_by_time, Stash};
+use super::keyed::{stash_by_time, Stash};
 use crate::engine::ReplaceState;
 use crate::value::Row;
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
@@ -67,17 +67,15 @@ where
     T: Timestamp + TotalOrder + timely::ExchangeData,
 {
     fn replace_using(self, config: ReplaceConfig) -> VecCollection<'s, T, Row> {
-        replace_using_shared(self, Rc::new(RefCell::new(ReplaceState::new(config))), None)
+        replace_using_shared(self, Rc::new(RefCell::new(ReplaceState::new(config))))
     }
 }
 
 /// [`ReplaceUsing::replace_using`] with this worker's `state` (which holds the configuration)
-/// shared with the caller. With a `base` time, the rows `state` already holds (restored) are
-/// emitted as insertions at `base`, once, before any commit's updates.
+/// shared with the caller (who may have restored it, and may save it or read its rows).
 pub(crate) fn replace_using_shared<'s, T>(
     rows: VecCollection<'s, T, Row>,
     state: Rc<RefCell<ReplaceState>>,
-    base: Option<T>,
 ) -> VecCollection<'s, T, Row>
 where
     T: Timestamp + TotalOrder + timely::ExchangeData,
@@ -85,14 +83,9 @@ where
     let route = state.borrow().config().clone();
     let exchange = Exchange::new(move |(row, _, _): &(Row, T, isize)| route.key(row).hashed());
     rows.inner
-        .unary_frontier(exchange, "ReplaceUsing", move |cap, _| {
-            let mut restored = base.map(|base| cap.delayed(&base));
+        .unary_frontier(exchange, "ReplaceUsing", move |_, _| {
             let mut stash: Stash<T, Row> = BTreeMap::new();
             move |(input, frontier), output| {
-                if let Some(cap) = restored.take() {
-                    let rows = restored_rows(&*state.borrow(), cap.time());
-                    output.session(&cap).give_iterator(rows.into_iter());
-                }
                 input.for_each(|cap, data| {
                     let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(r, t, _)| (r, t));
                     stash_by_time(&mut stash, &cap, inserted);
@@ -132,9 +125,9 @@ mod tests {
         ]
     }
 
-    /// A restored state emits its rows once at `base`; later rows replace them as usual.
+    /// A restored state goes on from where it was: later rows replace its rows as usual.
     #[test]
-    fn a_restored_state_emits_its_rows_at_base() {
+    fn a_restored_state_goes_on_from_where_it_was() {
         let config = ReplaceConfig {
             keys: vec![0],
             sequence: 2,
@@ -158,7 +151,7 @@ mod tests {
             let mut rows = worker.dataflow::<u64, _, _>(|scope| {
                 let (handle, rows) = scope.new_collection();
                 let sink = Arc::clone(&sink);
-                replace_using_shared(rows, state, Some(3))
+                replace_using_shared(rows, state)
                     .inspect(move |u| sink.lock().unwrap().push(u.clone()));
                 handle
             });
@@ -171,12 +164,9 @@ mod tests {
         assert_eq!(
             seen,
             vec![
-                (row(1, "Android", 1), 3, 1),
                 (row(1, "Android", 1), 4, -1),
                 (row(1, "desktop", 2), 4, 1),
-                (row(1, "iOS", 1), 3, 1),
                 (row(1, "iOS", 1), 4, -1),
-                (row(2, "iOS", 1), 3, 1),
             ]
         );
     }

@@ -105,13 +105,6 @@ where
             .tombstone_retention
             .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
         let state = Scd1State::new(config.image_len, config.partial, retention);
-        keyed_cdc(
-            self,
-            "Scd1",
-            Rc::new(RefCell::new(state)),
-            None,
-            clock,
-            on_stats,
-        )
+        keyed_cdc(self, "Scd1", Rc::new(RefCell::new(state)), clock, on_stats)
     }
 }

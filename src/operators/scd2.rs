@@ -120,13 +120,6 @@ where
             .tombstone_retention
             .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
         let state = Scd2State::new(config.image_len, config.tracked, config.partial, retention);
-        keyed_cdc(
-            self,
-            "Scd2",
-            Rc::new(RefCell::new(state)),
-            None,
-            clock,
-            on_stats,
-        )
+        keyed_cdc(self, "Scd2", Rc::new(RefCell::new(state)), clock, on_stats)
     }
 }

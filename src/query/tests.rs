@@ -451,7 +451,6 @@ fn evaluation(
         warnings: vec![],
         commit_timestamps,
         events: 0,
-        base: 0,
         live_tombstones: vec![],
     }
 }

@@ -1,5 +1,6 @@
 //! The operator states one worker holds for one target, shared with the operators so that the
-//! runtime can restore them before the first commit and save them after the last.
+//! runtime can restore them before the first commit, save them between commits and read the
+//! target's table from them.
 //!
 //! A target's parts: its SCD state (`scd1`, `scd2` or `bitemporal`), preceded for snapshot
 //! targets by the previous snapshot (`snapshot`); REPLACE USING targets have one part
@@ -109,6 +110,20 @@ impl Held {
             ],
             Held::Replace(s) => vec![("replace", Rc::clone(s) as Rc<RefCell<dyn Durable>>)],
         }
+    }
+
+    /// The target's rows this worker holds (the table of the keys it owns), in no order.
+    pub(super) fn rows(&self) -> Vec<Row> {
+        let table: Rc<RefCell<dyn Durable>> = match self {
+            Held::Cdc(scd) | Held::Snapshot(_, scd) => scd.part().1,
+            Held::Replace(s) => Rc::clone(s) as Rc<RefCell<dyn Durable>>,
+        };
+        let mut counted = Vec::new();
+        table.borrow().rows(&mut counted);
+        counted
+            .into_iter()
+            .flat_map(|(row, n)| std::iter::repeat_n(row, n.max(0) as usize))
+            .collect()
     }
 
     /// Restores target `t`'s parts from the shards in `checkpoint`, written by `writers`

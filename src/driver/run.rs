@@ -1,0 +1,357 @@
+//! [`Driver`]: reads a pipeline's commits one at a time, hands them to a long-lived
+//! [`Engine`], and delivers each commit's results — change-feed rows, metrics, set-aside rows —
+//! to a [`Sink`] as soon as the commit is complete.
+//!
+//! Reading runs ahead of the engine by at most the engine's window, so memory is the states
+//! plus a few commits, never the input size. The change feed is labelled here, once, from each
+//! commit's consolidated updates ([`crate::changefeed::commit_changes`]); the tables are read
+//! from the states ([`Driver::tables`]). A run that fails part-way has delivered the commits
+//! before the failure: a sink that must write all or nothing stages what it receives.
+//!
+//! In a cluster ([`Options::cluster`]) process `p` of `n` reads commits `p`, `p + n`, ... (in
+//! commit order, from 0) and feeds `None` for the others; what it learns of its commits
+//! (metrics, set-aside rows, warnings) travels to process 0 with the commit, so process 0's
+//! sink sees the whole run and the others' see empty commits. A process that cannot read its
+//! share announces it, and every process stops at that commit.
+
+use super::commit::{CommitSource, ReadFrom, Span};
+use super::flows::{self, FlowRef};
+use super::metrics::{self, FlowCommitMetrics, TableCommitMetrics};
+use super::report::{self, CommitReport};
+use super::{new_input, now_micros, sort_rows, Options, Quarantined};
+use crate::changefeed::{self, ChangeType};
+use crate::plan::{Pipeline, SourceInput, Target};
+use crate::runtime::{Engine, EngineConfig, Outcome, Progress};
+use crate::value::Row;
+use crate::{Error, ErrorKind, Result};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Where a run starts: after the commits of earlier runs, whose operator state it restores.
+#[derive(Debug, Default)]
+pub struct Resume {
+    /// Commits applied by earlier runs: this run's commits are versions `base + 1, ...`.
+    pub base: u64,
+    /// Commit time of the last earlier commit (µs): commit times never go back.
+    pub last_timestamp: Option<i64>,
+    /// A checkpoint to restore the states from, and the number of workers that wrote it.
+    pub restore: Option<(PathBuf, usize)>,
+    /// Per target: tombstones held after the earlier commits.
+    pub live_tombstones: Vec<i64>,
+}
+
+/// One commit's results, as a [`Sink`] receives them.
+#[derive(Debug)]
+pub struct CommitOutput {
+    /// The commit version.
+    pub version: u64,
+    /// The commit (ingestion) time, µs since the epoch.
+    pub timestamp: i64,
+    /// Per target: the change-feed rows, in feed order.
+    pub changes: Vec<Vec<(ChangeType, Row)>>,
+    /// The metrics entries of the flows that had input: `(flow, metrics)`, flows indexed like
+    /// [`flows::all`].
+    pub metrics: Vec<(usize, FlowCommitMetrics)>,
+    /// Expectation counts of source tables: `(table, metrics)`.
+    pub table_metrics: Vec<(usize, TableCommitMetrics)>,
+    /// Rows set aside, in line order.
+    pub quarantined: Vec<Quarantined>,
+    /// Problems that did not stop the run.
+    pub warnings: Vec<String>,
+    /// Events, rows and snapshot rows the commit handed to the engine.
+    pub events: u64,
+    /// When the commit's input was complete (read and validated): a sink that makes the
+    /// outputs durable measures the commit's latency from here.
+    pub input_complete: Instant,
+}
+
+/// Receives a run's results as they are produced.
+pub trait Sink {
+    /// One commit's results; commits arrive in version order.
+    fn commit(&mut self, commit: CommitOutput) -> Result<()>;
+}
+
+/// A pipeline's targets on a long-lived engine; see the module docs.
+pub struct Driver<'p> {
+    pipeline: &'p Pipeline,
+    options: Options,
+    flows: Vec<FlowRef>,
+    engine: Engine,
+    /// The next commit's version.
+    next: u64,
+    skip_once: bool,
+    last_timestamp: i64,
+    live_tombstones: Vec<i64>,
+    progress: Option<Progress>,
+    /// Commits handed over, oldest first: version, this process's report, when its input was
+    /// complete.
+    pending: VecDeque<(u64, Option<CommitReport>, Instant)>,
+}
+
+impl<'p> Driver<'p> {
+    /// Starts the engine for `pipeline` after `resume` (restoring its states).
+    pub fn open(
+        pipeline: &'p Pipeline,
+        options: &Options,
+        resume: Resume,
+        progress: Option<Progress>,
+    ) -> Result<Self> {
+        let mut targets: Vec<Target> = pipeline.targets.clone();
+        if let Some(seconds) = options.tombstone_gc_seconds {
+            targets
+                .iter_mut()
+                .for_each(|t| t.tombstone_gc_seconds = seconds);
+        }
+        let engine = Engine::open(
+            &targets,
+            EngineConfig {
+                workers: options.workers,
+                cluster: options.cluster.clone(),
+                partitioned: options.partitioned_output,
+                started: options.started.clone(),
+                restore: resume.restore,
+            },
+        )?;
+        let mut live_tombstones = resume.live_tombstones;
+        live_tombstones.resize(pipeline.targets.len(), 0);
+        Ok(Driver {
+            pipeline,
+            options: options.clone(),
+            flows: flows::all(pipeline),
+            engine,
+            next: resume.base + 1,
+            skip_once: resume.base > 0,
+            last_timestamp: resume.last_timestamp.unwrap_or(i64::MIN),
+            live_tombstones,
+            progress,
+            pending: VecDeque::new(),
+        })
+    }
+
+    /// Every flow of the pipeline, as metrics index them.
+    pub fn flows(&self) -> &[FlowRef] {
+        &self.flows
+    }
+
+    /// Commits applied so far (by earlier runs too).
+    pub fn version(&self) -> u64 {
+        self.next - 1
+    }
+
+    /// The time of the last commit (µs), `i64::MIN` before any.
+    pub fn last_timestamp(&self) -> i64 {
+        self.last_timestamp
+    }
+
+    /// Per target: tombstones held after the last commit (D11).
+    pub fn live_tombstones(&self) -> &[i64] {
+        &self.live_tombstones
+    }
+
+    /// Reads `sources` as the next commits, applies them and hands each commit's results to
+    /// `sink`; returns, per source, where a read of complete lines ended.
+    pub fn apply(
+        &mut self,
+        sources: &[CommitSource],
+        sink: &mut dyn Sink,
+    ) -> Result<Vec<Option<ReadFrom>>> {
+        let (processes, process) = self
+            .options
+            .cluster
+            .as_ref()
+            .map_or((1, 0), |c| (c.addresses.len(), c.process));
+        let mut ends = vec![None; sources.len()];
+        for (c, source) in sources.iter().enumerate() {
+            let version = self.next;
+            self.next += 1;
+            // A large file is read by every process, each its share of the records; any other
+            // commit by one process.
+            let share = share_of(self.pipeline, &self.options, source, processes, process);
+            let split = !matches!(share, Ok(None));
+            if !split && c % processes != process {
+                self.engine.feed(version, None, None)?;
+                self.pending.push_back((version, None, Instant::now()));
+            } else {
+                let read = share.and_then(|share| {
+                    let source = share.as_ref().unwrap_or(source);
+                    report::read(
+                        self.pipeline,
+                        &self.flows,
+                        source,
+                        version,
+                        self.options.on_invalid,
+                        self.skip_once,
+                    )
+                });
+                match read {
+                    Ok((mut commit, report)) => {
+                        // Commit time is ingestion time, never decreasing even if the clock
+                        // steps back.
+                        self.last_timestamp = now_micros().max(self.last_timestamp);
+                        commit.timestamp = self.last_timestamp;
+                        ends[c] = report.end;
+                        // Process 0 hears the others' reports through the engine.
+                        let (text, kept) = match process {
+                            0 => (None, Some(report)),
+                            _ => (Some(to_text(&report)), None),
+                        };
+                        self.engine.feed(version, Some(commit), text)?;
+                        self.pending.push_back((version, kept, Instant::now()));
+                    }
+                    Err(e) if self.options.cluster.is_none() => return Err(e),
+                    Err(e) => {
+                        // Every process stops at this commit; this one with its own error.
+                        let why = format!("process {process}: {e}");
+                        self.engine.fail(version, why)?;
+                        self.pending.push_back((version, None, Instant::now()));
+                        while let Ok(true) = self.deliver(true, sink) {}
+                        return Err(e);
+                    }
+                }
+            }
+            while self.deliver(false, sink)? {}
+        }
+        while self.deliver(true, sink)? {}
+        Ok(ends)
+    }
+
+    /// Delivers the oldest pending commit's results if it is complete (or, with `wait`, once
+    /// it is); false when there was none to deliver.
+    fn deliver(&mut self, wait: bool, sink: &mut dyn Sink) -> Result<bool> {
+        let Some(outcome) = self.engine.outcome(wait)? else {
+            return Ok(false);
+        };
+        let (version, kept, input_complete) = self
+            .pending
+            .pop_front()
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "an outcome nobody waited for"))?;
+        debug_assert_eq!(version, outcome.version);
+        self.last_timestamp = self.last_timestamp.max(outcome.timestamp);
+        let output = self.output(outcome, kept, input_complete)?;
+        sink.commit(output)?;
+        if let Some(report) = self.progress.as_ref() {
+            report(version);
+        }
+        Ok(true)
+    }
+
+    /// A commit's results from the engine's outcome and the reports of the processes that
+    /// read it.
+    fn output(
+        &mut self,
+        outcome: Outcome,
+        kept: Option<CommitReport>,
+        input_complete: Instant,
+    ) -> Result<CommitOutput> {
+        let mut reports: Vec<CommitReport> = kept.into_iter().collect();
+        for text in &outcome.reports {
+            reports.push(serde_json::from_str(text).map_err(|e| {
+                Error::new(
+                    ErrorKind::Internal,
+                    format!("a commit report does not parse: {e}"),
+                )
+            })?);
+        }
+        // A split file's commit has one report per process.
+        let mut report = reports.pop().unwrap_or_default();
+        for other in reports {
+            report.absorb(other);
+        }
+        let partitioned = self.options.partitioned_output && self.options.cluster.is_some();
+        let mut entries = report.metrics;
+        let mut changes = Vec::with_capacity(outcome.updates.len());
+        for (t, updates) in outcome.updates.into_iter().enumerate() {
+            let target = &self.pipeline.targets[t];
+            let feed = changefeed::commit_changes(target, updates);
+            // With partitioned outputs this process holds only its keys' changes; process 0
+            // was sent every process's counts.
+            let counted = match partitioned {
+                true => outcome.changed.get(t).copied().unwrap_or_default(),
+                false => feed
+                    .iter()
+                    .map(|(kind, _)| kind.counts())
+                    .fold((0, 0), |(u, d), (du, dd)| (u + du, d + dd)),
+            };
+            let stats = outcome.stats.get(t).copied().unwrap_or_default();
+            let live = &mut self.live_tombstones[t];
+            metrics::attribute(&self.flows, t, counted, &stats, live, &mut entries);
+            changes.push(feed);
+        }
+        Ok(CommitOutput {
+            version: outcome.version,
+            timestamp: outcome.timestamp,
+            changes,
+            metrics: entries,
+            table_metrics: report.tables,
+            quarantined: report.invalid,
+            warnings: report.warnings,
+            events: report.events,
+            input_complete,
+        })
+    }
+
+    /// Every target's table after the commits applied so far, sorted like the target's file
+    /// ([`sort_rows`]); in a gathering cluster, empty outside process 0. Collective: in a
+    /// cluster every process reads the tables at the same point.
+    pub fn tables(&mut self) -> Result<Vec<Vec<Row>>> {
+        let mut tables = self.engine.tables()?;
+        for (target, rows) in self.pipeline.targets.iter().zip(&mut tables) {
+            sort_rows(target, rows);
+        }
+        Ok(tables)
+    }
+
+    /// Saves every state into the checkpoint directory `dir`.
+    pub fn save(&mut self, dir: &Path) -> Result<()> {
+        self.engine.save(dir)
+    }
+
+    /// Lets the engine complete and stops its workers.
+    pub fn finish(self) -> Result<()> {
+        self.engine.finish()
+    }
+}
+
+fn to_text(report: &CommitReport) -> String {
+    serde_json::to_string(report).expect("reports serialize")
+}
+
+/// In a cluster, this process's share of a commit whose file is split among the processes:
+/// `None` when the commit is read whole (by one process).
+fn share_of(
+    pipeline: &Pipeline,
+    options: &Options,
+    source: &CommitSource,
+    processes: usize,
+    process: usize,
+) -> Result<Option<CommitSource>> {
+    let CommitSource::Table {
+        table,
+        file,
+        span: Span::Whole,
+    } = source
+    else {
+        return Ok(None);
+    };
+    let SourceInput::Files { format, .. } = &pipeline.tables[*table].input else {
+        return Ok(None);
+    };
+    if processes < 2
+        || options.split_bytes == 0
+        || new_input::feeds_periodic_snapshot(pipeline, *table)
+        || crate::io::file_len(file)? < options.split_bytes
+    {
+        return Ok(None);
+    }
+    let points = crate::io::split_points(file, *format, processes)?;
+    let (offset, line) = points[process];
+    Ok(Some(CommitSource::Table {
+        table: *table,
+        file: file.clone(),
+        span: Span::Share {
+            from: ReadFrom { offset, line },
+            to: points[process + 1].0,
+        },
+    }))
+}

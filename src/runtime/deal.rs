@@ -1,0 +1,88 @@
+//! Dealing one commit's input to this process's workers.
+//!
+//! Which worker feeds an event does not matter (the operators exchange events by key), so each
+//! worker gets a contiguous slice: with one worker a commit's vectors move as they are, with
+//! more each is split once instead of being pushed event by event. Every worker is told each
+//! snapshot version, so that it deletes the keys it owns that the snapshot no longer has.
+
+use super::CommitEvents;
+use crate::event::Event;
+use crate::plan::Target;
+use crate::value::Row;
+
+/// One worker's input for one target in one commit.
+#[derive(Debug, Default)]
+pub(super) struct TargetShare {
+    pub(super) events: Vec<Event>,
+    pub(super) snapshot: Vec<(Row, Row)>,
+    pub(super) version: Option<i64>,
+    pub(super) rows: Vec<Row>,
+}
+
+/// A commit's input dealt to `workers` workers: per worker, per target.
+pub(super) fn deal(
+    commit: CommitEvents,
+    targets: &[Target],
+    workers: usize,
+) -> Vec<Vec<TargetShare>> {
+    let mut shares: Vec<Vec<TargetShare>> = (0..workers)
+        .map(|_| targets.iter().map(|_| TargetShare::default()).collect())
+        .collect();
+    for (t, events) in commit.events.into_iter().enumerate().take(targets.len()) {
+        for (w, part) in split(events, workers).into_iter().enumerate() {
+            shares[w][t].events = part;
+        }
+    }
+    for (t, rows) in commit.rows.into_iter().enumerate().take(targets.len()) {
+        for (w, part) in split(rows, workers).into_iter().enumerate() {
+            shares[w][t].rows = part;
+        }
+    }
+    for (t, snapshot) in commit.snapshots.into_iter().enumerate().take(targets.len()) {
+        let Some(snapshot) = snapshot else { continue };
+        let keys = &targets[t].keys;
+        let keyed = snapshot
+            .rows
+            .into_iter()
+            .map(|row| (keys.iter().map(|&k| row[k].clone()).collect(), row))
+            .collect();
+        for (w, part) in split(keyed, workers).into_iter().enumerate() {
+            shares[w][t].snapshot = part;
+            shares[w][t].version = Some(snapshot.version);
+        }
+    }
+    shares
+}
+
+/// `items` cut into `parts` contiguous parts of nearly equal length.
+fn split<T>(mut items: Vec<T>, parts: usize) -> Vec<Vec<T>> {
+    let mut out = Vec::with_capacity(parts);
+    for p in (1..parts).rev() {
+        let keep = items.len() - items.len() / (p + 1);
+        out.push(items.split_off(keep));
+    }
+    out.push(items);
+    out.reverse();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn parts_are_contiguous_and_cover_everything() {
+        for n in 0..20usize {
+            for parts in 1..5 {
+                let cut = split((0..n).collect::<Vec<_>>(), parts);
+                assert_eq!(cut.len(), parts);
+                assert_eq!(cut.concat(), (0..n).collect::<Vec<_>>());
+                let (min, max) = (
+                    cut.iter().map(Vec::len).min().unwrap(),
+                    cut.iter().map(Vec::len).max().unwrap(),
+                );
+                assert!(max - min <= 1, "n {n}, parts {parts}: {cut:?}");
+            }
+        }
+    }
+}

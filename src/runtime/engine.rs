@@ -1,0 +1,385 @@
+//! [`Engine`]: timely workers that live as long as a run — across all its commits and, under
+//! `scdflow run --follow`, across polls — fed one commit at a time.
+//!
+//! The caller hands commits over in version order ([`Engine::feed`]); each worker holds at most
+//! [`WINDOW`] commits it has not started, so a caller that reads faster than the workers apply
+//! waits, and memory is the states plus that window. Results come back per commit, in order
+//! ([`Engine::outcome`]), as soon as every worker has finished it. Between commits the caller
+//! may save the states ([`Engine::save`]) or read the tables from them ([`Engine::tables`]).
+//!
+//! A worker that fails tells the engine, which returns the error; dropping the engine stops
+//! the workers without letting the dataflow complete.
+
+use super::deal::deal;
+use super::worker::{self, Command, Done, Feed, Message, Shared};
+use super::{Cluster, CommitEvents};
+use crate::engine::CommitStats;
+use crate::plan::Target;
+use crate::value::Row;
+use crate::{Error, ErrorKind, Result};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use timely::communication::initialize::WorkerGuards;
+
+/// Commits a worker may hold before it starts them.
+pub const WINDOW: usize = 2;
+
+/// How to run the workers.
+#[derive(Clone, Debug, Default)]
+pub struct EngineConfig {
+    /// Worker threads in this process (0 counts as 1).
+    pub workers: usize,
+    /// This process's place in a cluster, if any.
+    pub cluster: Option<Cluster>,
+    /// In a cluster: each process keeps the updates and rows of the keys its workers own,
+    /// instead of gathering them to process 0 (counters and reports still reach process 0).
+    pub partitioned: bool,
+    /// Set once this process's workers start: in a cluster, once every process is connected.
+    pub started: Option<Arc<AtomicBool>>,
+    /// A checkpoint to restore every state from before the first commit, and the number of
+    /// workers that wrote it.
+    pub restore: Option<(PathBuf, usize)>,
+}
+
+/// What one commit produced in this process.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The commit version.
+    pub version: u64,
+    /// The commit time every worker used (µs since the epoch; in a cluster, agreed by all).
+    pub timestamp: i64,
+    /// Per target: the commit's row updates, consolidated (in a gathering cluster, process 0
+    /// has every worker's and the others none; with partitioned outputs, this process's keys).
+    pub updates: Vec<Vec<(Row, isize)>>,
+    /// Per target: the counters, summed over this process's workers (in a cluster, process 0
+    /// has everyone's and the others none).
+    pub stats: Vec<CommitStats>,
+    /// With partitioned outputs, in process 0: per target, every process's change-feed rows,
+    /// `(upserted, deleted)`.
+    pub changed: Vec<(u64, u64)>,
+    /// In process 0 of a cluster: the other processes' reports of the commit.
+    pub reports: Vec<String>,
+    /// From handing the commit over to its outcome being complete.
+    pub latency: Duration,
+}
+
+/// Long-lived workers of one pipeline's targets; see the module docs.
+pub struct Engine {
+    commands: Vec<SyncSender<Command>>,
+    messages: Receiver<Message>,
+    guards: Option<WorkerGuards<()>>,
+    targets: Vec<Target>,
+    cluster: bool,
+    /// Commits handed over and not yet complete: version and when.
+    in_flight: VecDeque<(u64, Instant)>,
+    /// Per version: the workers that finished it, and their results so far.
+    finished: BTreeMap<u64, (usize, Done)>,
+}
+
+impl Engine {
+    /// Starts the workers of `targets` (restoring their states first, if configured).
+    ///
+    /// # Errors
+    ///
+    /// When timely cannot start (an address of the cluster that cannot be bound).
+    pub fn open(targets: &[Target], config: EngineConfig) -> Result<Engine> {
+        let workers = config.workers.max(1);
+        let process = config.cluster.as_ref().map_or(0, |c| c.process);
+        let (messages_in, messages) = mpsc::channel();
+        let mut commands = Vec::with_capacity(workers);
+        let mut queues = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let (sender, receiver) = mpsc::sync_channel(WINDOW);
+            commands.push(sender);
+            queues.push(Mutex::new(Some(receiver)));
+        }
+        let timely_config = match &config.cluster {
+            Some(c) => timely::Config {
+                communication: timely::CommunicationConfig::Cluster {
+                    threads: workers,
+                    process: c.process,
+                    addresses: c.addresses.clone(),
+                    report: false,
+                    zerocopy: false,
+                },
+                worker: timely::WorkerConfig::default(),
+            },
+            None if workers == 1 => timely::Config::thread(),
+            None => timely::Config::process(workers),
+        };
+        let shared = Arc::new(Shared {
+            targets: targets.to_vec(),
+            commands: queues,
+            messages: Mutex::new(messages_in),
+            first: process * workers,
+            cluster: config.cluster.is_some(),
+            gather_rows: config.cluster.is_some() && !config.partitioned,
+            restore: config.restore,
+            started: config.started,
+        });
+        let guards = timely::execute(timely_config, move |w| worker::work(w, &shared))
+            .map_err(|e| Error::new(ErrorKind::Internal, format!("cannot start workers: {e}")))?;
+        Ok(Engine {
+            commands,
+            messages,
+            guards: Some(guards),
+            targets: targets.to_vec(),
+            cluster: config.cluster.is_some(),
+            in_flight: VecDeque::new(),
+            finished: BTreeMap::new(),
+        })
+    }
+
+    /// Hands commit `version` to the workers: its input if this process read it (`None` when
+    /// another process of the cluster did), and in a cluster this process's report of it for
+    /// process 0. Waits while the workers hold a full window.
+    pub fn feed(
+        &mut self,
+        version: u64,
+        commit: Option<CommitEvents>,
+        report: Option<String>,
+    ) -> Result<()> {
+        let workers = self.commands.len();
+        let (announce, shares) = match commit {
+            Some(c) => (Some(Ok(c.timestamp)), deal(c, &self.targets, workers)),
+            None => (None, empty_shares(workers, self.targets.len())),
+        };
+        self.send_feed(version, shares, announce, report)
+    }
+
+    /// Tells every process of the cluster that this one could not read commit `version`
+    /// (`why`): every worker then stops, and [`Engine::outcome`] returns the error.
+    pub fn fail(&mut self, version: u64, why: String) -> Result<()> {
+        let shares = empty_shares(self.commands.len(), self.targets.len());
+        self.send_feed(version, shares, Some(Err(why)), None)
+    }
+
+    fn send_feed(
+        &mut self,
+        version: u64,
+        shares: Vec<Vec<super::deal::TargetShare>>,
+        announce: Option<std::result::Result<i64, String>>,
+        report: Option<String>,
+    ) -> Result<()> {
+        let mut report = report;
+        for (w, share) in shares.into_iter().enumerate() {
+            // Only the first worker of a process speaks for it in a cluster; on one process
+            // every worker reads the timestamp from its own feed.
+            let speaks = w == 0 || !self.cluster;
+            let feed = Feed {
+                version,
+                share,
+                announce: announce.clone().filter(|_| speaks),
+                report: report.take().filter(|_| w == 0),
+            };
+            self.send(w, Command::Commit(Box::new(feed)))?;
+        }
+        self.in_flight.push_back((version, Instant::now()));
+        Ok(())
+    }
+
+    fn send(&mut self, w: usize, command: Command) -> Result<()> {
+        // A worker that stopped dropped its queue; its message says why.
+        if self.commands[w].send(command).is_err() {
+            return Err(self.stopped());
+        }
+        Ok(())
+    }
+
+    /// Whether a commit was handed over and its outcome not yet taken.
+    pub fn pending(&self) -> bool {
+        !self.in_flight.is_empty()
+    }
+
+    /// The outcome of the oldest commit handed over, waiting for it if `wait`; `None` when
+    /// nothing is pending, or (without `wait`) when it is not complete yet.
+    pub fn outcome(&mut self, wait: bool) -> Result<Option<Outcome>> {
+        let workers = self.commands.len();
+        loop {
+            let Some(&(version, started)) = self.in_flight.front() else {
+                return Ok(None);
+            };
+            if self
+                .finished
+                .get(&version)
+                .is_some_and(|(n, _)| *n == workers)
+            {
+                self.in_flight.pop_front();
+                let (_, done) = self.finished.remove(&version).expect("finished");
+                return Ok(Some(Outcome {
+                    version,
+                    timestamp: done.timestamp,
+                    updates: done.updates,
+                    stats: done.stats,
+                    changed: done.changed,
+                    reports: done.reports,
+                    latency: started.elapsed(),
+                }));
+            }
+            let message = if wait {
+                self.messages.recv().map_err(|_| self.stopped())?
+            } else {
+                match self.messages.try_recv() {
+                    Ok(m) => m,
+                    Err(TryRecvError::Empty) => return Ok(None),
+                    Err(TryRecvError::Disconnected) => return Err(self.stopped()),
+                }
+            };
+            match message {
+                Message::Done(done) => self.absorb(*done),
+                Message::Failed(e) => return Err(e),
+                Message::Saved(_) | Message::Tables(_) => {
+                    return Err(Error::new(ErrorKind::Internal, "an answer out of turn"))
+                }
+            }
+        }
+    }
+
+    fn absorb(&mut self, done: Done) {
+        let targets = self.targets.len();
+        let (count, into) = self.finished.entry(done.version).or_insert_with(|| {
+            (
+                0,
+                Done {
+                    version: done.version,
+                    updates: vec![Vec::new(); targets],
+                    stats: vec![CommitStats::default(); targets],
+                    changed: vec![(0, 0); targets],
+                    ..Done::default()
+                },
+            )
+        });
+        *count += 1;
+        into.timestamp = into.timestamp.max(done.timestamp);
+        for (mine, theirs) in into.updates.iter_mut().zip(done.updates) {
+            if mine.is_empty() {
+                *mine = theirs;
+            } else {
+                mine.extend(theirs);
+            }
+        }
+        for (mine, theirs) in into.stats.iter_mut().zip(&done.stats) {
+            mine.merge(theirs);
+        }
+        for (mine, theirs) in into.changed.iter_mut().zip(&done.changed) {
+            mine.0 += theirs.0;
+            mine.1 += theirs.1;
+        }
+        into.reports.extend(done.reports);
+    }
+
+    /// Saves every worker's states into `dir` (one shard per worker, target and part). Every
+    /// commit handed over must have its outcome taken first.
+    pub fn save(&mut self, dir: &Path) -> Result<()> {
+        self.between_commits()?;
+        for w in 0..self.commands.len() {
+            self.send(w, Command::Save(dir.to_path_buf()))?;
+        }
+        let mut result = Ok(());
+        for _ in 0..self.commands.len() {
+            match self.messages.recv().map_err(|_| self.stopped())? {
+                Message::Saved(r) => result = result.and(r),
+                Message::Failed(e) => return Err(e),
+                _ => return Err(Error::new(ErrorKind::Internal, "an answer out of turn")),
+            }
+        }
+        result
+    }
+
+    /// Every target's table, read from the states (unsorted): in a gathering cluster the whole
+    /// table in process 0 and nothing elsewhere; with partitioned outputs this process's keys.
+    /// Every commit handed over must have its outcome taken first.
+    pub fn tables(&mut self) -> Result<Vec<Vec<Row>>> {
+        self.between_commits()?;
+        for w in 0..self.commands.len() {
+            self.send(w, Command::Tables)?;
+        }
+        let mut tables: Vec<Vec<Row>> = vec![Vec::new(); self.targets.len()];
+        for _ in 0..self.commands.len() {
+            match self.messages.recv().map_err(|_| self.stopped())? {
+                Message::Tables(theirs) => {
+                    for (mine, rows) in tables.iter_mut().zip(theirs) {
+                        mine.extend(rows);
+                    }
+                }
+                Message::Failed(e) => return Err(e),
+                _ => return Err(Error::new(ErrorKind::Internal, "an answer out of turn")),
+            }
+        }
+        Ok(tables)
+    }
+
+    fn between_commits(&self) -> Result<()> {
+        match self.in_flight.is_empty() {
+            true => Ok(()),
+            false => Err(Error::new(
+                ErrorKind::Internal,
+                "the engine was asked for its states with a commit under way",
+            )),
+        }
+    }
+
+    /// Lets every worker's dataflow complete and joins them.
+    pub fn finish(mut self) -> Result<()> {
+        self.between_commits()?;
+        for w in 0..self.commands.len() {
+            self.send(w, Command::Finish)?;
+        }
+        self.commands.clear();
+        let guards = self.guards.take().expect("joined once");
+        let joined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guards.join()));
+        let results = joined.map_err(|_| lost(self.cluster))?;
+        if results.iter().any(|r| r.is_err()) {
+            return Err(lost(self.cluster));
+        }
+        // A worker that failed while finishing said why.
+        match self.messages.try_recv() {
+            Ok(Message::Failed(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Why a worker is gone: its own message if it sent one, else a lost peer.
+    fn stopped(&mut self) -> Error {
+        while let Ok(message) = self.messages.try_recv() {
+            if let Message::Failed(e) = message {
+                return e;
+            }
+        }
+        lost(self.cluster)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // Closing the queues stops every worker at its next command.
+        self.commands.clear();
+        if let Some(guards) = self.guards.take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guards.join()));
+        }
+    }
+}
+
+/// Timely's network threads panic when a peer process goes away: in a cluster that is a lost
+/// peer, not a bug.
+fn lost(cluster: bool) -> Error {
+    if cluster {
+        Error::new(
+            ErrorKind::Peer,
+            "lost the connection to another process of the cluster (it exited, or the network \
+             failed); nothing was written",
+        )
+    } else {
+        Error::new(ErrorKind::Internal, "a worker stopped unexpectedly")
+    }
+}
+
+fn empty_shares(workers: usize, targets: usize) -> Vec<Vec<super::deal::TargetShare>> {
+    (0..workers)
+        .map(|_| (0..targets).map(|_| Default::default()).collect())
+        .collect()
+}

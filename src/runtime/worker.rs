@@ -1,0 +1,468 @@
+//! One timely worker of an [`Engine`](super::Engine): it builds the targets' dataflow once,
+//! restores their states, then serves commands until the engine finishes.
+//!
+//! A commit is fed at timely time `version` and the worker steps until every target's output
+//! has passed it, so the dataflow holds one commit at a time besides the states. Its updates
+//! are captured by an operator that the probe follows, so a passed commit is wholly captured.
+//! In a cluster each commit begins with an announcement round (its timestamp, from the process
+//! that read it, or that process's failure) and, when gathering, ends with a round that brings
+//! counters, reports and rows to worker 0; the inputs stay at `version` until the timestamp is
+//! known, so no operator applies a commit before its time is.
+
+use super::control::{tell_everyone, Announcement, Control, Note};
+use super::deal::TargetShare;
+use super::held::Held;
+use super::render::render;
+use crate::engine::CommitStats;
+use crate::event::Event;
+use crate::operators::snapshot_diff::snapshot_diff_shared;
+use crate::plan::Target;
+use crate::value::Row;
+use crate::{Error, ErrorKind, Result};
+use differential_dataflow::input::{Input, InputSession};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::{Exchange, Probe};
+use timely::dataflow::ProbeHandle;
+use timely::worker::Worker;
+
+/// What the engine asks of a worker.
+pub(super) enum Command {
+    /// Apply a commit.
+    Commit(Box<Feed>),
+    /// Save every state into a checkpoint directory.
+    Save(PathBuf),
+    /// Read every target's table.
+    Tables,
+    /// No more commands: let the dataflow complete.
+    Finish,
+}
+
+/// One commit for one worker.
+pub(super) struct Feed {
+    pub(super) version: u64,
+    pub(super) share: Vec<TargetShare>,
+    /// This process's word on the commit, given to its first worker only: the commit's
+    /// timestamp when this process read it (or a share of it), or why it could not.
+    pub(super) announce: Option<std::result::Result<i64, String>>,
+    /// In a cluster, to the first worker of a process other than 0: its report of the commit.
+    pub(super) report: Option<String>,
+}
+
+/// What a worker tells the engine.
+pub(super) enum Message {
+    /// A commit is complete on this worker.
+    Done(Box<Done>),
+    /// The states are saved (or not).
+    Saved(Result<()>),
+    /// This worker's rows of every target (in a gathering cluster, worker 0 has them all).
+    Tables(Vec<Vec<Row>>),
+    /// The worker stopped.
+    Failed(Error),
+}
+
+/// One worker's results of one commit.
+#[derive(Debug, Default)]
+pub(super) struct Done {
+    pub(super) version: u64,
+    pub(super) timestamp: i64,
+    /// Per target: the row updates this worker captured.
+    pub(super) updates: Vec<Vec<(Row, isize)>>,
+    /// Per target: this worker's counters (worker 0 of a gathering cluster: everyone's).
+    pub(super) stats: Vec<CommitStats>,
+    /// Per target, in worker 0 of a partitioned cluster: every worker's change-feed row counts.
+    pub(super) changed: Vec<(u64, u64)>,
+    /// In worker 0 of a cluster: the reports of the other processes.
+    pub(super) reports: Vec<String>,
+}
+
+/// What every worker of a process shares.
+pub(super) struct Shared {
+    pub(super) targets: Vec<Target>,
+    /// One command queue per worker of this process.
+    pub(super) commands: Vec<Mutex<Option<Receiver<Command>>>>,
+    pub(super) messages: Mutex<Sender<Message>>,
+    /// The index of this process's first worker.
+    pub(super) first: usize,
+    /// Whether this is a cluster of processes.
+    pub(super) cluster: bool,
+    /// In a cluster: whether the targets' updates and rows go to worker 0.
+    pub(super) gather_rows: bool,
+    /// A checkpoint to restore, and the number of workers that wrote it.
+    pub(super) restore: Option<(PathBuf, usize)>,
+    pub(super) started: Option<Arc<AtomicBool>>,
+}
+
+/// One worker's input handles for one target.
+struct Inputs {
+    events: InputSession<u64, Event, isize>,
+    snapshot: InputSession<u64, (Row, Row), isize>,
+    versions: InputSession<u64, i64, isize>,
+    rows: InputSession<u64, Row, isize>,
+}
+
+impl Inputs {
+    fn insert(&mut self, share: TargetShare) {
+        for event in share.events {
+            self.events.insert(event);
+        }
+        for row in share.snapshot {
+            self.snapshot.insert(row);
+        }
+        if let Some(v) = share.version {
+            self.versions.insert(v);
+        }
+        for row in share.rows {
+            self.rows.insert(row);
+        }
+    }
+
+    fn advance_to(&mut self, time: u64) {
+        self.events.advance_to(time);
+        self.snapshot.advance_to(time);
+        self.versions.advance_to(time);
+        self.rows.advance_to(time);
+        self.events.flush();
+        self.snapshot.flush();
+        self.versions.flush();
+        self.rows.flush();
+    }
+}
+
+/// The dataflow of one worker, with what its operators share with it.
+struct Dataflow {
+    held: Vec<Held>,
+    inputs: Vec<Inputs>,
+    probe: ProbeHandle<u64>,
+    /// Per target: updates captured since the last commit.
+    captured: Rc<RefCell<Vec<Vec<(Row, u64, isize)>>>>,
+    /// Per target: counters by commit.
+    stats: Rc<RefCell<Vec<BTreeMap<u64, CommitStats>>>>,
+    /// Commit timestamps the operators read when they apply a commit.
+    clock: Rc<RefCell<BTreeMap<u64, i64>>>,
+}
+
+/// Runs one worker; every error is also sent to the engine, so that it never waits for a
+/// worker that stopped.
+pub(super) fn work(worker: &mut Worker, shared: &Shared) {
+    let messages = shared.messages.lock().expect("messages").clone();
+    if let Err(e) = serve(worker, shared, &messages) {
+        let _ = messages.send(Message::Failed(e));
+    }
+}
+
+fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Result<()> {
+    if let Some(started) = &shared.started {
+        started.store(true, Ordering::SeqCst);
+    }
+    let index = worker.index();
+    let commands = shared.commands[index - shared.first]
+        .lock()
+        .expect("commands")
+        .take()
+        .expect("each worker takes its own queue");
+    let held: Vec<Held> = shared.targets.iter().map(Held::new).collect();
+    restore(worker, shared, &held)?;
+    let gather_rows = shared.gather_rows;
+    let mut flow = build(worker, held, gather_rows);
+    let mut control = shared.cluster.then(|| Control::new(worker));
+    let mut last_timestamp = i64::MIN;
+    let targets = shared.targets.len();
+    loop {
+        // The engine dropping its queues (an error on its side) stops the worker at once.
+        let Ok(command) = commands.recv() else {
+            return Ok(());
+        };
+        let message = match command {
+            Command::Commit(feed) => {
+                let done = commit(
+                    worker,
+                    shared,
+                    &mut flow,
+                    control.as_mut(),
+                    *feed,
+                    &mut last_timestamp,
+                )?;
+                Message::Done(Box::new(done))
+            }
+            Command::Save(dir) => {
+                let saved = flow
+                    .held
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(t, h)| h.save(t, &dir, index));
+                Message::Saved(saved)
+            }
+            Command::Tables => {
+                let mut tables: Vec<Vec<Row>> = flow.held.iter().map(Held::rows).collect();
+                if let (Some(control), true) = (control.as_mut(), gather_rows) {
+                    let mine = tables
+                        .into_iter()
+                        .enumerate()
+                        .flat_map(|(t, rows)| rows.into_iter().map(move |r| Note::Row(t, r)))
+                        .collect();
+                    tables = vec![Vec::new(); targets];
+                    for note in control.gather(worker, mine) {
+                        if let Note::Row(t, row) = note {
+                            tables[t].push(row);
+                        }
+                    }
+                }
+                Message::Tables(tables)
+            }
+            Command::Finish => break,
+        };
+        if messages.send(message).is_err() {
+            return Ok(());
+        }
+    }
+    drop(control);
+    let probe = flow.probe.clone();
+    drop(flow);
+    while !probe.done() {
+        worker.step_or_park(None);
+    }
+    Ok(())
+}
+
+/// Restores every target's states from the checkpoint, if any; every worker learns of any
+/// worker's failure, so that none waits for another.
+fn restore(worker: &mut Worker, shared: &Shared, held: &[Held]) -> Result<()> {
+    let Some((checkpoint, writers)) = &shared.restore else {
+        return Ok(());
+    };
+    let (index, peers) = (worker.index(), worker.peers());
+    let restored = held
+        .iter()
+        .enumerate()
+        .try_for_each(|(t, h)| h.restore(t, checkpoint, *writers, index, peers));
+    let own = restored.err();
+    let failures = tell_everyone(worker, own.iter().map(|e| e.to_string()).collect());
+    if let Some(e) = own {
+        return Err(e);
+    }
+    match failures.into_iter().next() {
+        Some(why) => Err(Error::new(ErrorKind::Peer, why)),
+        None => Ok(()),
+    }
+}
+
+/// Builds every target's operators over `held`.
+fn build(worker: &mut Worker, held: Vec<Held>, gather_rows: bool) -> Dataflow {
+    let targets = held.len();
+    let captured = Rc::new(RefCell::new(vec![Vec::new(); targets]));
+    let stats: Rc<RefCell<Vec<BTreeMap<u64, CommitStats>>>> =
+        Rc::new(RefCell::new(vec![BTreeMap::new(); targets]));
+    let clock: Rc<RefCell<BTreeMap<u64, i64>>> = Rc::new(RefCell::new(BTreeMap::new()));
+    let probe: ProbeHandle<u64> = ProbeHandle::new();
+    let inputs = worker.dataflow::<u64, _, _>(|scope| {
+        held.iter()
+            .enumerate()
+            .map(|(t, h)| {
+                let (events, event_collection) = scope.new_collection::<Event, isize>();
+                let (snapshot, snapshot_collection) = scope.new_collection::<(Row, Row), isize>();
+                let (versions, version_collection) = scope.new_collection::<i64, isize>();
+                let (rows, row_collection) = scope.new_collection::<Row, isize>();
+                let events_in = match h {
+                    Held::Snapshot(previous, _) => snapshot_diff_shared(
+                        snapshot_collection,
+                        version_collection,
+                        Rc::clone(previous),
+                    ),
+                    _ => event_collection,
+                };
+                let times = Rc::clone(&clock);
+                // A commit is applied once its timestamp is known (see the module docs). Only a
+                // run that is being torn down (a worker stopped with an error, closing its
+                // inputs) applies a commit without it, and its results are discarded.
+                let commit_time = move |version: &u64| {
+                    let times = times.borrow();
+                    times.get(version).copied().unwrap_or(i64::MIN)
+                };
+                let counters = Rc::clone(&stats);
+                let on_stats = move |version: &u64, s: CommitStats| {
+                    counters.borrow_mut()[t]
+                        .entry(*version)
+                        .or_default()
+                        .merge(&s);
+                };
+                let output = render(h, events_in, row_collection, commit_time, on_stats).inner;
+                let output = if gather_rows {
+                    output.exchange(|_| 0)
+                } else {
+                    output
+                };
+                let capture = Rc::clone(&captured);
+                // Moves the updates out (`inspect` would clone every row); the probe follows
+                // it, so a commit the probe has passed is wholly captured.
+                output
+                    .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                        Pipeline,
+                        "Capture",
+                        move |_, _| {
+                            move |input, _output| {
+                                input.for_each(|_, updates| {
+                                    capture.borrow_mut()[t].append(updates);
+                                });
+                            }
+                        },
+                    )
+                    .probe_with(&probe);
+                Inputs {
+                    events,
+                    snapshot,
+                    versions,
+                    rows,
+                }
+            })
+            .collect()
+    });
+    Dataflow {
+        held,
+        inputs,
+        probe,
+        captured,
+        stats,
+        clock,
+    }
+}
+
+/// Applies one commit and returns this worker's results of it.
+fn commit(
+    worker: &mut Worker,
+    shared: &Shared,
+    flow: &mut Dataflow,
+    control: Option<&mut Control>,
+    feed: Feed,
+    last_timestamp: &mut i64,
+) -> Result<Done> {
+    let version = feed.version;
+    for (input, share) in flow.inputs.iter_mut().zip(feed.share) {
+        input.advance_to(version);
+        input.insert(share);
+    }
+    let timestamp = match (control, feed.announce) {
+        (None, Some(Ok(t))) => t,
+        (None, Some(Err(why))) => return Err(Error::new(ErrorKind::Peer, why)),
+        (None, None) => *last_timestamp,
+        (Some(control), announce) => {
+            let heard = control.announce(worker, announce.map(|a| (version, a)));
+            let mut done = finish_commit(
+                worker,
+                flow,
+                version,
+                agreed(version, heard)?,
+                last_timestamp,
+            )?;
+            gather(worker, shared, control, feed.report, &mut done);
+            return Ok(done);
+        }
+    };
+    finish_commit(worker, flow, version, timestamp, last_timestamp)
+}
+
+/// The commit's timestamp from the announcements heard: the latest (every process that read a
+/// share of a split file announces it), or a process's failure.
+fn agreed(version: u64, heard: Vec<Announcement>) -> Result<i64> {
+    let mut timestamp = i64::MIN;
+    for (v, said) in heard {
+        match said {
+            Err(why) => return Err(Error::new(ErrorKind::Peer, why)),
+            Ok(t) if v == version => timestamp = timestamp.max(t),
+            Ok(_) => {}
+        }
+    }
+    Ok(timestamp)
+}
+
+/// Brings every worker's counters (and, with partitioned outputs, change-feed row counts) and
+/// every process's report of the commit to worker 0.
+fn gather(
+    worker: &mut Worker,
+    shared: &Shared,
+    control: &mut Control,
+    report: Option<String>,
+    done: &mut Done,
+) {
+    let targets = shared.targets.len();
+    let mut notes: Vec<Note> = Vec::new();
+    for (t, stats) in std::mem::take(&mut done.stats).into_iter().enumerate() {
+        notes.push(Note::Stats(t, stats));
+    }
+    if !shared.gather_rows {
+        for (t, updates) in done.updates.iter().enumerate() {
+            let (up, down) = crate::changefeed::counts(&shared.targets[t], updates);
+            notes.push(Note::Changed(t, up, down));
+        }
+    }
+    notes.extend(report.map(Note::Report));
+    done.stats = vec![CommitStats::default(); targets];
+    done.changed = vec![(0, 0); targets];
+    for note in control.gather(worker, notes) {
+        match note {
+            Note::Stats(t, s) => done.stats[t].merge(&s),
+            Note::Changed(t, up, down) => {
+                done.changed[t].0 += up;
+                done.changed[t].1 += down;
+            }
+            Note::Report(text) => done.reports.push(text),
+            Note::Row(..) => {}
+        }
+    }
+}
+
+/// Lets the commit's operators run at `timestamp` and collects what this worker captured.
+fn finish_commit(
+    worker: &mut Worker,
+    flow: &mut Dataflow,
+    version: u64,
+    timestamp: i64,
+    last_timestamp: &mut i64,
+) -> Result<Done> {
+    // Commit time never goes back, even if a clock does.
+    let timestamp = timestamp.max(*last_timestamp);
+    *last_timestamp = timestamp;
+    flow.clock.borrow_mut().insert(version, timestamp);
+    for input in &mut flow.inputs {
+        input.advance_to(version + 1);
+    }
+    // Park rather than spin while other workers finish the commit: with more workers than
+    // cores, spinning steals the cores that would finish it.
+    while flow.probe.less_than(&(version + 1)) {
+        worker.step_or_park(None);
+    }
+    flow.clock.borrow_mut().remove(&version);
+    let updates = flow
+        .captured
+        .borrow_mut()
+        .iter_mut()
+        .map(|captured| {
+            captured
+                .drain(..)
+                .map(|(row, _, diff)| (row, diff))
+                .collect()
+        })
+        .collect();
+    let stats = flow
+        .stats
+        .borrow_mut()
+        .iter_mut()
+        .map(|by_version| by_version.remove(&version).unwrap_or_default())
+        .collect();
+    Ok(Done {
+        version,
+        timestamp,
+        updates,
+        stats,
+        changed: Vec::new(),
+        reports: Vec::new(),
+    })
+}
