@@ -7,7 +7,7 @@
 //! identity, then change type, so the feed is the same for any number of workers.
 
 use crate::plan::{ScdType, Target, TargetKind};
-use crate::value::{DataType, Row, Schema, Value};
+use crate::value::{DataType, Row, Schema};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -163,26 +163,11 @@ pub fn changes(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Change> {
         .collect()
 }
 
-/// A change as a row of the feed schema.
-pub fn to_row(change: &Change, commit_timestamp: i64) -> Row {
-    feed_row(&change.row, change.kind, change.version, commit_timestamp)
-}
-
-/// A target row with its change type, commit version and commit time: a row of the feed
-/// schema.
-pub fn feed_row(row: &Row, kind: ChangeType, version: u64, commit_timestamp: i64) -> Row {
-    let mut out = Vec::with_capacity(row.len() + 3);
-    out.extend_from_slice(row);
-    out.push(Value::Str(kind.as_str().to_string()));
-    out.push(Value::Int(version as i64));
-    out.push(Value::Timestamp(commit_timestamp));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::plan::Target;
+    use crate::value::Value;
 
     fn target(scd: ScdType) -> Target {
         let mut cols = vec![

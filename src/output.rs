@@ -86,8 +86,8 @@ impl Layout {
     }
 }
 
-/// A commit's change-feed rows of one target, rendered: CSV has its header only at the start of
-/// a file (`header`).
+/// A commit's change-feed rows of one target, rendered into `out`: CSV has its header only at
+/// the start of a file (`header`).
 pub fn feed_text(
     format: OutputFormat,
     schema: &crate::value::Schema,
@@ -97,11 +97,23 @@ pub fn feed_text(
     header: bool,
     out: &mut String,
 ) -> Result<()> {
-    let rows: Vec<Row> = changes
-        .iter()
-        .map(|(kind, row)| changefeed::feed_row(row, *kind, version, timestamp))
-        .collect();
-    io::render_rows_into(out, format, schema, &rows, header)
+    io::render_rows_into(out, format, schema, &[], header)?;
+    let version = crate::value::Value::Int(version as i64);
+    let timestamp = crate::value::Value::Timestamp(timestamp);
+    let mut kinds: Vec<(changefeed::ChangeType, crate::value::Value)> = Vec::new();
+    for (kind, row) in changes {
+        let label = match kinds.iter().find(|(k, _)| k == kind) {
+            Some((_, label)) => label,
+            None => {
+                let label = crate::value::Value::Str(kind.as_str().to_string());
+                kinds.push((*kind, label));
+                &kinds.last().expect("just pushed").1
+            }
+        };
+        let values = row.iter().chain([label, &version, &timestamp]);
+        io::push_row(out, format, schema, values);
+    }
+    Ok(())
 }
 
 /// Metrics of a run, gathered commit by commit.

@@ -327,11 +327,8 @@ impl<'a> Session<'a> {
 struct Appender<'p> {
     pipeline: &'p Pipeline,
     layout: Layout,
-    /// Per target: the change-feed text of the step.
-    feeds: Vec<(
-        Vec<(crate::changefeed::ChangeType, crate::value::Row, u64, i64)>,
-        u64,
-    )>,
+    /// Per target: the step's change-feed rows, rendered (without a CSV header).
+    feeds: Vec<String>,
     quarantined: Vec<Quarantined>,
     warnings: Vec<String>,
     events: u64,
@@ -344,7 +341,7 @@ impl<'p> Appender<'p> {
         Appender {
             pipeline,
             layout,
-            feeds: pipeline.targets.iter().map(|_| (Vec::new(), 0)).collect(),
+            feeds: pipeline.targets.iter().map(|_| String::new()).collect(),
             quarantined: Vec::new(),
             warnings: Vec::new(),
             events: 0,
@@ -360,13 +357,8 @@ impl<'p> Appender<'p> {
             let path = self.layout.changes(&target.name);
             let header = committed(next, &path) == 0;
             let mut text = String::new();
-            let schema = changefeed::schema(target);
-            let rows: Vec<crate::value::Row> = self.feeds[t]
-                .0
-                .iter()
-                .map(|(kind, row, version, ts)| changefeed::feed_row(row, *kind, *version, *ts))
-                .collect();
-            io::render_rows_into(&mut text, format, &schema, &rows, header)?;
+            io::render_rows_into(&mut text, format, &changefeed::schema(target), &[], header)?;
+            text.push_str(&self.feeds[t]);
             append(next, &path, &text)?;
             self.written.push(path);
         }
@@ -381,11 +373,12 @@ impl<'p> Appender<'p> {
 
 impl Sink for Appender<'_> {
     fn commit(&mut self, commit: CommitOutput) -> Result<()> {
-        for (t, changes) in commit.changes.into_iter().enumerate() {
-            let (version, ts) = (commit.version, commit.timestamp);
-            self.feeds[t]
-                .0
-                .extend(changes.into_iter().map(|(k, r)| (k, r, version, ts)));
+        for (t, changes) in commit.changes.iter().enumerate() {
+            let schema = changefeed::schema(&self.pipeline.targets[t]);
+            let (version, timestamp) = (commit.version, commit.timestamp);
+            let format = self.layout.format;
+            let out = &mut self.feeds[t];
+            output::feed_text(format, &schema, version, timestamp, changes, false, out)?;
         }
         let flows = driver::flows::all(self.pipeline);
         for (f, m) in &commit.metrics {

@@ -67,28 +67,13 @@ pub fn render_rows_into(
     rows: &[Row],
     header: bool,
 ) -> Result<()> {
-    match format {
-        OutputFormat::Csv => {
-            if header {
-                let names: Vec<&str> = schema.names().collect();
-                push_csv_line(out, names.iter().map(|n| Some(*n)));
-            }
-            for row in rows {
-                check_width(schema, row)?;
-                let cells: Vec<Option<String>> = row
-                    .iter()
-                    .zip(&schema.columns)
-                    .map(|(v, c)| (!v.is_null()).then(|| format_value_text(v, &c.ty)))
-                    .collect();
-                push_csv_line(out, cells.iter().map(Option::as_deref));
-            }
-        }
-        OutputFormat::Jsonl => {
-            for row in rows {
-                check_width(schema, row)?;
-                push_json_line(out, schema, row);
-            }
-        }
+    if header && format == OutputFormat::Csv {
+        let names: Vec<&str> = schema.names().collect();
+        push_csv_line(out, names.iter().map(|n| Some(*n)));
+    }
+    for row in rows {
+        check_width(schema, row)?;
+        push_row(out, format, schema, row.iter());
     }
     Ok(())
 }
@@ -136,20 +121,70 @@ fn check_width(schema: &Schema, row: &Row) -> Result<()> {
     ))
 }
 
+/// Appends one row, given as its values (one per schema column, in order), as
+/// [`render_rows`] renders it. Cells are written straight into `out`, so a row costs no
+/// allocation but a quoted text's.
+pub fn push_row<'v>(
+    out: &mut String,
+    format: OutputFormat,
+    schema: &Schema,
+    values: impl Iterator<Item = &'v Value>,
+) {
+    match format {
+        OutputFormat::Csv => {
+            for (i, (v, c)) in values.zip(&schema.columns).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_csv_cell(out, v, &c.ty);
+            }
+            out.push('\n');
+        }
+        OutputFormat::Jsonl => {
+            out.push('{');
+            for (i, (v, column)) in values.zip(&schema.columns).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json_string(out, &column.name);
+                out.push(':');
+                write_json(out, v, &column.ty);
+            }
+            out.push_str("}\n");
+        }
+    }
+}
+
+/// One CSV cell: NULL is empty; other values as [`format_value_text`], quoted when needed.
+fn push_csv_cell(out: &mut String, v: &Value, ty: &crate::value::DataType) {
+    match v {
+        Value::Null => {}
+        Value::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::Str(text) => push_csv_text(out, text),
+        other => push_csv_text(out, &format_value_text(other, ty)),
+    }
+}
+
+fn push_csv_text(out: &mut String, text: &str) {
+    if needs_quotes(text) {
+        out.push('"');
+        out.push_str(&text.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(text);
+    }
+}
+
 /// Appends one CSV line; `None` cells are NULL.
 fn push_csv_line<'a>(out: &mut String, cells: impl Iterator<Item = Option<&'a str>>) {
     for (i, cell) in cells.enumerate() {
         if i > 0 {
             out.push(',');
         }
-        match cell {
-            None => {}
-            Some(text) if needs_quotes(text) => {
-                out.push('"');
-                out.push_str(&text.replace('"', "\"\""));
-                out.push('"');
-            }
-            Some(text) => out.push_str(text),
+        if let Some(text) = cell {
+            push_csv_text(out, text);
         }
     }
     out.push('\n');
@@ -161,19 +196,6 @@ fn needs_quotes(text: &str) -> bool {
         || text.contains([',', '"', '\r', '\n'])
         || text.starts_with(blank)
         || text.ends_with(blank)
-}
-
-fn push_json_line(out: &mut String, schema: &Schema, row: &[Value]) {
-    out.push('{');
-    for (i, (column, v)) in schema.columns.iter().zip(row).enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_json_string(out, &column.name);
-        out.push(':');
-        write_json(out, v, &column.ty);
-    }
-    out.push_str("}\n");
 }
 
 /// Replaces `path` by `bytes` atomically: writes and syncs `<path>.tmp`, renames it over `path`,
