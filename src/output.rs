@@ -15,7 +15,7 @@
 //! Limits: into an existing `DIR`, the renames are atomic one by one, not as a group.
 
 use crate::changefeed;
-use crate::driver::{CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};
+use crate::driver::{CommitLatency, CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};
 use crate::io::{self, OutputFormat};
 use crate::plan::Pipeline;
 use crate::value::Row;
@@ -123,6 +123,8 @@ pub struct RunMetrics {
     pub flows: Vec<Vec<FlowCommitMetrics>>,
     /// Per source table.
     pub tables: Vec<Vec<TableCommitMetrics>>,
+    /// Per commit: its latency.
+    pub latency: Vec<CommitLatency>,
 }
 
 impl RunMetrics {
@@ -131,6 +133,7 @@ impl RunMetrics {
         RunMetrics {
             flows: vec![Vec::new(); crate::driver::flows::all(pipeline).len()],
             tables: vec![Vec::new(); pipeline.tables.len()],
+            latency: Vec::new(),
         }
     }
 
@@ -245,12 +248,7 @@ impl<'p> StagedRun<'p> {
                     .map_err(|e| Error::write(&path, &e))?;
                 staged.push((path, self.layout.quarantine(owner)));
             }
-            let path = write_metrics(
-                self.pipeline,
-                &self.metrics.flows,
-                &self.metrics.tables,
-                &self.stage.dir,
-            )?;
+            let path = write_metrics(self.pipeline, &self.metrics, &self.stage.dir)?;
             staged.push((path, self.layout.metrics()));
         }
         // A new `DIR` appears whole; another process may create it first (partitions).
@@ -320,6 +318,8 @@ impl Sink for StagedRun<'_> {
             }
         }
         self.metrics.add(&commit);
+        let latency = CommitLatency::since(commit.version, commit.input_complete);
+        self.metrics.latency.push(latency);
         self.events += commit.events;
         self.warnings.extend(commit.warnings);
         self.quarantined.extend(commit.quarantined);
@@ -437,6 +437,8 @@ struct Metrics<'a> {
     flows: Vec<FlowMetrics<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tables: Vec<TableMetrics<'a>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    latency: &'a [CommitLatency],
 }
 
 #[derive(Serialize)]
@@ -452,14 +454,9 @@ struct TableMetrics<'a> {
     commits: &'a [crate::driver::TableCommitMetrics],
 }
 
-/// Writes `DIR/metrics.json` from per-flow (indexed like [`crate::driver::flows::all`]) and
-/// per-table metrics.
-pub fn write_metrics(
-    pipeline: &Pipeline,
-    metrics: &[Vec<crate::driver::FlowCommitMetrics>],
-    table_metrics: &[Vec<crate::driver::TableCommitMetrics>],
-    dir: &Path,
-) -> Result<PathBuf> {
+/// Writes `DIR/metrics.json` from a run's metrics.
+pub fn write_metrics(pipeline: &Pipeline, run: &RunMetrics, dir: &Path) -> Result<PathBuf> {
+    let (metrics, table_metrics) = (&run.flows, &run.tables);
     let all = crate::driver::flows::all(pipeline);
     let flows = all
         .iter()
@@ -480,8 +477,13 @@ pub fn write_metrics(
             commits,
         })
         .collect();
-    let text = serde_json::to_string_pretty(&Metrics { flows, tables })
-        .map_err(|e| Error::new(crate::ErrorKind::Internal, e.to_string()))?;
+    let latency = &run.latency;
+    let text = serde_json::to_string_pretty(&Metrics {
+        flows,
+        tables,
+        latency,
+    })
+    .map_err(|e| Error::new(crate::ErrorKind::Internal, e.to_string()))?;
     let path = dir.join("metrics.json");
     io::replace_file(&path, (text + "\n").as_bytes())?;
     Ok(path)

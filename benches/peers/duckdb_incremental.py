@@ -34,6 +34,10 @@ Percentiles are exact nearest-rank over the per-commit list.
 Install: python3 -m pip install --user duckdb
 Usage:   python3 benches/peers/duckdb_incremental.py --events-dir DIR [--scd 1|2] [--threads N]
              [--json] [--out FILE.csv] [--tail N] [--latencies FILE.csv] [--preload N] [--db FILE]
+             [--final]
+With --final it computes only the final target of all the files, reading them in one query
+(what `scdflow run` over the same files produces as its table), and prints the wall time (read,
+compute, and --out's write) and the process's peak RSS.
 With --json the last stdout line is one JSON object:
   {"peer":"duckdb","scd":1,"events":N,"commits":C,"seconds":S,"p50_us":..,"p90_us":..,
    "p99_us":..,"p999_us":..,"max_us":..}
@@ -80,6 +84,10 @@ def parse_args(argv):
     p.add_argument("--preload", type=int, default=0, metavar="N",
                    help="apply the first N commit files as one untimed bulk load (history), "
                         "then time the remaining commits (default 0)")
+    p.add_argument("--final", action="store_true",
+                   help="compute only the final target of all files, in one query over all of "
+                        "them (the batch job `scdflow run` competes with); prints its wall time "
+                        "and the process's peak RSS")
     p.add_argument("--db", default=":memory:", metavar="FILE",
                    help="DuckDB database file, which must not exist yet "
                         "(default :memory:, an in-memory database)")
@@ -281,6 +289,22 @@ class Peer:
         self.con.execute("DELETE FROM target")
         self.con.execute(f"INSERT INTO target {rows('')}")
 
+    def load_all(self, paths):
+        """Reads every file in one query and computes the whole target from scratch."""
+        files = "[" + ", ".join(sql_str(p) for p in paths) + "]"
+        if self.ext == ".csv":
+            reader = (f"read_csv({files}, header = true, auto_detect = false, "
+                      f"delim = ',', quote = '\"', escape = '\"', nullstr = '', "
+                      f"allow_quoted_nulls = false, columns = {self.cols_struct})")
+        else:
+            reader = (f"read_json({files}, format = 'newline_delimited', "
+                      f"columns = {self.cols_struct})")
+        cols = ", ".join(q(c) for c in self.columns)
+        where = "" if self.scd == 1 else " WHERE op <> 'TRUNCATE'"
+        self.con.execute(f"INSERT INTO events SELECT {cols} FROM {reader}{where}")
+        rows = self.scd1_rows if self.scd == 1 else self.scd2_rows
+        self.con.execute(f"INSERT INTO target {rows('')}")
+
     def dump(self, path):
         order = "k, __START_AT" if self.scd == 2 else "k"
         cur = self.con.execute(f"SELECT * FROM target ORDER BY {order}")
@@ -317,6 +341,25 @@ def run(args, duckdb, argv):
     con.execute(f"SET threads = {int(args.threads)}")
     peer = Peer(con, columns, payload, args.scd, ext)
 
+    if args.final:
+        import resource
+        t0 = time.perf_counter_ns()
+        peer.load_all(files)
+        if args.out:
+            peer.dump(args.out)
+        wall = (time.perf_counter_ns() - t0) / 1e9
+        target_rows = con.execute("SELECT count(*) FROM target").fetchone()[0]
+        events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"command: {shlex.join(['python3', sys.argv[0]] + list(argv))}")
+        print(f"duckdb {duckdb.__version__}, threads {args.threads}: SCD{args.scd} of {events} "
+              f"events in {len(files)} files, {target_rows} rows, {wall:.3f} s, "
+              f"peak RSS {peak_mb:.0f} MiB")
+        if args.json:
+            print(json.dumps({"peer": "duckdb", "scd": args.scd, "events": events,
+                              "rows": target_rows, "seconds": round(wall, 6),
+                              "peak_rss_mib": round(peak_mb, 1)}, separators=(",", ":")))
+        return 0
     if not 0 <= args.preload < len(files):
         fail(f"--preload must be in 0..{len(files) - 1} ({len(files)} commit files)")
     preload_ns = 0

@@ -98,6 +98,16 @@ pub struct RunArgs {
         requires = "follow"
     )]
     pub poll: f64,
+    /// With --follow: rewrite the target files and metrics.json at most this often, in
+    /// seconds (each rewrite costs time proportional to the tables; change feeds are appended
+    /// at every commit), and once more when stopping.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 10.0,
+        requires = "follow"
+    )]
+    pub tables_every: f64,
 }
 
 /// `scdflow query`.

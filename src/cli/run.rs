@@ -109,26 +109,57 @@ fn run_durable(
     let run = super::evaluate::step(&mut session)?;
     print_run(pipeline, &run, state)?;
     if args.follow && !stop.load(Ordering::SeqCst) {
-        anyhow::ensure!(
-            args.poll.is_finite() && args.poll > 0.0,
-            "--poll must be a positive number of seconds"
-        );
+        let seconds = |value: f64, name: &str| {
+            Duration::try_from_secs_f64(value)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| anyhow::anyhow!("{name} must be a positive number of seconds"))
+        };
+        let poll = seconds(args.poll, "--poll")?;
+        let tables_every = Duration::try_from_secs_f64(args.tables_every)
+            .map_err(|_| anyhow::anyhow!("--tables-every must be a number of seconds"))?;
         eprintln!(
-            "following new input (every {}s); SIGINT or SIGTERM stops after the current commit",
-            args.poll
+            "following new input (every {}s; tables rewritten at most every {}s); SIGINT or \
+             SIGTERM stops after the current commit",
+            args.poll, args.tables_every
         );
-        scdflow::durable::follow(
-            &mut session,
-            Duration::from_secs_f64(args.poll),
-            &stop,
-            |run| {
-                super::evaluate::report(&run.warnings, &run.quarantined);
-                print_run(pipeline, run, state)
-                    .map_err(|e| scdflow::Error::new(scdflow::ErrorKind::Io, e.to_string()))
-            },
-        )?;
+        scdflow::durable::follow(&mut session, poll, tables_every, &stop, |run| {
+            super::evaluate::report(&run.warnings, &run.quarantined);
+            print_step(run).map_err(|e| scdflow::Error::new(scdflow::ErrorKind::Io, e.to_string()))
+        })?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per `--follow` step: its commits, events, latencies and checkpoint bytes.
+fn print_step(run: &DurableRun) -> std::io::Result<()> {
+    let last = run.base + run.commits;
+    let commits = match run.commits {
+        1 => format!("commit {last}"),
+        _ => format!("commits {}..={last}", run.base + 1),
+    };
+    let mut ms: Vec<f64> = run.latencies.iter().map(|l| l.latency_ms).collect();
+    ms.sort_by(f64::total_cmp);
+    let latency = match (ms.first(), ms.last()) {
+        (Some(min), Some(max)) if ms.len() > 1 => format!("latency {min:.1}..{max:.1} ms"),
+        (Some(one), _) => format!("latency {one:.1} ms"),
+        _ => String::new(),
+    };
+    let saved = match run.saved {
+        (bytes, true) => format!("saved {bytes} bytes (delta)"),
+        (bytes, false) => format!("saved {bytes} bytes (whole checkpoint)"),
+    };
+    let tables = match run.tables.is_empty() {
+        true => "tables later",
+        false => "tables written",
+    };
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "{commits}: {} events, {latency} (input to change feed synced), {saved}; {tables}",
+        run.events
+    )?;
+    stdout.flush()
 }
 
 /// One line per target, then the state's line.
@@ -147,9 +178,14 @@ fn print_run(
         1 => format!("commit {last} is new"),
         _ => format!("commits {}..={last} are new", run.base + 1),
     };
+    let saved = match run.saved {
+        (0, _) => String::new(),
+        (bytes, true) => format!("; saved {bytes} bytes (the keys this run changed)"),
+        (bytes, false) => format!("; saved {bytes} bytes (a whole checkpoint)"),
+    };
     writeln!(
         stdout,
-        "state: {last} commits ({new}); {} bytes in {}",
+        "state: {last} commits ({new}); {} bytes in {}{saved}",
         run.state_bytes,
         state.display()
     )?;

@@ -54,6 +54,27 @@ impl FlowCommitMetrics {
     }
 }
 
+/// How long one commit took to reach its outputs (`metrics.json`'s `latency`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommitLatency {
+    /// Commit version.
+    pub commit_version: u64,
+    /// Milliseconds from the commit's input being complete (read and validated) to its
+    /// change-feed rows being written: appended and synced in a durable run, into the staged
+    /// files (published when the run ends) in a plain run.
+    pub latency_ms: f64,
+}
+
+impl CommitLatency {
+    /// The latency of commit `version` whose input was complete at `since`, measured now.
+    pub fn since(version: u64, since: std::time::Instant) -> Self {
+        CommitLatency {
+            commit_version: version,
+            latency_ms: since.elapsed().as_secs_f64() * 1e3,
+        }
+    }
+}
+
 /// The expectations of one source table in one commit.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableCommitMetrics {

@@ -32,7 +32,7 @@ pub use commit::{sources, CommitSource, ReadFrom, Span};
 pub use evaluation::{evaluate, Evaluation, TargetResult};
 pub use expect::ExpectationCount;
 pub use flows::{FlowKind, FlowRef};
-pub use metrics::{FlowCommitMetrics, TableCommitMetrics};
+pub use metrics::{CommitLatency, FlowCommitMetrics, TableCommitMetrics};
 pub use run::{CommitOutput, Driver, Resume, Sink};
 
 use crate::io::RowError;

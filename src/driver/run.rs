@@ -21,11 +21,11 @@ use super::report::{self, CommitReport};
 use super::{new_input, now_micros, sort_rows, Options, Quarantined};
 use crate::changefeed::{self, ChangeType};
 use crate::plan::{Pipeline, SourceInput, Target};
-use crate::runtime::{Engine, EngineConfig, Outcome, Progress};
+use crate::runtime::{Checkpoint, Engine, EngineConfig, Outcome, Progress};
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 /// Where a run starts: after the commits of earlier runs, whose operator state it restores.
@@ -35,10 +35,12 @@ pub struct Resume {
     pub base: u64,
     /// Commit time of the last earlier commit (µs): commit times never go back.
     pub last_timestamp: Option<i64>,
-    /// A checkpoint to restore the states from, and the number of workers that wrote it.
-    pub restore: Option<(PathBuf, usize)>,
+    /// A checkpoint to restore the states from.
+    pub restore: Option<Checkpoint>,
     /// Per target: tombstones held after the earlier commits.
     pub live_tombstones: Vec<i64>,
+    /// Whether the states record changed keys, so that [`Driver::save`] can write deltas.
+    pub track_changes: bool,
 }
 
 /// One commit's results, as a [`Sink`] receives them.
@@ -111,6 +113,7 @@ impl<'p> Driver<'p> {
                 partitioned: options.partitioned_output,
                 started: options.started.clone(),
                 restore: resume.restore,
+                track_changes: resume.track_changes,
             },
         )?;
         let mut live_tombstones = resume.live_tombstones;
@@ -302,9 +305,10 @@ impl<'p> Driver<'p> {
         Ok(tables)
     }
 
-    /// Saves every state into the checkpoint directory `dir`.
-    pub fn save(&mut self, dir: &Path) -> Result<()> {
-        self.engine.save(dir)
+    /// Saves every state into the checkpoint directory `dir`: all of it, or (`changes`, with
+    /// [`Resume::track_changes`]) what changed since the last save.
+    pub fn save(&mut self, dir: &Path, changes: bool) -> Result<()> {
+        self.engine.save(dir, changes)
     }
 
     /// Lets the engine complete and stops its workers.

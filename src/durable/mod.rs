@@ -9,9 +9,11 @@
 //! of the session (`--follow`), so a step costs its commits, not a restore. One step, in order:
 //! 1. find the new input (the driver's `new_input`) and apply it as commits `base + 1, ...`;
 //! 2. append the step's change feeds, set-aside rows and metrics to their files, synced;
-//! 3. save every operator's state into a staged checkpoint;
-//! 4. commit: the staged checkpoint and a new manifest (new input offsets, appended lengths)
-//!    replace the old ones atomically;
+//! 3. save what every operator's state changed since the last save into a staged delta — or,
+//!    when the deltas have grown to half the base (or [`MAX_DELTAS`]), or the worker count
+//!    changed, the whole state into a staged base checkpoint (compaction);
+//! 4. commit: the staged delta or base and a new manifest (new input offsets, appended
+//!    lengths) replace the old ones atomically (a new base removes the old one and its deltas);
 //! 5. rewrite the target tables (read from the engine's states) and `metrics.json`.
 //!
 //! A crash before 4 leaves the previous commit: the next run cuts the appended files back and
@@ -21,14 +23,17 @@
 //! new state, or after `--full-refresh`) starts empty: what it held came from another run.
 //!
 //! Limits: one process (`--processes 1`); output directory and format are fixed by the first
-//! run; the state directory is locked while a run uses it; every step with new input saves the
-//! whole state (checkpoints are not incremental yet), and rewrites every target file.
+//! run; the state directory is locked while a run uses it; every step rewrites every target
+//! file (O(table)); a restart restores the base and every delta (O(state + deltas)).
 
-use crate::driver::{self, CommitOutput, Driver, Options, Quarantined, Resume, Sink};
+use crate::driver::{
+    self, CommitLatency, CommitOutput, Driver, Options, Quarantined, Resume, Sink,
+};
 use crate::io::{self, OutputFormat};
 use crate::output::{self, Layout};
 use crate::plan::Pipeline;
-use crate::runtime::Progress;
+use crate::runtime::{Checkpoint, Progress};
+use crate::state::store::Staged;
 use crate::state::store::METRICS_LOG;
 use crate::state::{appended, Appended, Fingerprint, Manifest, StateDir};
 use crate::{changefeed, Error, ErrorKind, Result};
@@ -69,10 +74,15 @@ pub struct DurableRun {
     pub prepare_time: Duration,
     /// Executing (restore when the engine starts, new commits, save).
     pub execute_time: Duration,
-    /// Bytes of the committed checkpoint.
+    /// Bytes of the committed state: the base checkpoint and its deltas.
     pub state_bytes: u64,
+    /// Bytes this run's save wrote (0 without new input), and whether they are a delta (the
+    /// keys changed since the last save) rather than a whole base checkpoint.
+    pub saved: (u64, bool),
     /// The files written.
     pub written: Vec<PathBuf>,
+    /// Per commit of this run: its latency (input complete to change feeds synced).
+    pub latencies: Vec<CommitLatency>,
 }
 
 /// One line of the metrics log.
@@ -87,6 +97,7 @@ enum LogLine {
         table: String,
         metrics: driver::TableCommitMetrics,
     },
+    Latency(CommitLatency),
 }
 
 /// Runs `pipeline` durably once; see the module docs.
@@ -172,6 +183,7 @@ impl<'a> Session<'a> {
             format: ext,
             workers: 1,
             checkpoint: None,
+            deltas: Vec::new(),
             inputs: Vec::new(),
             snapshot_versions: Vec::new(),
             appended: Vec::new(),
@@ -200,56 +212,48 @@ impl<'a> Session<'a> {
     pub fn step(&mut self, progress: Option<Progress>) -> Result<DurableRun> {
         let started = Instant::now();
         let new = self.new_input()?;
-        self.step_on(new, started, progress)
+        self.step_on(new, started, progress, true)
     }
 
-    /// [`Session::step`] on input found since `started`.
+    /// [`Session::step`] on input found since `started`; the tables and `metrics.json` are
+    /// rewritten only with `write_tables` ([`Session::write_tables`] does it later).
     fn step_on(
         &mut self,
         NewInput(new): NewInput,
         started: Instant,
         progress: Option<Progress>,
+        write_tables: bool,
     ) -> Result<DurableRun> {
         let prepare_time = started.elapsed();
         let started = Instant::now();
+        let base = self.manifest.version;
         let result = self.apply(new, progress);
         if result.is_err() {
             // The engine's state may have gone past the last commit: the next step restores.
             self.driver = None;
         }
-        let (next, staged, mut appender) = result?;
+        let (mut next, staged, mut appender) = result?;
         let execute_time = started.elapsed();
-        let commits = next.version - self.manifest.version;
-        let base = self.manifest.version;
+        let commits = next.version - base;
+        let saved = match &staged {
+            Some(s) => (dir_size(&s.dir)?, s.delta),
+            None => (0, false),
+        };
         // A run with nothing new changes nothing on disk but the rewritten tables.
         if commits > 0 || !self.stored {
-            let mut next = next;
             self.dir.commit(&mut next, staged)?;
             self.manifest = next;
         }
         self.stored = true;
-        let driver = self.driver.as_mut().expect("the engine is up after a step");
-        let tables = driver.tables()?;
-        let layout = Layout::new(&self.out, self.format);
         let mut written = std::mem::take(&mut appender.written);
-        let mut files = Vec::new();
-        for (target, rows) in self.pipeline.targets.iter().zip(&tables) {
-            let path = layout.table(&target.name);
-            io::write_rows(&path, self.format, &target.schema, rows)?;
-            files.push((path.clone(), rows.len()));
-            written.push(path);
-        }
-        written.push(write_metrics(
-            self.pipeline,
-            &self.dir.path().join(METRICS_LOG),
-            &self.out,
-        )?);
-        let state_bytes = match &self.manifest.checkpoint {
-            Some(c) => dir_size(&self.dir.checkpoint(c))?,
-            None => 0,
+        let tables = match write_tables {
+            true => self.write_tables()?,
+            false => Vec::new(),
         };
+        written.extend(tables.iter().map(|(path, _)| path.clone()));
+        let (base_bytes, delta_bytes) = self.checkpoint_bytes()?;
         Ok(DurableRun {
-            tables: files,
+            tables,
             quarantined: appender.quarantined,
             warnings: appender.warnings,
             events: appender.events,
@@ -257,9 +261,59 @@ impl<'a> Session<'a> {
             commits,
             prepare_time,
             execute_time,
-            state_bytes,
+            state_bytes: base_bytes + delta_bytes,
+            saved,
             written,
+            latencies: std::mem::take(&mut appender.latencies),
         })
+    }
+
+    /// Rewrites every target's table (read from the engine's states) and `metrics.json` (from
+    /// the metrics log) after the last step; returns the tables' files and rows, then
+    /// `metrics.json` with its row count 0.
+    pub fn write_tables(&mut self) -> Result<Vec<(PathBuf, usize)>> {
+        let Some(driver) = self.driver.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let tables = driver.tables()?;
+        let layout = Layout::new(&self.out, self.format);
+        let mut files = Vec::new();
+        for (target, rows) in self.pipeline.targets.iter().zip(&tables) {
+            let path = layout.table(&target.name);
+            io::write_rows(&path, self.format, &target.schema, rows)?;
+            files.push((path, rows.len()));
+        }
+        let log = self.dir.path().join(METRICS_LOG);
+        files.push((write_metrics(self.pipeline, &log, &self.out)?, 0));
+        Ok(files)
+    }
+
+    /// Bytes of the committed base checkpoint and of its deltas.
+    fn checkpoint_bytes(&self) -> Result<(u64, u64)> {
+        let base = match &self.manifest.checkpoint {
+            Some(c) => dir_size(&self.dir.checkpoint(c))?,
+            None => 0,
+        };
+        let mut deltas = 0;
+        for d in &self.manifest.deltas {
+            deltas += dir_size(&self.dir.checkpoint(d))?;
+        }
+        Ok((base, deltas))
+    }
+
+    /// Whether the next save writes a whole base checkpoint rather than a delta: there is no
+    /// base yet, the engine runs on another number of workers than wrote it, or the deltas
+    /// have grown to half the base's size or to [`MAX_DELTAS`].
+    fn compacts(&self) -> Result<bool> {
+        let m = &self.manifest;
+        if m.checkpoint.is_none() || m.workers != self.options.workers.max(1) {
+            return Ok(true);
+        }
+        if m.deltas.len() >= MAX_DELTAS {
+            return Ok(true);
+        }
+        let (base, deltas) = self.checkpoint_bytes()?;
+        Ok(deltas * 2 >= base)
     }
 
     /// Applies `new` on the engine (starting it if needed), appends the step's outputs and
@@ -268,7 +322,7 @@ impl<'a> Session<'a> {
         &mut self,
         new: Vec<(driver::CommitSource, driver::new_input::Consumed)>,
         progress: Option<Progress>,
-    ) -> Result<(Manifest, Option<PathBuf>, Appender<'a>)> {
+    ) -> Result<(Manifest, Option<Staged>, Appender<'a>)> {
         let (pipeline, options) = (self.pipeline, self.options);
         let mut next = self.manifest.clone();
         let base = next.version;
@@ -283,17 +337,21 @@ impl<'a> Session<'a> {
                         .map_or(0, |(_, n)| *n)
                 })
                 .collect();
+            let restore = next.checkpoint.as_ref().map(|c| Checkpoint {
+                base: self.dir.checkpoint(c),
+                deltas: next.deltas.iter().map(|d| self.dir.checkpoint(d)).collect(),
+                workers: next.workers,
+            });
             let resume = Resume {
                 base,
                 last_timestamp: self.stored.then_some(next.last_timestamp),
-                restore: next
-                    .checkpoint
-                    .as_ref()
-                    .map(|c| (self.dir.checkpoint(c), next.workers)),
+                restore,
                 live_tombstones,
+                track_changes: true,
             };
             self.driver = Some(Driver::open(pipeline, options, resume, progress)?);
         }
+        let compacts = self.compacts()?;
         let driver = self.driver.as_mut().expect("started above");
         let commits = new.len() as u64;
         let (sources, consumed): (Vec<_>, Vec<_>) = new.into_iter().unzip();
@@ -303,8 +361,8 @@ impl<'a> Session<'a> {
             return Ok((next, None, appender));
         }
         appender.append(&mut next, &self.dir.path().join(METRICS_LOG))?;
-        let staged = self.dir.stage(base + commits)?;
-        driver.save(&staged)?;
+        let staged = self.dir.stage(base + commits, !compacts)?;
+        driver.save(&staged.dir, staged.delta)?;
         for (c, end) in consumed.iter().zip(&ends) {
             driver::new_input::record(&mut next, c, *end)?;
         }
@@ -322,6 +380,9 @@ impl<'a> Session<'a> {
     }
 }
 
+/// Deltas after a base checkpoint before the next save compacts them into a new base.
+pub const MAX_DELTAS: usize = 64;
+
 /// A durable step's sink: it renders the step's change feeds, set-aside rows and metrics log
 /// lines as they come, and appends them (synced) once the step's commits are applied.
 struct Appender<'p> {
@@ -333,6 +394,10 @@ struct Appender<'p> {
     warnings: Vec<String>,
     events: u64,
     log: String,
+    /// Per commit: its version and when its input was complete.
+    inputs: Vec<(u64, Instant)>,
+    /// Per commit, once appended: its latency.
+    latencies: Vec<CommitLatency>,
     written: Vec<PathBuf>,
 }
 
@@ -346,6 +411,8 @@ impl<'p> Appender<'p> {
             warnings: Vec::new(),
             events: 0,
             log: String::new(),
+            inputs: Vec::new(),
+            latencies: Vec::new(),
             written: Vec::new(),
         }
     }
@@ -367,12 +434,19 @@ impl<'p> Appender<'p> {
             append(next, &path, &io::render_quarantine(&records))?;
             self.written.push(path);
         }
+        // The change feeds are durable now: that ends each commit's latency.
+        for (version, since) in &self.inputs {
+            let latency = CommitLatency::since(*version, *since);
+            push_log(&mut self.log, &LogLine::Latency(latency.clone()))?;
+            self.latencies.push(latency);
+        }
         append(next, log, &self.log)
     }
 }
 
 impl Sink for Appender<'_> {
     fn commit(&mut self, commit: CommitOutput) -> Result<()> {
+        self.inputs.push((commit.version, commit.input_complete));
         for (t, changes) in commit.changes.iter().enumerate() {
             let schema = changefeed::schema(&self.pipeline.targets[t]);
             let (version, timestamp) = (commit.version, commit.timestamp);
@@ -416,26 +490,43 @@ fn push_log(text: &mut String, line: &LogLine) -> Result<()> {
 
 /// Keeps `session` up to date until `stop` is set (a signal handler sets it; the step under way
 /// finishes and commits first): steps whenever new input appears, looking every `poll`, and
-/// hands each run to `on_run`.
+/// hands each run to `on_run`. The change feeds and the metrics log are appended at every
+/// step; the tables and `metrics.json`, whose rewrite costs O(table), at most every
+/// `tables_every` (and after the last step, before returning).
 pub fn follow(
     session: &mut Session,
     poll: Duration,
+    tables_every: Duration,
     stop: &AtomicBool,
     mut on_run: impl FnMut(&DurableRun) -> Result<()>,
 ) -> Result<()> {
     const SLICE: Duration = Duration::from_millis(20);
+    let mut tables_written = Instant::now();
+    let mut behind = false;
     while !stop.load(Ordering::SeqCst) {
         let started = Instant::now();
         let new = session.new_input()?;
         if !new.is_empty() {
-            let run = session.step_on(new, started, None)?;
+            let due = tables_written.elapsed() >= tables_every;
+            let run = session.step_on(new, started, None, due)?;
+            behind = !due;
+            if due {
+                tables_written = Instant::now();
+            }
             on_run(&run)?;
             continue;
         }
         let idle = Instant::now();
         while idle.elapsed() < poll && !stop.load(Ordering::SeqCst) {
+            if behind && tables_written.elapsed() >= tables_every {
+                session.write_tables()?;
+                (behind, tables_written) = (false, Instant::now());
+            }
             std::thread::sleep(SLICE.min(poll));
         }
+    }
+    if behind {
+        session.write_tables()?;
     }
     Ok(())
 }
@@ -476,8 +567,7 @@ fn set_committed(manifest: &mut Manifest, path: &Path, len: u64) {
 /// `OUT/metrics.json` from the whole metrics log.
 fn write_metrics(pipeline: &Pipeline, log: &Path, out: &Path) -> Result<PathBuf> {
     let flows = driver::flows::all(pipeline);
-    let mut metrics = vec![Vec::new(); flows.len()];
-    let mut table_metrics = vec![Vec::new(); pipeline.tables.len()];
+    let mut run = output::RunMetrics::new(pipeline);
     let text = match std::fs::read_to_string(log) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -492,17 +582,18 @@ fn write_metrics(pipeline: &Pipeline, log: &Path, out: &Path) -> Result<PathBuf>
         match parsed {
             LogLine::Flow { flow, metrics: m } => {
                 if let Some(f) = flows.iter().position(|f| f.name == flow) {
-                    metrics[f].push(m);
+                    run.flows[f].push(m);
                 }
             }
             LogLine::Table { table, metrics: m } => {
                 if let Some(t) = pipeline.tables.iter().position(|t| t.name == table) {
-                    table_metrics[t].push(m);
+                    run.tables[t].push(m);
                 }
             }
+            LogLine::Latency(latency) => run.latency.push(latency),
         }
     }
-    output::write_metrics(pipeline, &metrics, &table_metrics, out)
+    output::write_metrics(pipeline, &run, out)
 }
 
 fn dir_size(dir: &Path) -> Result<u64> {

@@ -45,7 +45,9 @@
 //!
 //! Saved ([`Durable`]) key by key, with no worker-wide data; it holds no tombstones.
 
-use super::durable::{misfit, read_header, read_keys, write_header, Durable};
+use super::durable::{
+    misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
+};
 use super::scd2::{History, Shape, Stored};
 use super::sorted_map::SortedMap;
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
@@ -63,6 +65,7 @@ use std::ops::Bound::{self, Excluded, Included, Unbounded};
 pub struct BitemporalState {
     shape: Shape,
     keys: KeyMap<KeyState>,
+    changed: Changed,
 }
 
 /// One key: its event log, its current business history and its rows' system intervals.
@@ -97,6 +100,7 @@ impl BitemporalState {
         BitemporalState {
             shape: Shape::new(image_len, tracked, partial),
             keys: KeyMap::default(),
+            changed: Changed::default(),
         }
     }
 
@@ -114,12 +118,39 @@ impl BitemporalState {
 const TAG: &str = "bitemporal";
 
 impl Durable for BitemporalState {
-    fn save(&self, out: &mut FrameWriter) -> Result<()> {
+    fn save(&mut self, out: &mut FrameWriter) -> Result<()> {
         write_header(out, TAG, &())?;
         for (key, state) in &self.keys {
             out.write(&(key, state))?;
         }
+        self.changed.clear();
         Ok(())
+    }
+
+    fn track_changes(&mut self) {
+        self.changed.track();
+    }
+
+    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()> {
+        write_header(out, TAG, &())?;
+        write_changes(out, &mut self.changed, &self.keys)
+    }
+
+    fn restore_changes(
+        &mut self,
+        input: &mut FrameReader,
+        owns: &dyn Fn(&Row) -> bool,
+        _wrote: &dyn Fn(&Row) -> bool,
+    ) -> Result<()> {
+        read_header::<()>(input, TAG)?;
+        read_changes(input, owns, |key, state: Option<KeyState>| {
+            self.keys.remove(&key);
+            if let Some(state) = state {
+                state.fits(&self.shape)?;
+                self.keys.insert(key, state);
+            }
+            Ok(())
+        })
     }
 
     fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
@@ -160,6 +191,7 @@ impl CdcState for BitemporalState {
     ) {
         events.retain(|e| e.kind != EventKind::Truncate);
         for (key, events) in group_by_key(events) {
+            self.changed.mark(&key);
             let state = self.keys.entry(key).or_default();
             state.apply(events, &self.shape, out, stats);
         }

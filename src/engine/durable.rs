@@ -2,11 +2,20 @@
 //! and restores it on any number of workers.
 //!
 //! A shard (one worker's state, written by [`Durable::save`]) is a framed record file
-//! ([`crate::state::frames`]): first the worker-wide record, `(kind tag, data)`, then one
+//! ([`crate::state::frames`], kind [`FileKind::Shard`]): first the worker-wide record, `(kind tag, data)`, then one
 //! `(key, key state)` record per key, then the end marker. The tag names the state type, so a
 //! shard of another operator is refused instead of misread. Configuration (image width, tracked
 //! columns, partial folding, retention, replace keys) is not saved: it comes from the pipeline
 //! through the state's `new`, and `restore` fills the state it built.
+//!
+//! A delta shard ([`Durable::save_changes`], kind [`FileKind::Delta`]) holds what changed since
+//! the worker's last save: the worker-wide record of what was added to it (new tombstone queue
+//! entries; the truncate point), then `(key, Some(key state))` for every key changed and still
+//! held and `(key, None)` for every key dropped. Restoring a base and its deltas in order gives
+//! the state at the last delta; a key's records override each other, and worker-wide records
+//! merge exactly as shards of several workers do. States record changed keys only once asked
+//! ([`Durable::track_changes`]): tracking copies every changed key, which a run that never
+//! saves should not pay for.
 //!
 //! Restoring on `Q` workers what `P` workers saved: every new worker builds a fresh state and
 //! restores every old shard into it, keeping the keys it owns, `|key| worker_of(key, Q) == w`
@@ -14,6 +23,9 @@
 //! queue entries of owned keys keep their commit times and stay ordered by them, and a truncate
 //! point (broadcast, so equal on every old worker) is kept as the maximum.
 
+use super::KeyMap;
+#[cfg(doc)]
+use crate::state::FileKind;
 use crate::state::{FrameReader, FrameWriter};
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
@@ -23,8 +35,27 @@ use serde::Serialize;
 
 /// A per-worker operator state that is saved key by key and restored on any number of workers.
 pub trait Durable {
-    /// Writes the worker-wide part (one record), then one record per key.
-    fn save(&self, out: &mut FrameWriter) -> Result<()>;
+    /// Writes the worker-wide part (one record), then one record per key, and forgets the
+    /// changes recorded so far (this save is the base later deltas apply to).
+    fn save(&mut self, out: &mut FrameWriter) -> Result<()>;
+
+    /// Starts recording the keys that change, for [`Durable::save_changes`].
+    fn track_changes(&mut self);
+
+    /// Writes what changed since the last save (see the module docs) and forgets it.
+    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()>;
+
+    /// Applies a delta shard written by `save_changes` (of this or another worker, which owned
+    /// the keys `wrote` accepts) on top of what was restored, for the keys `owns` accepts.
+    ///
+    /// A damaged shard is an [`ErrorKind::State`] error, never a panic; the state is then
+    /// partly restored and must be discarded.
+    fn restore_changes(
+        &mut self,
+        input: &mut FrameReader,
+        owns: &dyn Fn(&Row) -> bool,
+        wrote: &dyn Fn(&Row) -> bool,
+    ) -> Result<()>;
 
     /// Merges a shard written by `save` (of this or another worker, possibly of a run with a
     /// different worker count), keeping only the keys for which `owns(key)` is true and the
@@ -82,6 +113,64 @@ pub(super) fn read_keys<E: DeserializeOwned>(
                 ErrorKind::State,
                 "a key is held by two state shards (or twice by one)",
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Keys changed since the last save ([`Durable::save_changes`]).
+#[derive(Debug, Default)]
+pub(crate) struct Changed {
+    on: bool,
+    keys: std::collections::HashSet<Row, foldhash::fast::FixedState>,
+}
+
+impl Changed {
+    /// Starts recording.
+    pub(crate) fn track(&mut self) {
+        self.on = true;
+    }
+
+    /// Records that `key`'s state changed (or was dropped).
+    pub(crate) fn mark(&mut self, key: &Row) {
+        if self.on && !self.keys.contains(key) {
+            self.keys.insert(key.clone());
+        }
+    }
+
+    /// Forgets the changes (a save wrote everything).
+    pub(crate) fn clear(&mut self) {
+        self.keys = Default::default();
+    }
+
+    /// The changed keys, forgotten.
+    pub(crate) fn take(&mut self) -> impl Iterator<Item = Row> {
+        std::mem::take(&mut self.keys).into_iter()
+    }
+}
+
+/// Writes `(key, Some(state))` or `(key, None)` for every key in `changed`, and forgets them.
+pub(super) fn write_changes<E: Serialize>(
+    out: &mut FrameWriter,
+    changed: &mut Changed,
+    keys: &KeyMap<E>,
+) -> Result<()> {
+    for key in changed.take() {
+        out.write(&(&key, keys.get(&key)))?;
+    }
+    Ok(())
+}
+
+/// Reads the `(key, Option<entry>)` records of a delta up to the end marker and passes those of
+/// owned keys to `apply`.
+pub(super) fn read_changes<E: DeserializeOwned>(
+    input: &mut FrameReader,
+    owns: &dyn Fn(&Row) -> bool,
+    mut apply: impl FnMut(Row, Option<E>) -> Result<()>,
+) -> Result<()> {
+    while let Some((key, entry)) = input.read::<(Row, Option<E>)>()? {
+        if owns(&key) {
+            apply(key, entry)?;
         }
     }
     Ok(())

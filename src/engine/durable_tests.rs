@@ -1,8 +1,10 @@
 //! Save/restore round trips of every [`Durable`] state, and the tombstone counting they rely on.
 //!
 //! Each case runs the same commits three ways: on one uninterrupted state; on `P` states (keys
-//! routed by [`worker_of`]) for the first `k` commits, saved to `P` shards; then on `Q` fresh
-//! states that restore every shard (keeping the keys they own) and take the remaining commits.
+//! routed by [`worker_of`]) that record their changes, saved whole after `k0` commits and as
+//! deltas after `k1` and `k` commits (`k0 <= k1 <= k`), `P` shards each; then on `Q` fresh
+//! states that restore every shard, base then deltas (keeping the keys they own), and take the
+//! remaining commits.
 //! The restored states' rows must be the table after `k` commits, every later commit must give
 //! the uninterrupted run's updates and counters (so tombstones expire at the same commits), and
 //! the tombstone deltas summed over commits and workers must stay the count a scan finds.
@@ -195,10 +197,26 @@ fn shard(dir: &Path, w: usize) -> PathBuf {
     dir.join(format!("shard-{w}"))
 }
 
-fn save<S: Durable>(state: &S, path: &Path) {
+fn save<S: Durable>(state: &mut S, path: &Path) {
     let mut out = FrameWriter::create(path, FileKind::Shard).unwrap();
     state.save(&mut out).unwrap();
     out.finish().unwrap();
+}
+
+fn save_changes<S: Durable>(state: &mut S, path: &Path) {
+    let mut out = FrameWriter::create(path, FileKind::Delta).unwrap();
+    state.save_changes(&mut out).unwrap();
+    out.finish().unwrap();
+}
+
+fn restore_changes<S: Durable>(
+    state: &mut S,
+    path: &Path,
+    owns: &dyn Fn(&Row) -> bool,
+    wrote: &dyn Fn(&Row) -> bool,
+) {
+    let mut input = FrameReader::open(path, FileKind::Delta).unwrap();
+    state.restore_changes(&mut input, owns, wrote).unwrap();
 }
 
 fn restore<S: Durable>(
@@ -210,14 +228,17 @@ fn restore<S: Durable>(
     state.restore(&mut input, owns)
 }
 
-/// Runs `commits` uninterrupted, and on `p` workers saved after `k` commits and restored on `q`;
-/// asserts they agree (see the module docs) and returns the final table.
+/// Runs `commits` uninterrupted, and on `p` workers saved after `k` commits (a base after
+/// `k0`, deltas after `k1` and `k`) and restored on `q`; asserts they agree (see the module
+/// docs) and returns the final table.
 fn round_trip<S: Step>(
     make: &dyn Fn() -> S,
     commits: &[(i64, Vec<S::In>)],
     (k, p, q): (usize, usize, usize),
 ) -> Table<S::Out> {
-    let context = |i: usize| format!("commit {i} of {commits:?}, saved after {k} on {p}, on {q}");
+    let (k0, k1) = (k / 3, 2 * k / 3);
+    let context =
+        |i: usize| format!("commit {i} of {commits:?}, saved after {k0}/{k1}/{k} on {p}, on {q}");
     let mut whole = vec![make()];
     let (mut table, mut delta) = (Table::new(), 0);
     let mut expected = Vec::new();
@@ -233,24 +254,48 @@ fn round_trip<S: Step>(
     }
 
     let mut old: Vec<S> = (0..p).map(|_| make()).collect();
+    old.iter_mut().for_each(Durable::track_changes);
     let mut old_delta = 0;
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     for (i, (now, inputs)) in commits[..k].iter().enumerate() {
+        if i == k0 {
+            for (w, state) in old.iter_mut().enumerate() {
+                save(state, &shard(dirs[0].path(), w));
+            }
+        }
+        if i == k1 {
+            for (w, state) in old.iter_mut().enumerate() {
+                save_changes(state, &shard(dirs[1].path(), w));
+            }
+        }
         let got = commit(&mut old, *now, inputs);
         old_delta += got.1.tombstones_delta;
         check_tombstones(&old, old_delta, &context(i));
         assert_eq!(got, expected[i], "{}", context(i));
     }
-    let dir = tempfile::tempdir().unwrap();
-    for (w, state) in old.iter().enumerate() {
-        save(state, &shard(dir.path(), w));
+    // Save points at the end (k0 or k1 equal to k) come here, in order.
+    for (w, state) in old.iter_mut().enumerate() {
+        if k0 == k {
+            save(state, &shard(dirs[0].path(), w));
+        }
+        if k1 == k {
+            save_changes(state, &shard(dirs[1].path(), w));
+        }
+        save_changes(state, &shard(dirs[2].path(), w));
     }
 
     let mut new: Vec<S> = (0..q).map(|_| make()).collect();
     let mut restored = Table::new();
     for (w, state) in new.iter_mut().enumerate() {
+        let owns = |key: &Row| worker_of(key, q) == w;
         for from in 0..p {
-            let owns = |key: &Row| worker_of(key, q) == w;
-            restore(state, &shard(dir.path(), from), &owns).unwrap();
+            restore(state, &shard(dirs[0].path(), from), &owns).unwrap();
+        }
+        for delta in &dirs[1..] {
+            for from in 0..p {
+                let wrote = |key: &Row| worker_of(key, p) == from;
+                restore_changes(state, &shard(delta.path(), from), &owns, &wrote);
+            }
         }
         let rows = state.table();
         let mut distinct: Vec<&S::Out> = rows.iter().map(|(r, _)| r).collect();
@@ -566,8 +611,8 @@ fn tombstones_age_across_a_restore() {
     }
 }
 
-/// Every truncation of a shard is the frame reader's State error, never a panic; so is a shard
-/// of another state type.
+/// Every truncation of a shard or a delta is the frame reader's State error, never a panic; so
+/// is a shard of another state type.
 #[test]
 fn damaged_shards_are_state_errors() {
     let mut rng = ChaCha8Rng::seed_from_u64(6);
@@ -582,6 +627,11 @@ fn damaged_shards_are_state_errors() {
         keys: vec![0],
         sequence: 0,
     })];
+    scd1[0].track_changes();
+    scd2[0].track_changes();
+    bitemporal[0].track_changes();
+    snapshot[0].track_changes();
+    replace[0].track_changes();
     for (c, (now, events)) in commits.iter().enumerate() {
         let plain: Vec<Event> = events
             .iter()
@@ -606,39 +656,57 @@ fn damaged_shards_are_state_errors() {
         let rows: Vec<Row> = plain.iter().map(|e| e.key.clone()).collect();
         commit(&mut replace, *now, &rows);
     }
-    fn every_cut<S: Durable>(state: &S, fresh: &dyn Fn() -> S, path: &Path) {
-        save(state, path);
-        let bytes = std::fs::read(path).unwrap();
-        restore(&mut fresh(), path, &|_| true).expect("the whole shard restores");
-        for cut in 0..bytes.len() {
-            std::fs::write(path, &bytes[..cut]).unwrap();
-            let e = restore(&mut fresh(), path, &|_| true).expect_err("a cut shard is refused");
-            assert_eq!(e.kind(), ErrorKind::State, "cut at {cut}: {e}");
+    fn every_cut<S: Durable>(state: &mut S, fresh: &dyn Fn() -> S, path: &Path) {
+        let delta =
+            |s: &mut S, input: &mut FrameReader| s.restore_changes(input, &|_| true, &|_| true);
+        let base = |s: &mut S, input: &mut FrameReader| s.restore(input, &|_| true);
+        type Restore<S> = dyn Fn(&mut S, &mut FrameReader) -> crate::Result<()>;
+        let cases: [(FileKind, &Restore<S>); 2] =
+            [(FileKind::Delta, &delta), (FileKind::Shard, &base)];
+        for (kind, restore) in cases {
+            match kind {
+                FileKind::Delta => save_changes(state, path),
+                _ => save(state, path),
+            }
+            let bytes = std::fs::read(path).unwrap();
+            let mut input = FrameReader::open(path, kind).unwrap();
+            restore(&mut fresh(), &mut input).expect("the whole file restores");
+            for cut in 0..bytes.len() {
+                std::fs::write(path, &bytes[..cut]).unwrap();
+                let e = FrameReader::open(path, kind)
+                    .and_then(|mut input| restore(&mut fresh(), &mut input))
+                    .expect_err("a cut file is refused");
+                assert_eq!(e.kind(), ErrorKind::State, "{kind:?} cut at {cut}: {e}");
+            }
         }
     }
     every_cut(
-        &scd1[0],
+        &mut scd1[0],
         &|| Scd1State::new(3, true, Some(RETENTION)),
         &path,
     );
     every_cut(
-        &scd2[0],
+        &mut scd2[0],
         &|| Scd2State::new(3, vec![true; 3], true, None),
         &path,
     );
     every_cut(
-        &bitemporal[0],
+        &mut bitemporal[0],
         &|| BitemporalState::new(3, vec![true; 3], true),
         &path,
     );
-    every_cut(&snapshot[0], &SnapshotState::new, &path);
+    every_cut(&mut snapshot[0], &SnapshotState::new, &path);
     let config = ReplaceConfig {
         keys: vec![0],
         sequence: 0,
     };
-    every_cut(&replace[0], &|| ReplaceState::new(config.clone()), &path);
+    every_cut(
+        &mut replace[0],
+        &|| ReplaceState::new(config.clone()),
+        &path,
+    );
 
-    save(&scd1[0], &path);
+    save(&mut scd1[0], &path);
     let other = restore(
         &mut Scd2State::new(3, vec![true; 3], true, None),
         &path,

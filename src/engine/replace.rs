@@ -9,7 +9,9 @@
 //!
 //! Saved ([`Durable`]) key by key, with no worker-wide data.
 
-use super::durable::{misfit, read_header, read_keys, write_header, Durable};
+use super::durable::{
+    misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
+};
 use super::KeyMap;
 use crate::state::{FrameReader, FrameWriter};
 use crate::value::{Row, Value};
@@ -47,6 +49,7 @@ impl ReplaceConfig {
 pub struct ReplaceState {
     config: ReplaceConfig,
     keys: KeyMap<(Value, Vec<Row>)>,
+    changed: Changed,
 }
 
 impl ReplaceState {
@@ -55,6 +58,7 @@ impl ReplaceState {
         ReplaceState {
             config,
             keys: KeyMap::default(),
+            changed: Changed::default(),
         }
     }
 
@@ -98,6 +102,7 @@ impl ReplaceState {
             return;
         };
         let winners: Vec<Row> = rows.into_iter().filter(|r| r[sequence] == top).collect();
+        self.changed.mark(&key);
         let stored = self
             .keys
             .entry(key)
@@ -116,12 +121,42 @@ impl ReplaceState {
 const TAG: &str = "replace";
 
 impl Durable for ReplaceState {
-    fn save(&self, out: &mut FrameWriter) -> Result<()> {
+    fn save(&mut self, out: &mut FrameWriter) -> Result<()> {
         write_header(out, TAG, &())?;
         for (key, (seq, rows)) in &self.keys {
             out.write(&(key, (seq, rows)))?;
         }
+        self.changed.clear();
         Ok(())
+    }
+
+    fn track_changes(&mut self) {
+        self.changed.track();
+    }
+
+    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()> {
+        write_header(out, TAG, &())?;
+        write_changes(out, &mut self.changed, &self.keys)
+    }
+
+    fn restore_changes(
+        &mut self,
+        input: &mut FrameReader,
+        owns: &dyn Fn(&Row) -> bool,
+        _wrote: &dyn Fn(&Row) -> bool,
+    ) -> Result<()> {
+        read_header::<()>(input, TAG)?;
+        let width = self.config.width();
+        read_changes(input, owns, |key, entry: Option<(Value, Vec<Row>)>| {
+            self.keys.remove(&key);
+            if let Some(entry) = entry {
+                if entry.1.iter().any(|row| row.len() < width) {
+                    return Err(misfit(format!("a row has fewer than {width} columns")));
+                }
+                self.keys.insert(key, entry);
+            }
+            Ok(())
+        })
     }
 
     fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {

@@ -16,7 +16,9 @@
 //!
 //! Saved ([`Durable`]) as the truncate point and the tombstone queue, then each key's state.
 
-use super::durable::{misfit, read_header, read_keys, write_header, Durable};
+use super::durable::{
+    misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
+};
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
@@ -37,6 +39,7 @@ pub struct Scd1State {
     tombstones: Tombstones,
     /// Keys whose state is a tombstone ([`KeyState::tombstone`]).
     held: Live,
+    changed: Changed,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -65,6 +68,7 @@ impl Scd1State {
             keys: KeyMap::default(),
             tombstones: Tombstones::new(retention),
             held: Live::default(),
+            changed: Changed::default(),
         }
     }
 
@@ -73,6 +77,7 @@ impl Scd1State {
         for (key, seq) in self.tombstones.expire(now) {
             if self.keys.get(&key).and_then(KeyState::tombstone) == Some(&seq) {
                 self.keys.remove(&key);
+                self.changed.mark(&key);
                 stats.tombstones_collected += 1;
                 self.held.add(-1, stats);
             }
@@ -96,7 +101,8 @@ impl Scd1State {
         let old = self.truncated_at.replace(seq);
         let new = self.truncated_at.clone();
         let mut dropped = 0;
-        self.keys.retain(|_, state| {
+        let changed = &mut self.changed;
+        self.keys.retain(|key, state| {
             // Under partial updates a surviving row can still lose the columns authored before
             // the truncate, so compare whole rows, not just presence.
             let (before, after) = (state.visible(old.as_ref()), state.visible(new.as_ref()));
@@ -106,6 +112,9 @@ impl Scd1State {
             }
             let covered = state.covered_by(new.as_ref());
             dropped += i64::from(covered && state.tombstone().is_some());
+            if covered {
+                changed.mark(key);
+            }
             !covered
         });
         self.held.add(-dropped, stats);
@@ -127,6 +136,7 @@ impl Scd1State {
         if live.is_empty() {
             return;
         }
+        self.changed.mark(&key);
         let t = self.truncated_at.as_ref();
         let (partial, image_len) = (self.partial, self.image_len);
         let Some(state) = self.keys.get_mut(&key) else {
@@ -196,12 +206,48 @@ impl Scd1State {
 const TAG: &str = "scd1";
 
 impl Durable for Scd1State {
-    fn save(&self, out: &mut FrameWriter) -> Result<()> {
+    fn save(&mut self, out: &mut FrameWriter) -> Result<()> {
         write_header(out, TAG, &(&self.truncated_at, self.tombstones.entries()))?;
         for (key, state) in &self.keys {
             out.write(&(key, state))?;
         }
+        self.changed.clear();
+        self.tombstones.saved();
         Ok(())
+    }
+
+    fn track_changes(&mut self) {
+        self.changed.track();
+    }
+
+    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()> {
+        write_header(out, TAG, &(&self.truncated_at, self.tombstones.delta()))?;
+        write_changes(out, &mut self.changed, &self.keys)?;
+        self.tombstones.saved();
+        Ok(())
+    }
+
+    fn restore_changes(
+        &mut self,
+        input: &mut FrameReader,
+        owns: &dyn Fn(&Row) -> bool,
+        wrote: &dyn Fn(&Row) -> bool,
+    ) -> Result<()> {
+        type Header = (Option<Value>, (VecDeque<Queued>, Option<i64>));
+        let (truncated_at, queue): Header = read_header(input, TAG)?;
+        self.truncated_at = self.truncated_at.take().max(truncated_at);
+        self.tombstones.restore_delta(queue, owns, wrote);
+        read_changes(input, owns, |key, state: Option<KeyState>| {
+            if let Some(old) = self.keys.remove(&key) {
+                self.held.replaced(u64::from(old.tombstone().is_some()));
+            }
+            if let Some(state) = state {
+                state.fits(self.partial, self.image_len)?;
+                self.held.restored(u64::from(state.tombstone().is_some()));
+                self.keys.insert(key, state);
+            }
+            Ok(())
+        })
     }
 
     fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {

@@ -32,7 +32,9 @@
 //!
 //! Saved ([`Durable`]) as the tombstone queue, then each key's [`History`].
 
-use super::durable::{misfit, read_header, read_keys, write_header, Durable};
+use super::durable::{
+    misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
+};
 use super::sorted_map::SortedMap;
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
@@ -56,6 +58,7 @@ pub struct Scd2State {
     tombstones: Tombstones,
     /// Stored deletes that close nothing ([`History::is_tombstone`]).
     held: Live,
+    changed: Changed,
 }
 
 /// What a target's versions depend on: image width, tracked columns, partial folding.
@@ -106,6 +109,7 @@ impl Scd2State {
             keys: KeyMap::default(),
             tombstones: Tombstones::new(retention),
             held: Live::default(),
+            changed: Changed::default(),
         }
     }
 
@@ -116,6 +120,7 @@ impl Scd2State {
                 continue;
             };
             if history.forget_tombstone(&seq) {
+                self.changed.mark(&key);
                 // Forgetting a delete that closes nothing leaves the next event's predecessor
                 // a delete or nothing, so no other tombstone changes.
                 stats.tombstones_collected += 1;
@@ -151,12 +156,46 @@ impl Scd2State {
 const TAG: &str = "scd2";
 
 impl Durable for Scd2State {
-    fn save(&self, out: &mut FrameWriter) -> Result<()> {
+    fn save(&mut self, out: &mut FrameWriter) -> Result<()> {
         write_header(out, TAG, self.tombstones.entries())?;
         for (key, history) in &self.keys {
             out.write(&(key, history))?;
         }
+        self.changed.clear();
+        self.tombstones.saved();
         Ok(())
+    }
+
+    fn track_changes(&mut self) {
+        self.changed.track();
+    }
+
+    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()> {
+        write_header(out, TAG, &self.tombstones.delta())?;
+        write_changes(out, &mut self.changed, &self.keys)?;
+        self.tombstones.saved();
+        Ok(())
+    }
+
+    fn restore_changes(
+        &mut self,
+        input: &mut FrameReader,
+        owns: &dyn Fn(&Row) -> bool,
+        wrote: &dyn Fn(&Row) -> bool,
+    ) -> Result<()> {
+        let queue: (VecDeque<Queued>, Option<i64>) = read_header(input, TAG)?;
+        self.tombstones.restore_delta(queue, owns, wrote);
+        read_changes(input, owns, |key, history: Option<History>| {
+            if let Some(old) = self.keys.remove(&key) {
+                self.held.replaced(old.tombstones());
+            }
+            if let Some(history) = history {
+                history.fits(&self.shape)?;
+                self.held.restored(history.tombstones());
+                self.keys.insert(key, history);
+            }
+            Ok(())
+        })
     }
 
     fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
@@ -199,6 +238,7 @@ impl CdcState for Scd2State {
             for delete in events.iter().filter(|e| e.kind == EventKind::Delete) {
                 self.tombstones.record(now, &key, &delete.seq);
             }
+            self.changed.mark(&key);
             let history = match self.keys.entry(key) {
                 Entry::Occupied(o) => o.into_mut(),
                 Entry::Vacant(v) => v.insert(History::default()),

@@ -13,7 +13,7 @@
 //!
 //! Saved ([`Durable`]) key by key, with no worker-wide data.
 
-use super::durable::{read_header, read_keys, write_header, Durable};
+use super::durable::{read_changes, read_header, read_keys, write_header, Changed, Durable};
 use super::KeyMap;
 use crate::event::{Event, EventKind};
 use crate::state::{FrameReader, FrameWriter};
@@ -28,6 +28,7 @@ pub struct SnapshotState {
     previous: KeyMap<(Row, u64)>,
     /// Snapshots diffed so far.
     snapshots: u64,
+    changed: Changed,
 }
 
 impl SnapshotState {
@@ -71,6 +72,7 @@ impl SnapshotState {
                     let changed = o.get().0 != image;
                     if changed {
                         events.push(event(EventKind::Upsert, o.key().clone(), image.clone()));
+                        self.changed.mark(o.key());
                     }
                     let (held, seen) = o.get_mut();
                     *seen = this;
@@ -79,15 +81,18 @@ impl SnapshotState {
                     }
                 }
                 Entry::Vacant(v) => {
+                    self.changed.mark(v.key());
                     events.push(event(EventKind::Upsert, v.key().clone(), image.clone()));
                     v.insert((image, this));
                 }
             }
         }
+        let changed = &mut self.changed;
         self.previous.retain(|key, (_, seen)| {
             if *seen == this {
                 return true;
             }
+            changed.mark(key);
             events.push(event(EventKind::Delete, key.clone(), Vec::new()));
             false
         });
@@ -98,12 +103,41 @@ impl SnapshotState {
 const TAG: &str = "snapshot";
 
 impl Durable for SnapshotState {
-    fn save(&self, out: &mut FrameWriter) -> Result<()> {
+    fn save(&mut self, out: &mut FrameWriter) -> Result<()> {
         write_header(out, TAG, &())?;
         for (key, (image, _)) in &self.previous {
             out.write(&(key, image))?;
         }
+        self.changed.clear();
         Ok(())
+    }
+
+    fn track_changes(&mut self) {
+        self.changed.track();
+    }
+
+    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()> {
+        write_header(out, TAG, &())?;
+        for key in self.changed.take() {
+            out.write(&(&key, self.previous.get(&key).map(|(image, _)| image)))?;
+        }
+        Ok(())
+    }
+
+    fn restore_changes(
+        &mut self,
+        input: &mut FrameReader,
+        owns: &dyn Fn(&Row) -> bool,
+        _wrote: &dyn Fn(&Row) -> bool,
+    ) -> Result<()> {
+        read_header::<()>(input, TAG)?;
+        read_changes(input, owns, |key, image: Option<Row>| {
+            match image {
+                Some(image) => self.previous.insert(key, (image, self.snapshots)),
+                None => self.previous.remove(&key),
+            };
+            Ok(())
+        })
     }
 
     fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {

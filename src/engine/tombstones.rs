@@ -20,6 +20,10 @@ pub(super) type Queued = (i64, Row, Value);
 pub(crate) struct Tombstones {
     retention: Option<i64>,
     queue: VecDeque<Queued>,
+    /// Entries recorded since the last save: the queue's share of a delta.
+    since_save: usize,
+    /// Every entry recorded before this commit time has expired (and left the queue).
+    expired_before: Option<i64>,
 }
 
 impl Tombstones {
@@ -29,6 +33,8 @@ impl Tombstones {
         Tombstones {
             retention: retention.filter(|r| *r > 0),
             queue: VecDeque::new(),
+            since_save: 0,
+            expired_before: None,
         }
     }
 
@@ -36,6 +42,7 @@ impl Tombstones {
     pub(crate) fn record(&mut self, now: i64, key: &Row, seq: &Value) {
         if self.retention.is_some() {
             self.queue.push_back((now, key.clone(), seq.clone()));
+            self.since_save += 1;
         }
     }
 
@@ -45,6 +52,7 @@ impl Tombstones {
             return Vec::new();
         };
         let mut expired = Vec::new();
+        self.expired_before = Some(now.saturating_sub(retention));
         while let Some((since, _, _)) = self.queue.front() {
             if since.saturating_add(retention) >= now {
                 break;
@@ -58,6 +66,40 @@ impl Tombstones {
     /// The queue, oldest first, to save.
     pub(super) fn entries(&self) -> &VecDeque<Queued> {
         &self.queue
+    }
+
+    /// The entries recorded since the last save, oldest first.
+    fn added(&self) -> VecDeque<Queued> {
+        let n = self.since_save.min(self.queue.len());
+        self.queue.range(self.queue.len() - n..).cloned().collect()
+    }
+
+    /// Marks the queue saved.
+    pub(super) fn saved(&mut self) {
+        self.since_save = 0;
+    }
+
+    /// What a delta records of the queue: the entries recorded since the last save, and the
+    /// commit time before which every entry has expired.
+    pub(super) fn delta(&self) -> (VecDeque<Queued>, Option<i64>) {
+        (self.added(), self.expired_before)
+    }
+
+    /// Applies a delta's record of the queue of the worker that wrote it (whose keys `wrote`
+    /// accepts): its entries that expired since the last save leave, the new ones join.
+    /// Expiry pops every entry older than a cutoff, so `expired_before` says exactly which are
+    /// gone, even when a key deleted again at the same sequence has a newer entry.
+    pub(super) fn restore_delta(
+        &mut self,
+        (added, expired_before): (VecDeque<Queued>, Option<i64>),
+        owns: &dyn Fn(&Row) -> bool,
+        wrote: &dyn Fn(&Row) -> bool,
+    ) {
+        if let Some(before) = expired_before {
+            self.queue
+                .retain(|(since, key, _)| *since >= before || !wrote(key));
+        }
+        self.restore(added, owns);
     }
 
     /// Merges saved `entries` (oldest first) of the keys `owns` accepts, keeping the queue
@@ -107,5 +149,10 @@ impl Live {
     /// Counts restored tombstones (no commit: they were counted when recorded).
     pub(super) fn restored(&mut self, n: u64) {
         self.0 += n;
+    }
+
+    /// Uncounts restored tombstones that a later delta replaced.
+    pub(super) fn replaced(&mut self, n: u64) {
+        self.0 = self.0.saturating_sub(n);
     }
 }

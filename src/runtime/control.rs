@@ -70,6 +70,11 @@ impl Control {
         }
     }
 
+    /// The probe of both streams.
+    pub(super) fn probe(&self) -> ProbeHandle<u64> {
+        self.probe.clone()
+    }
+
     /// Every worker's announcements of this round, on every worker (collective).
     pub(super) fn announce(
         &mut self,

@@ -12,13 +12,13 @@
 
 use super::deal::deal;
 use super::worker::{self, Command, Done, Feed, Message, Shared};
-use super::{Cluster, CommitEvents};
+use super::{Checkpoint, Cluster, CommitEvents};
 use crate::engine::CommitStats;
 use crate::plan::Target;
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use std::collections::{BTreeMap, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -40,9 +40,11 @@ pub struct EngineConfig {
     pub partitioned: bool,
     /// Set once this process's workers start: in a cluster, once every process is connected.
     pub started: Option<Arc<AtomicBool>>,
-    /// A checkpoint to restore every state from before the first commit, and the number of
-    /// workers that wrote it.
-    pub restore: Option<(PathBuf, usize)>,
+    /// A checkpoint to restore every state from before the first commit.
+    pub restore: Option<Checkpoint>,
+    /// Whether the states record the keys that change, so that [`Engine::save`] can write
+    /// what changed since the last save.
+    pub track_changes: bool,
 }
 
 /// What one commit produced in this process.
@@ -119,6 +121,7 @@ impl Engine {
             cluster: config.cluster.is_some(),
             gather_rows: config.cluster.is_some() && !config.partitioned,
             restore: config.restore,
+            track_changes: config.track_changes,
             started: config.started,
         });
         let guards = timely::execute(timely_config, move |w| worker::work(w, &shared))
@@ -272,12 +275,14 @@ impl Engine {
         into.reports.extend(done.reports);
     }
 
-    /// Saves every worker's states into `dir` (one shard per worker, target and part). Every
-    /// commit handed over must have its outcome taken first.
-    pub fn save(&mut self, dir: &Path) -> Result<()> {
+    /// Saves every worker's states into `dir` (one shard per worker, target and part): all of
+    /// them, or with `changes` what changed since the last save (a delta; the engine must have
+    /// been opened with [`EngineConfig::track_changes`]). Every commit handed over must have its
+    /// outcome taken first.
+    pub fn save(&mut self, dir: &Path, changes: bool) -> Result<()> {
         self.between_commits()?;
         for w in 0..self.commands.len() {
-            self.send(w, Command::Save(dir.to_path_buf()))?;
+            self.send(w, Command::Save(dir.to_path_buf(), changes))?;
         }
         let mut result = Ok(());
         for _ in 0..self.commands.len() {

@@ -2,6 +2,9 @@
 //! runtime can restore them before the first commit, save them between commits and read the
 //! target's table from them.
 //!
+//! A checkpoint is a base (every key) and deltas (what changed since the save before), restored
+//! in order ([`crate::engine::Durable`] says how a delta applies).
+//!
 //! A target's parts: its SCD state (`scd1`, `scd2` or `bitemporal`), preceded for snapshot
 //! targets by the previous snapshot (`snapshot`); REPLACE USING targets have one part
 //! (`replace`). Each part is saved as one shard per worker. A restore on as many workers as
@@ -9,6 +12,7 @@
 //! keys that the operators' exchange routes to it ([`worker_of`]; the test below holds timely's
 //! routing to it).
 
+use super::Checkpoint;
 use crate::engine::{
     worker_of, BitemporalState, Durable, ReplaceState, Scd1State, Scd2State, SnapshotState,
 };
@@ -126,43 +130,66 @@ impl Held {
             .collect()
     }
 
-    /// Restores target `t`'s parts from the shards in `checkpoint`, written by `writers`
-    /// workers, as worker `index` of `peers`.
+    /// Starts recording changed keys in every part, for [`Held::save`] with `changes`.
+    pub(super) fn track_changes(&self) {
+        for (_, state) in self.parts() {
+            state.borrow_mut().track_changes();
+        }
+    }
+
+    /// Restores target `t`'s parts from `checkpoint`: its base shards, then each delta's in
+    /// order, all written by `checkpoint.workers` workers, as worker `index` of `peers`.
     pub(super) fn restore(
         &self,
         t: usize,
-        checkpoint: &Path,
-        writers: usize,
+        checkpoint: &Checkpoint,
         index: usize,
         peers: usize,
     ) -> Result<()> {
-        for (part, state) in self.parts() {
-            let mut state = state.borrow_mut();
-            // As many workers as wrote the shards: each reads its own, whose keys it owns.
-            let (shards, mine): (Vec<usize>, &dyn Fn(&Row) -> bool) = if writers == peers {
-                (vec![index], &|_| true)
-            } else {
-                ((0..writers).collect(), &|key| {
-                    worker_of(key, peers) == index
-                })
-            };
-            for w in shards {
-                let path = checkpoint.join(shard_name(t, part, w));
-                let mut input = FrameReader::open(&path, FileKind::Shard)?;
-                state
-                    .restore(&mut input, mine)
-                    .map_err(|e| e.in_file(&path))?;
+        let writers = checkpoint.workers;
+        // As many workers as wrote the shards: each reads its own, whose keys it owns.
+        let (shards, mine): (Vec<usize>, &dyn Fn(&Row) -> bool) = if writers == peers {
+            (vec![index], &|_| true)
+        } else {
+            ((0..writers).collect(), &|key| {
+                worker_of(key, peers) == index
+            })
+        };
+        let dirs = std::iter::once((&checkpoint.base, FileKind::Shard))
+            .chain(checkpoint.deltas.iter().map(|d| (d, FileKind::Delta)));
+        for (dir, kind) in dirs {
+            for (part, state) in self.parts() {
+                let mut state = state.borrow_mut();
+                for &w in &shards {
+                    let path = dir.join(shard_name(t, part, w));
+                    let mut input = FrameReader::open(&path, kind)?;
+                    let wrote = |key: &Row| writers == peers || worker_of(key, writers) == w;
+                    let restored = match kind {
+                        FileKind::Delta => state.restore_changes(&mut input, mine, &wrote),
+                        _ => state.restore(&mut input, mine),
+                    };
+                    restored.map_err(|e| e.in_file(&path))?;
+                }
             }
         }
         Ok(())
     }
 
-    /// Saves target `t`'s parts into `dir`, as worker `index`.
-    pub(super) fn save(&self, t: usize, dir: &Path, index: usize) -> Result<()> {
+    /// Saves target `t`'s parts into `dir`, as worker `index`: everything, or (`changes`) what
+    /// changed since the last save.
+    pub(super) fn save(&self, t: usize, dir: &Path, index: usize, changes: bool) -> Result<()> {
+        let kind = if changes {
+            FileKind::Delta
+        } else {
+            FileKind::Shard
+        };
         for (part, state) in self.parts() {
-            let mut out =
-                FrameWriter::create(&dir.join(shard_name(t, part, index)), FileKind::Shard)?;
-            state.borrow().save(&mut out)?;
+            let mut out = FrameWriter::create(&dir.join(shard_name(t, part, index)), kind)?;
+            let mut state = state.borrow_mut();
+            match changes {
+                true => state.save_changes(&mut out)?,
+                false => state.save(&mut out)?,
+            }
             out.finish()?;
         }
         Ok(())

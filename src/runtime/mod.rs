@@ -79,6 +79,19 @@ pub struct Updates {
     pub timestamps: Vec<i64>,
 }
 
+/// Saved states to restore ([`EngineConfig::restore`]): a base checkpoint directory (every key)
+/// and delta directories (what changed since the save before each), applied in order, all
+/// written by `workers` workers.
+#[derive(Clone, Debug)]
+pub struct Checkpoint {
+    /// The base checkpoint's directory.
+    pub base: std::path::PathBuf,
+    /// The deltas' directories, oldest first.
+    pub deltas: Vec<std::path::PathBuf>,
+    /// The number of workers that wrote them.
+    pub workers: usize,
+}
+
 /// Called after each commit completes, with the commit's version.
 pub type Progress = Box<dyn Fn(u64) + Send + Sync>;
 

@@ -13,6 +13,7 @@ use super::control::{tell_everyone, Announcement, Control, Note};
 use super::deal::TargetShare;
 use super::held::Held;
 use super::render::render;
+use super::Checkpoint;
 use crate::engine::CommitStats;
 use crate::event::Event;
 use crate::operators::snapshot_diff::snapshot_diff_shared;
@@ -38,8 +39,8 @@ use timely::worker::Worker;
 pub(super) enum Command {
     /// Apply a commit.
     Commit(Box<Feed>),
-    /// Save every state into a checkpoint directory.
-    Save(PathBuf),
+    /// Save every state (or what changed since the last save) into a checkpoint directory.
+    Save(PathBuf, bool),
     /// Read every target's table.
     Tables,
     /// No more commands: let the dataflow complete.
@@ -96,8 +97,10 @@ pub(super) struct Shared {
     pub(super) cluster: bool,
     /// In a cluster: whether the targets' updates and rows go to worker 0.
     pub(super) gather_rows: bool,
-    /// A checkpoint to restore, and the number of workers that wrote it.
-    pub(super) restore: Option<(PathBuf, usize)>,
+    /// A checkpoint to restore.
+    pub(super) restore: Option<Checkpoint>,
+    /// Whether the states record changed keys (for delta saves).
+    pub(super) track_changes: bool,
     pub(super) started: Option<Arc<AtomicBool>>,
 }
 
@@ -171,6 +174,9 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
         .expect("each worker takes its own queue");
     let held: Vec<Held> = shared.targets.iter().map(Held::new).collect();
     restore(worker, shared, &held)?;
+    if shared.track_changes {
+        held.iter().for_each(Held::track_changes);
+    }
     let gather_rows = shared.gather_rows;
     let mut flow = build(worker, held, gather_rows);
     let mut control = shared.cluster.then(|| Control::new(worker));
@@ -193,12 +199,12 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
                 )?;
                 Message::Done(Box::new(done))
             }
-            Command::Save(dir) => {
+            Command::Save(dir, changes) => {
                 let saved = flow
                     .held
                     .iter()
                     .enumerate()
-                    .try_for_each(|(t, h)| h.save(t, &dir, index));
+                    .try_for_each(|(t, h)| h.save(t, &dir, index, changes));
                 Message::Saved(saved)
             }
             Command::Tables => {
@@ -224,10 +230,13 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
             return Ok(());
         }
     }
+    // Both dataflows complete before the worker leaves, so that nothing this process sent is
+    // still on its way when it exits.
+    let mut probes = vec![flow.probe.clone()];
+    probes.extend(control.as_ref().map(Control::probe));
     drop(control);
-    let probe = flow.probe.clone();
     drop(flow);
-    while !probe.done() {
+    while probes.iter().any(|p| !p.done()) {
         worker.step_or_park(None);
     }
     Ok(())
@@ -236,14 +245,14 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
 /// Restores every target's states from the checkpoint, if any; every worker learns of any
 /// worker's failure, so that none waits for another.
 fn restore(worker: &mut Worker, shared: &Shared, held: &[Held]) -> Result<()> {
-    let Some((checkpoint, writers)) = &shared.restore else {
+    let Some(checkpoint) = &shared.restore else {
         return Ok(());
     };
     let (index, peers) = (worker.index(), worker.peers());
     let restored = held
         .iter()
         .enumerate()
-        .try_for_each(|(t, h)| h.restore(t, checkpoint, *writers, index, peers));
+        .try_for_each(|(t, h)| h.restore(t, checkpoint, index, peers));
     let own = restored.err();
     let failures = tell_everyone(worker, own.iter().map(|e| e.to_string()).collect());
     if let Some(e) = own {

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"SCDFLOW\0";
 /// The version of this layout and of the records in it; a reader refuses any other.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const END: u32 = u32::MAX;
 
 /// What a record file holds; its tag is part of the header.
@@ -36,6 +36,8 @@ pub enum FileKind {
     Manifest,
     /// One worker's share of one operator's state.
     Shard,
+    /// What changed in one worker's share of one operator's state since its last save.
+    Delta,
 }
 
 impl FileKind {
@@ -43,6 +45,7 @@ impl FileKind {
         match self {
             FileKind::Manifest => b"MANI",
             FileKind::Shard => b"SHRD",
+            FileKind::Delta => b"DLTA",
         }
     }
 
@@ -50,6 +53,7 @@ impl FileKind {
         match self {
             FileKind::Manifest => "manifest",
             FileKind::Shard => "state shard",
+            FileKind::Delta => "state delta",
         }
     }
 }

@@ -4,13 +4,16 @@
 //! DIR/LOCK                   held (flock) by the run using the directory
 //! DIR/MANIFEST               framed record file: the Manifest below
 //! DIR/ckpt-<version>/        the operators' shards of that commit: t<target>-<part>-w<worker>
+//! DIR/delta-<version>/       what changed in them from the save before to that commit
 //! DIR/metrics.jsonl          every commit's metrics, appended (committed length in the manifest)
 //! ```
 //!
-//! A run stages its shards in `ckpt-<version>.tmp/`, syncs them, renames the directory, then
-//! replaces `MANIFEST` atomically: the manifest names the one checkpoint that counts, so a crash
-//! at any instant leaves the previous manifest and its checkpoint intact, and opening the
-//! directory removes whatever a crashed run left beside them. Files that runs append to (change
+//! A run stages its shards in `ckpt-<version>.tmp/` (or `delta-<version>.tmp/`), syncs them,
+//! renames the directory, then replaces `MANIFEST` atomically: the manifest names the base
+//! checkpoint and the deltas after it that count, so a crash at any instant leaves the previous
+//! manifest and its checkpoints intact, and opening the directory removes whatever a crashed run
+//! left beside them. A new base (compaction) replaces the old base and all its deltas, which
+//! are removed once the manifest naming the new base is in place. Files that runs append to (change
 //! feeds, quarantine files, the metrics log) are recorded with their committed lengths; bytes past
 //! them were written by a run that did not commit, and opening cuts them off.
 
@@ -24,6 +27,16 @@ use std::path::{Path, PathBuf};
 const MANIFEST: &str = "MANIFEST";
 const LOCK: &str = "LOCK";
 const CHECKPOINT: &str = "ckpt-";
+const DELTA: &str = "delta-";
+
+/// Shards staged for the next commit: a base checkpoint, or a delta.
+#[derive(Debug)]
+pub struct Staged {
+    /// The staging directory.
+    pub dir: PathBuf,
+    /// Whether it holds a delta.
+    pub delta: bool,
+}
 /// The metrics log, relative to the state directory.
 pub const METRICS_LOG: &str = "metrics.jsonl";
 
@@ -42,8 +55,11 @@ pub struct Manifest {
     pub format: String,
     /// Number of workers that wrote the shards (each operator has one shard per worker).
     pub workers: usize,
-    /// The checkpoint directory (relative to the state directory); `None` before any commit.
+    /// The base checkpoint directory (relative to the state directory); `None` before any
+    /// commit.
     pub checkpoint: Option<String>,
+    /// The delta directories after the base, oldest first (all written by `workers` workers).
+    pub deltas: Vec<String>,
     /// Input consumed so far.
     pub inputs: Vec<InputProgress>,
     /// Per snapshot flow (by name): the last applied snapshot version (D12).
@@ -128,8 +144,11 @@ impl StateDir {
         } else {
             None
         };
-        let keep = manifest.as_ref().and_then(|m| m.checkpoint.clone());
-        state.remove_leftovers(keep.as_deref())?;
+        let keep: Vec<String> = manifest
+            .iter()
+            .flat_map(|m| m.checkpoint.iter().chain(&m.deltas).cloned())
+            .collect();
+        state.remove_leftovers(&keep)?;
         Ok((state, manifest))
     }
 
@@ -138,14 +157,15 @@ impl StateDir {
         &self.dir
     }
 
-    /// Removes temporary files and every checkpoint but `keep`.
-    fn remove_leftovers(&self, keep: Option<&str>) -> Result<()> {
+    /// Removes temporary files and every checkpoint and delta but `keep`.
+    fn remove_leftovers(&self, keep: &[String]) -> Result<()> {
         let entries = std::fs::read_dir(&self.dir).map_err(|e| Error::read(&self.dir, &e))?;
         for entry in entries {
             let entry = entry.map_err(|e| Error::read(&self.dir, &e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let path = entry.path();
-            let stale_checkpoint = name.starts_with(CHECKPOINT) && Some(name.as_str()) != keep;
+            let stale_checkpoint =
+                (name.starts_with(CHECKPOINT) || name.starts_with(DELTA)) && !keep.contains(&name);
             if stale_checkpoint || name.ends_with(".tmp") {
                 let removed = if path.is_dir() {
                     std::fs::remove_dir_all(&path)
@@ -158,14 +178,16 @@ impl StateDir {
         Ok(())
     }
 
-    /// A fresh, empty directory to stage commit `version`'s shards in.
-    pub fn stage(&self, version: u64) -> Result<PathBuf> {
-        let staged = self.dir.join(format!("{CHECKPOINT}{version:012}.tmp"));
+    /// A fresh, empty directory to stage commit `version`'s shards in: a base checkpoint, or
+    /// (`delta`) the changes since the last save.
+    pub fn stage(&self, version: u64, delta: bool) -> Result<Staged> {
+        let prefix = if delta { DELTA } else { CHECKPOINT };
+        let staged = self.dir.join(format!("{prefix}{version:012}.tmp"));
         if staged.exists() {
             std::fs::remove_dir_all(&staged).map_err(|e| Error::write(&staged, &e))?;
         }
         std::fs::create_dir(&staged).map_err(|e| Error::write(&staged, &e))?;
-        Ok(staged)
+        Ok(Staged { dir: staged, delta })
     }
 
     /// The checkpoint directory named by a manifest.
@@ -173,28 +195,33 @@ impl StateDir {
         self.dir.join(name)
     }
 
-    /// Makes `manifest` the directory's state: the staged shards (if any) become its checkpoint,
-    /// then the manifest is replaced atomically, then the previous checkpoint is removed.
-    pub fn commit(&self, manifest: &mut Manifest, staged: Option<PathBuf>) -> Result<()> {
-        let previous = manifest.checkpoint.clone();
+    /// Makes `manifest` the directory's state: the staged shards (if any) become its base
+    /// checkpoint or its next delta, then the manifest is replaced atomically, then a replaced
+    /// base and its deltas are removed.
+    pub fn commit(&self, manifest: &mut Manifest, staged: Option<Staged>) -> Result<()> {
+        let mut replaced = Vec::new();
         if let Some(staged) = staged {
-            frames::sync_dir(&staged)?;
-            let name = format!("{CHECKPOINT}{:012}", manifest.version);
+            frames::sync_dir(&staged.dir)?;
+            let prefix = if staged.delta { DELTA } else { CHECKPOINT };
+            let name = format!("{prefix}{:012}", manifest.version);
             let target = self.dir.join(&name);
-            std::fs::rename(&staged, &target).map_err(|e| Error::write(&target, &e))?;
+            std::fs::rename(&staged.dir, &target).map_err(|e| Error::write(&target, &e))?;
             frames::sync_dir(&self.dir)?;
-            manifest.checkpoint = Some(name);
+            if staged.delta {
+                manifest.deltas.push(name);
+            } else {
+                replaced.extend(manifest.checkpoint.replace(name));
+                replaced.append(&mut manifest.deltas);
+            }
         }
         frames::write_atomically(&self.dir.join(MANIFEST), FileKind::Manifest, |w| {
             w.write(&*manifest)
         })?;
-        match previous {
-            Some(old) if manifest.checkpoint.as_deref() != Some(old.as_str()) => {
-                let old = self.dir.join(old);
-                std::fs::remove_dir_all(&old).map_err(|e| Error::write(&old, &e))
-            }
-            _ => Ok(()),
+        for old in replaced {
+            let old = self.dir.join(old);
+            std::fs::remove_dir_all(&old).map_err(|e| Error::write(&old, &e))?;
         }
+        Ok(())
     }
 }
 

@@ -71,3 +71,12 @@ pub fn multiset_at(target: &Target, updates: &[(Row, u64, isize)], version: u64)
     scdflow::driver::sort_rows(target, &mut rows);
     rows
 }
+
+/// `metrics.json`'s text without its per-commit latencies (wall-clock measurements), for
+/// comparing the metrics of two runs.
+pub fn metrics_without_latency(bytes: &[u8]) -> serde_json::Value {
+    let mut json: serde_json::Value = serde_json::from_slice(bytes).expect("metrics.json parses");
+    let latency = json.as_object_mut().and_then(|o| o.remove("latency"));
+    assert!(latency.is_some(), "metrics.json has per-commit latencies");
+    json
+}

@@ -1,0 +1,255 @@
+//! What users run, end to end: `scdflow run` over generated files (wall time and peak RSS, 1 and
+//! 2 workers, SCD1 and SCD2) beside DuckDB computing the same final table from the same files in
+//! one query, and `scdflow run --follow` applying the last commits one at a time onto the state
+//! of the others (per-commit latency from the input being complete to the change feed being
+//! synced, and the bytes each checkpoint wrote) beside DuckDB's incremental peer.
+//!
+//! Command: `cargo bench --bench end_to_end [-- EVENTS KEYS COMMITS FOLLOWED]` (defaults 1000000
+//! 100000 100 10). Workload: `scdflow generate --events EVENTS --keys KEYS --displacement 1000
+//! --commits COMMITS --seed 7` (10% deletes), CSV. The followed commits are the last FOLLOWED
+//! files; the run before them builds the state from the others. `EVENTS / COMMITS` events per
+//! commit: 10,000 with the defaults, 1,000 with `-- 1000000 100000 1000 20`.
+//!
+//! Every figure comes from running the release binary as a child process (peak RSS from
+//! `wait4`), so it is the product's cost, reading and writing included. The DuckDB figures come
+//! from `benches/peers/duckdb_incremental.py` (`--final` for the one-query table; `--preload` for
+//! the incremental commits), skipped with a note when `python3 -c 'import duckdb'` fails.
+//! Figures drift by ±30% on this shared 2-core machine: compare the ratios of one run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SCDFLOW: &str = env!("CARGO_BIN_EXE_scdflow");
+
+fn main() {
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let events = args.first().copied().unwrap_or(1_000_000);
+    let keys = args.get(1).copied().unwrap_or(100_000);
+    let commits = args.get(2).copied().unwrap_or(100).max(2);
+    let followed = args.get(3).copied().unwrap_or(10).clamp(1, commits - 1);
+    println!("command: cargo bench --bench end_to_end -- {events} {keys} {commits} {followed}");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let gen = dir.path().join("gen");
+    let generate = format!(
+        "generate --out {} --events {events} --keys {keys} --displacement 1000 --commits \
+         {commits} --seed 7",
+        gen.display()
+    );
+    run_ok(Command::new(SCDFLOW).args(generate.split_whitespace()));
+    println!(
+        "workload: scdflow {generate} ({} events per commit); machine: {} cores",
+        events / commits,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    let duckdb = duckdb_available();
+
+    println!("\n## scdflow run over all {commits} files (the final table, change feed, metrics)");
+    println!("| flow | system | wall s | peak RSS MiB | vs DuckDB wall |");
+    println!("|---|---|---|---|---|");
+    for flow in ["scd1", "scd2"] {
+        let peer = duckdb.then(|| duckdb_final(&gen, flow));
+        if let Some((seconds, rss)) = peer {
+            println!("| {flow} | DuckDB 1 thread, one query | {seconds:.2} | {rss:.0} | 1.00 |");
+        }
+        for workers in ["1", "2"] {
+            let out = dir.path().join(format!("out-{flow}-{workers}"));
+            let mut cmd = Command::new(SCDFLOW);
+            cmd.args(["run", &format!("{}/{flow}.sql", gen.display())])
+                .args(["--out", out.to_str().expect("utf-8 path"), "-w", workers]);
+            let (wall, rss) = measured(&mut cmd);
+            let ratio = peer.map_or("–".into(), |(s, _)| format!("{:.2}", wall.as_secs_f64() / s));
+            println!(
+                "| {flow} | scdflow run -w {workers} | {:.2} | {:.0} | {ratio} |",
+                wall.as_secs_f64(),
+                rss
+            );
+        }
+    }
+
+    println!(
+        "\n## scdflow run --follow (SCD2): {followed} commits applied one at a time onto the \
+         state of the first {}",
+        commits - followed
+    );
+    follow(&gen, dir.path(), commits, followed, duckdb);
+}
+
+/// Builds the state from all but the last `followed` files, then follows them one at a time.
+fn follow(gen: &Path, work: &Path, commits: u64, followed: u64, duckdb: bool) {
+    let (events, later) = (gen.join("events"), work.join("later"));
+    std::fs::create_dir_all(&later).expect("directory");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&events)
+        .expect("events")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    let held: Vec<PathBuf> = files[(commits - followed) as usize..].to_vec();
+    for f in &held {
+        std::fs::rename(f, later.join(f.file_name().expect("name"))).expect("move");
+    }
+    let (state, out) = (work.join("state"), work.join("follow-out"));
+    let pipeline = format!("{}/scd2.sql", gen.display());
+    let started = Instant::now();
+    let mut cmd = Command::new(SCDFLOW);
+    cmd.args(["run", &pipeline, "--state", state.to_str().expect("utf-8")])
+        .args(["--out", out.to_str().expect("utf-8")]);
+    let output = cmd.output().expect("first durable run");
+    assert!(output.status.success(), "{output:?}");
+    println!(
+        "first durable run ({} commits): {:.2} s; {}",
+        commits - followed,
+        started.elapsed().as_secs_f64(),
+        String::from_utf8_lossy(&output.stdout).lines().last().unwrap_or("")
+    );
+    let mut child = Command::new(SCDFLOW)
+        .args(["run", &pipeline, "--state", state.to_str().expect("utf-8")])
+        .args(["--out", out.to_str().expect("utf-8")])
+        .args(["--follow", "--poll", "0.002", "--tables-every", "3600"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn --follow");
+    let log = state.join("metrics.jsonl");
+    for (i, f) in held.iter().enumerate() {
+        let version = commits - followed + i as u64 + 1;
+        // Written beside, then renamed in: the file appears complete.
+        let name = f.file_name().expect("name");
+        let tmp = events.join(".incoming");
+        std::fs::copy(later.join(name), &tmp).expect("copy");
+        std::fs::rename(&tmp, events.join(name)).expect("rename");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !latency_logged(&log, version) {
+            assert!(Instant::now() < deadline, "commit {version} never came");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let pid = child.id().to_string();
+    run_ok(Command::new("kill").args(["-TERM", &pid]));
+    let output = child.wait_with_output().expect("--follow exits");
+    assert!(output.status.success(), "--follow: {:?}", output.status);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let steps: Vec<&str> = stdout.lines().filter(|l| l.starts_with("commit ")).collect();
+    let mut ms = latencies(&log, commits - followed);
+    ms.sort_by(f64::total_cmp);
+    let nearest = |q: f64| ms[((q * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1];
+    println!(
+        "scdflow --follow: {} commits, latency (input complete -> change feed synced) p50 \
+         {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        ms.len(),
+        nearest(0.5),
+        nearest(0.99),
+        ms.last().copied().unwrap_or(0.0)
+    );
+    for step in steps.iter().take(3) {
+        println!("  {step}");
+    }
+    if steps.len() > 3 {
+        println!("  ... ({} steps)", steps.len());
+    }
+    if duckdb {
+        let mut cmd = Command::new("python3");
+        cmd.arg(peer_script())
+            .args(["--events-dir", gen.to_str().expect("utf-8"), "--scd", "2"])
+            .args(["--threads", "1", "--json", "--tail", "0"])
+            .args(["--preload", &(commits - followed).to_string()]);
+        let json = last_json(&mut cmd);
+        let us = |k: &str| json[k].as_f64().unwrap_or(f64::NAN) / 1e3;
+        println!(
+            "DuckDB incremental (in memory, 1 thread; append + recompute the touched keys, one \
+             transaction per commit): p50 {:.1} ms, p99 {:.1} ms",
+            us("p50_us"),
+            us("p99_us")
+        );
+        println!(
+            "ratio DuckDB / scdflow at p50: {:.1}x",
+            us("p50_us") / nearest(0.5)
+        );
+    }
+}
+
+/// Whether the metrics log records commit `version`'s latency.
+fn latency_logged(log: &Path, version: u64) -> bool {
+    let needle = format!("{{\"latency\":{{\"commit_version\":{version},");
+    std::fs::read_to_string(log).is_ok_and(|text| text.contains(&needle))
+}
+
+/// The latencies (ms) the metrics log records for commits after `after`.
+fn latencies(log: &Path, after: u64) -> Vec<f64> {
+    let text = std::fs::read_to_string(log).expect("metrics log");
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            let l = v.get("latency")?;
+            (l["commit_version"].as_u64()? > after).then(|| l["latency_ms"].as_f64())?
+        })
+        .collect()
+}
+
+fn peer_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/duckdb_incremental.py")
+}
+
+fn duckdb_available() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        println!("(DuckDB peer skipped: `python3 -m pip install --user duckdb` to add it)");
+    }
+    ok
+}
+
+/// DuckDB's one-query final table of `flow` over the generated files: seconds, peak RSS MiB.
+fn duckdb_final(gen: &Path, flow: &str) -> (f64, f64) {
+    let mut cmd = Command::new("python3");
+    cmd.arg(peer_script())
+        .args(["--events-dir", gen.to_str().expect("utf-8"), "--scd", &flow[3..]])
+        .args(["--threads", "1", "--final", "--json"]);
+    let json = last_json(&mut cmd);
+    (
+        json["seconds"].as_f64().unwrap_or(f64::NAN),
+        json["peak_rss_mib"].as_f64().unwrap_or(f64::NAN),
+    )
+}
+
+fn last_json(cmd: &mut Command) -> serde_json::Value {
+    let output = cmd.output().expect("run the peer");
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or("{}");
+    serde_json::from_str(last).expect("the peer's JSON line")
+}
+
+fn run_ok(cmd: &mut Command) {
+    let output = cmd.output().expect("run");
+    assert!(output.status.success(), "{cmd:?}: {output:?}");
+}
+
+/// Runs `cmd` to completion: its wall time and peak RSS in MiB (the kernel's, from `wait4`).
+fn measured(cmd: &mut Command) -> (Duration, f64) {
+    let started = Instant::now();
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn");
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value, and `wait4` writes it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    // SAFETY: `pid` is our child, not yet waited for; both pointers are to live locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = started.elapsed();
+    assert_eq!(waited, pid, "wait4");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{cmd:?} failed"
+    );
+    (wall, usage.ru_maxrss as f64 / 1024.0)
+}
