@@ -105,7 +105,7 @@ fn follow(gen: &Path, work: &Path, commits: u64, followed: u64, duckdb: bool) {
         started.elapsed().as_secs_f64(),
         String::from_utf8_lossy(&output.stdout).lines().last().unwrap_or("")
     );
-    let mut child = Command::new(SCDFLOW)
+    let child = Command::new(SCDFLOW)
         .args(["run", &pipeline, "--state", state.to_str().expect("utf-8")])
         .args(["--out", out.to_str().expect("utf-8")])
         .args(["--follow", "--poll", "0.002", "--tables-every", "3600"])

@@ -5,7 +5,11 @@
 //! Both streams live in one dataflow whose time is a round counter, not a commit version:
 //! every worker takes part in the same rounds in the same order (one announcement and one
 //! gathering per commit in a cluster, one gathering per table read), so a round is complete
-//! once every worker has advanced past it.
+//! once every worker has advanced past it. A round also counts what it collects: every worker
+//! ends its notes or announcements of a round with an end mark, and a round returns only once
+//! it holds every worker's mark for that round. (Without the count, worker 0 of a two-process cluster
+//! was seen, about once in fifteen runs under load, to finish a round that read the tables
+//! with only its own rows; the count makes the round complete whatever the probe says.)
 
 use crate::engine::CommitStats;
 use crate::value::Row;
@@ -36,14 +40,18 @@ pub(super) enum Note {
     Report(String),
     /// A row of one target's table.
     Row(usize, Row),
+    /// The last note of a worker in a round.
+    End,
 }
 
 /// The control dataflow of one worker.
 pub(super) struct Control {
-    announce: InputSession<u64, Announcement, isize>,
-    heard: Rc<RefCell<Vec<Announcement>>>,
-    notes: InputSession<u64, Note, isize>,
-    noted: Rc<RefCell<Vec<Note>>>,
+    /// Announcements by round; `None` is a worker's end mark.
+    announce: InputSession<u64, (u64, Option<Announcement>), isize>,
+    heard: Rc<RefCell<Vec<(u64, Option<Announcement>)>>>,
+    notes: InputSession<u64, (u64, Note), isize>,
+    /// Notes collected (on worker 0), with the round they were sent in.
+    noted: Rc<RefCell<Vec<(u64, Note)>>>,
     probe: ProbeHandle<u64>,
     round: u64,
 }
@@ -54,8 +62,9 @@ impl Control {
         let noted = Rc::new(RefCell::new(Vec::new()));
         let probe: ProbeHandle<u64> = ProbeHandle::new();
         let (announce, notes) = worker.dataflow::<u64, _, _>(|scope| {
-            let (announce, announced) = scope.new_collection::<Announcement, isize>();
-            let (notes, noted_stream) = scope.new_collection::<Note, isize>();
+            let (announce, announced) =
+                scope.new_collection::<(u64, Option<Announcement>), isize>();
+            let (notes, noted_stream) = scope.new_collection::<(u64, Note), isize>();
             collect(announced.inner.broadcast(), &probe, &heard);
             collect(noted_stream.inner.exchange(|_| 0), &probe, &noted);
             (announce, notes)
@@ -81,20 +90,51 @@ impl Control {
         worker: &mut Worker,
         mine: Option<Announcement>,
     ) -> Vec<Announcement> {
-        if let Some(a) = mine {
-            self.announce.insert(a);
+        let round = self.round;
+        if let Some(said) = mine {
+            self.announce.insert((round, Some(said)));
         }
+        self.announce.insert((round, None));
         self.finish_round(worker);
-        self.heard.take()
+        let peers = worker.peers();
+        let ended = |heard: &[(u64, Option<Announcement>)]| {
+            let ends = heard.iter().filter(|(r, a)| *r == round && a.is_none());
+            ends.count() == peers
+        };
+        while !ended(&self.heard.borrow()) {
+            worker.step_or_park(None);
+        }
+        let (this, later): (Vec<_>, Vec<_>) =
+            self.heard.take().into_iter().partition(|(r, _)| *r == round);
+        *self.heard.borrow_mut() = later;
+        this.into_iter().filter_map(|(_, said)| said).collect()
     }
 
     /// Every worker's notes of this round, on worker 0; nothing elsewhere (collective).
     pub(super) fn gather(&mut self, worker: &mut Worker, mine: Vec<Note>) -> Vec<Note> {
-        for note in mine {
-            self.notes.insert(note);
+        let round = self.round;
+        for note in mine.into_iter().chain([Note::End]) {
+            self.notes.insert((round, note));
         }
         self.finish_round(worker);
-        self.noted.take()
+        if worker.index() != 0 {
+            return Vec::new();
+        }
+        let peers = worker.peers();
+        let ended = |noted: &[(u64, Note)]| {
+            let ends = noted.iter().filter(|(r, n)| *r == round && *n == Note::End);
+            ends.count() == peers
+        };
+        while !ended(&self.noted.borrow()) {
+            worker.step_or_park(None);
+        }
+        let (this, later): (Vec<_>, Vec<_>) =
+            self.noted.take().into_iter().partition(|(r, _)| *r == round);
+        *self.noted.borrow_mut() = later;
+        this.into_iter()
+            .map(|(_, note)| note)
+            .filter(|note| *note != Note::End)
+            .collect()
     }
 
     fn finish_round(&mut self, worker: &mut Worker) {

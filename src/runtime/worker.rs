@@ -423,7 +423,7 @@ fn gather(
                 done.changed[t].1 += down;
             }
             Note::Report(text) => done.reports.push(text),
-            Note::Row(..) => {}
+            Note::Row(..) | Note::End => {}
         }
     }
 }

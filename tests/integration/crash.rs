@@ -8,7 +8,7 @@ use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -98,25 +98,19 @@ fn watch(
     }
 }
 
-fn len(path: &Path) -> u64 {
-    std::fs::metadata(path).map_or(0, |m| m.len())
-}
-
-#[test]
-fn killed_runs_lose_and_duplicate_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let (gen, reference, work) = (
-        dir.path().join("gen"),
-        dir.path().join("reference"),
-        dir.path().join("work"),
-    );
+/// Generates `commits` files of 2,000 events (10% deletes, 20% partial updates, displaced by up
+/// to 500, and `extra` generator options) under `dir`, runs them without state into
+/// `dir/reference/out`, and prepares `dir/work` with the pipeline and no input: returns both
+/// directories and the files, in commit order.
+fn workload(dir: &Path, commits: usize, extra: &str) -> (PathBuf, PathBuf, Vec<PathBuf>) {
+    let (gen, reference, work) = (dir.join("gen"), dir.join("reference"), dir.join("work"));
     for d in [&gen, &reference.join("events"), &work.join("events")] {
         std::fs::create_dir_all(d).unwrap();
     }
     let args = format!(
-        "generate --out . --events {} --keys 5000 --commits {FILES} --deletes 0.1 --partial 0.2 \
-         --displacement 500 --stragglers 0.01 --straggler-distance 6000 --seed 7",
-        FILES * 2000
+        "generate --out . --events {} --commits {commits} --deletes 0.1 --partial 0.2 \
+         --displacement 500 {extra}",
+        commits * 2000
     );
     succeed(&gen, &args.split_whitespace().collect::<Vec<_>>());
     let mut files: Vec<_> = std::fs::read_dir(gen.join("events"))
@@ -124,16 +118,31 @@ fn killed_runs_lose_and_duplicate_nothing() {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    assert_eq!(files.len(), FILES);
-    let add = |to: &Path, f: &Path| {
-        std::fs::copy(f, to.join("events").join(f.file_name().unwrap())).unwrap();
-    };
-    for f in &files {
-        add(&reference, f);
-    }
+    assert_eq!(files.len(), commits);
+    files.iter().for_each(|f| add(&reference, f));
     std::fs::write(reference.join("pipeline.sql"), SQL).unwrap();
     std::fs::write(work.join("pipeline.sql"), SQL).unwrap();
     succeed(&reference, &["run", "pipeline.sql", "--out", "out"]);
+    (reference, work, files)
+}
+
+/// Copies input file `f` into `to/events`.
+fn add(to: &Path, f: &Path) {
+    std::fs::copy(f, to.join("events").join(f.file_name().unwrap())).unwrap();
+}
+
+fn len(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+#[test]
+fn killed_runs_lose_and_duplicate_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reference, work, files) = workload(
+        dir.path(),
+        FILES,
+        "--keys 5000 --stragglers 0.01 --straggler-distance 6000 --seed 7",
+    );
 
     // An uninterrupted durable run of the first file elsewhere measures the run time that the
     // kill delays range over at first.
@@ -286,32 +295,7 @@ fn same_outputs(reference: &Path, work: &Path, files: usize) {
 fn killed_follow_runs_lose_and_duplicate_nothing() {
     const FOLLOWED: usize = 12;
     let dir = tempfile::tempdir().unwrap();
-    let (gen, reference, work) = (
-        dir.path().join("gen"),
-        dir.path().join("reference"),
-        dir.path().join("work"),
-    );
-    for d in [&gen, &reference.join("events"), &work.join("events")] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    let args = format!(
-        "generate --out . --events {} --keys 3000 --commits {FOLLOWED} --deletes 0.1 \
-         --partial 0.2 --displacement 500 --seed 11",
-        FOLLOWED * 2000
-    );
-    succeed(&gen, &args.split_whitespace().collect::<Vec<_>>());
-    let mut files: Vec<_> = std::fs::read_dir(gen.join("events"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    let add = |to: &Path, f: &Path| {
-        std::fs::copy(f, to.join("events").join(f.file_name().unwrap())).unwrap();
-    };
-    files.iter().for_each(|f| add(&reference, f));
-    std::fs::write(reference.join("pipeline.sql"), SQL).unwrap();
-    std::fs::write(work.join("pipeline.sql"), SQL).unwrap();
-    succeed(&reference, &["run", "pipeline.sql", "--out", "out"]);
+    let (reference, work, files) = workload(dir.path(), FOLLOWED, "--keys 3000 --seed 11");
     let mut rng = ChaCha8Rng::seed_from_u64(7_2026);
     let mut added = 0;
     for _ in 0..8 {
