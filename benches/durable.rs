@@ -8,12 +8,13 @@
 //! 1. replay: a plain run (no state) over all files but the last: what a restart without
 //!    persisted state costs;
 //! 2. first durable run over the same files: the same work plus saving the state;
-//! 3. restart with nothing new: open the state, restore every operator's state, emit the tables,
+//! 3. restart with nothing new: open the state, restore every operator's state, read and
 //!    rewrite the target files;
 //! 4. restart with the last file new: as 3, plus one commit and saving the state.
 //!
-//! Printed: wall time of each step, split into execution (restore + commits + save) and output
-//! writing, the checkpoint's size, and restart / replay ratios. Machines here have 2 noisy
+//! Printed: wall time of each step, split into execution (commits + save) and output writing
+//! (the restore runs on the workers meanwhile; reading the tables waits for it, so it shows
+//! there), the checkpoint's size, and restart / replay ratios. Machines here have 2 noisy
 //! cores: compare ratios, not absolute figures, across runs.
 
 // The binary's allocator, so the figures are the binary's.

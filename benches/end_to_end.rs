@@ -61,7 +61,9 @@ fn main() {
             cmd.args(["run", &format!("{}/{flow}.sql", gen.display())])
                 .args(["--out", out.to_str().expect("utf-8 path"), "-w", workers]);
             let (wall, rss) = measured(&mut cmd);
-            let ratio = peer.map_or("–".into(), |(s, _)| format!("{:.2}", wall.as_secs_f64() / s));
+            let ratio = peer.map_or("–".into(), |(s, _)| {
+                format!("{:.2}", wall.as_secs_f64() / s)
+            });
             println!(
                 "| {flow} | scdflow run -w {workers} | {:.2} | {:.0} | {ratio} |",
                 wall.as_secs_f64(),
@@ -103,7 +105,10 @@ fn follow(gen: &Path, work: &Path, commits: u64, followed: u64, duckdb: bool) {
         "first durable run ({} commits): {:.2} s; {}",
         commits - followed,
         started.elapsed().as_secs_f64(),
-        String::from_utf8_lossy(&output.stdout).lines().last().unwrap_or("")
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .last()
+            .unwrap_or("")
     );
     let child = Command::new(SCDFLOW)
         .args(["run", &pipeline, "--state", state.to_str().expect("utf-8")])
@@ -132,7 +137,10 @@ fn follow(gen: &Path, work: &Path, commits: u64, followed: u64, duckdb: bool) {
     let output = child.wait_with_output().expect("--follow exits");
     assert!(output.status.success(), "--follow: {:?}", output.status);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let steps: Vec<&str> = stdout.lines().filter(|l| l.starts_with("commit ")).collect();
+    let steps: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("commit "))
+        .collect();
     let mut ms = latencies(&log, commits - followed);
     ms.sort_by(f64::total_cmp);
     let nearest = |q: f64| ms[((q * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1];
@@ -209,7 +217,12 @@ fn duckdb_available() -> bool {
 fn duckdb_final(gen: &Path, flow: &str) -> (f64, f64) {
     let mut cmd = Command::new("python3");
     cmd.arg(peer_script())
-        .args(["--events-dir", gen.to_str().expect("utf-8"), "--scd", &flow[3..]])
+        .args([
+            "--events-dir",
+            gen.to_str().expect("utf-8"),
+            "--scd",
+            &flow[3..],
+        ])
         .args(["--threads", "1", "--final", "--json"]);
     let json = last_json(&mut cmd);
     (
@@ -232,6 +245,8 @@ fn run_ok(cmd: &mut Command) {
 }
 
 /// Runs `cmd` to completion: its wall time and peak RSS in MiB (the kernel's, from `wait4`).
+// `wait4` reaps the child, which `Child::wait` cannot do while also reporting its rusage.
+#[allow(clippy::zombie_processes)]
 fn measured(cmd: &mut Command) -> (Duration, f64) {
     let started = Instant::now();
     let child = cmd

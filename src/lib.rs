@@ -9,9 +9,10 @@
 //!   input files into commits and [`prepare`] source rows into [`event::Event`]s;
 //! - [`operators`] are the differential-dataflow operators ([`operators::Scd1`],
 //!   [`operators::Scd2`]) over the per-key state machines of [`engine`]; [`runtime`] runs them on
-//!   timely workers, one timely time per commit;
-//! - [`driver`] runs a whole pipeline, [`changefeed`] derives each target's change feed from its
-//!   updates and [`output`] writes the CLI's files;
+//!   long-lived timely workers, one timely time per commit, fed one commit at a time;
+//! - [`driver`] reads a pipeline's commits lazily and streams each commit's results to a sink,
+//!   [`changefeed`] labels a commit's updates as change-feed rows and [`output`] writes the
+//!   CLI's files (staged, then moved into place);
 //! - [`durable`] runs a pipeline against a state directory ([`state`]), so that each run
 //!   processes only new input and a crash loses and duplicates nothing;
 //! - [`model`] is the reference model: the specification as plain functions of the event set;

@@ -137,11 +137,6 @@ impl<'p> Driver<'p> {
         &self.flows
     }
 
-    /// Commits applied so far (by earlier runs too).
-    pub fn version(&self) -> u64 {
-        self.next - 1
-    }
-
     /// The time of the last commit (µs), `i64::MIN` before any.
     pub fn last_timestamp(&self) -> i64 {
         self.last_timestamp

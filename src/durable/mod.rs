@@ -72,7 +72,9 @@ pub struct DurableRun {
     pub commits: u64,
     /// Finding the new input.
     pub prepare_time: Duration,
-    /// Executing (restore when the engine starts, new commits, save).
+    /// Executing the new commits and saving; a restore when the engine starts runs on its
+    /// workers meanwhile, and what waits for them next (the commits, or reading the tables)
+    /// absorbs it.
     pub execute_time: Duration,
     /// Bytes of the committed state: the base checkpoint and its deltas.
     pub state_bytes: u64,

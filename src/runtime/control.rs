@@ -104,8 +104,11 @@ impl Control {
         while !ended(&self.heard.borrow()) {
             worker.step_or_park(None);
         }
-        let (this, later): (Vec<_>, Vec<_>) =
-            self.heard.take().into_iter().partition(|(r, _)| *r == round);
+        let (this, later): (Vec<_>, Vec<_>) = self
+            .heard
+            .take()
+            .into_iter()
+            .partition(|(r, _)| *r == round);
         *self.heard.borrow_mut() = later;
         this.into_iter().filter_map(|(_, said)| said).collect()
     }
@@ -128,8 +131,11 @@ impl Control {
         while !ended(&self.noted.borrow()) {
             worker.step_or_park(None);
         }
-        let (this, later): (Vec<_>, Vec<_>) =
-            self.noted.take().into_iter().partition(|(r, _)| *r == round);
+        let (this, later): (Vec<_>, Vec<_>) = self
+            .noted
+            .take()
+            .into_iter()
+            .partition(|(r, _)| *r == round);
         *self.noted.borrow_mut() = later;
         this.into_iter()
             .map(|(_, note)| note)

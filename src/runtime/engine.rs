@@ -193,11 +193,6 @@ impl Engine {
         Ok(())
     }
 
-    /// Whether a commit was handed over and its outcome not yet taken.
-    pub fn pending(&self) -> bool {
-        !self.in_flight.is_empty()
-    }
-
     /// The outcome of the oldest commit handed over, waiting for it if `wait`; `None` when
     /// nothing is pending, or (without `wait`) when it is not complete yet.
     pub fn outcome(&mut self, wait: bool) -> Result<Option<Outcome>> {
