@@ -100,30 +100,40 @@ pub fn interval_starts(target: &Target) -> Vec<usize> {
 }
 
 /// Labels the consolidated updates of one commit, in feed order (by identity, then kind). The
-/// rows are moved, or borrowed when `R` is `&Row`.
+/// rows are moved, or borrowed when `R` is `&Row`. One sort of the updates by identity (each
+/// identity computed once) groups them; a group's retractions pair with its insertions.
 pub fn label<R, F, I>(identity: F, updates: I) -> Vec<(ChangeType, R)>
 where
     R: std::borrow::Borrow<Row> + Ord + Clone,
     F: Fn(&Row) -> Row,
     I: IntoIterator<Item = (R, isize)>,
 {
-    let mut grouped: BTreeMap<Row, (Vec<R>, Vec<R>)> = BTreeMap::new();
-    for (row, diff) in updates {
-        let sides = grouped.entry(identity(row.borrow())).or_default();
-        let side = if diff < 0 { &mut sides.0 } else { &mut sides.1 };
+    let mut keyed: Vec<(Row, isize, R)> = updates
+        .into_iter()
+        .map(|(row, diff)| (identity(row.borrow()), diff, row))
+        .collect();
+    // Within an identity: retractions first, each side sorted by row.
+    keyed.sort_unstable_by(|a, b| {
+        (a.0.cmp(&b.0))
+            .then_with(|| (a.1 > 0).cmp(&(b.1 > 0)))
+            .then_with(|| a.2.cmp(&b.2))
+    });
+    let mut feed = Vec::with_capacity(keyed.len());
+    let mut rest = keyed.into_iter().peekable();
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    while let Some((id, diff, row)) = rest.next() {
+        let side = if diff < 0 { &mut removed } else { &mut added };
         side.extend(std::iter::repeat_n(row, diff.unsigned_abs()));
-    }
-    let mut feed = Vec::new();
-    for (_, (mut removed, mut added)) in grouped {
-        removed.sort();
-        added.sort();
+        if rest.peek().is_some_and(|next| next.0 == id) {
+            continue;
+        }
         let pairs = removed.len().min(added.len());
         for (pre, post) in removed.drain(..pairs).zip(added.drain(..pairs)) {
             feed.push((ChangeType::UpdatePreimage, pre));
             feed.push((ChangeType::UpdatePostimage, post));
         }
-        feed.extend(removed.into_iter().map(|r| (ChangeType::Delete, r)));
-        feed.extend(added.into_iter().map(|r| (ChangeType::Insert, r)));
+        feed.extend(removed.drain(..).map(|r| (ChangeType::Delete, r)));
+        feed.extend(added.drain(..).map(|r| (ChangeType::Insert, r)));
     }
     feed
 }

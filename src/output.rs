@@ -97,21 +97,25 @@ pub fn feed_text(
     header: bool,
     out: &mut String,
 ) -> Result<()> {
+    use crate::value::Value;
     io::render_rows_into(out, format, schema, &[], header)?;
-    let version = crate::value::Value::Int(version as i64);
-    let timestamp = crate::value::Value::Timestamp(timestamp);
-    let mut kinds: Vec<(changefeed::ChangeType, crate::value::Value)> = Vec::new();
+    // The last three columns are the same for every row of a kind: rendered once per kind.
+    let (columns, extra) = schema.columns.split_at(schema.columns.len() - 3);
+    let mut tails: Vec<(changefeed::ChangeType, String)> = Vec::new();
     for (kind, row) in changes {
-        let label = match kinds.iter().find(|(k, _)| k == kind) {
-            Some((_, label)) => label,
+        let tail = match tails.iter().find(|(k, _)| k == kind) {
+            Some((_, tail)) => tail,
             None => {
-                let label = crate::value::Value::Str(kind.as_str().to_string());
-                kinds.push((*kind, label));
-                &kinds.last().expect("just pushed").1
+                let values = [
+                    Value::Str(kind.as_str().to_string()),
+                    Value::Int(version as i64),
+                    Value::Timestamp(timestamp),
+                ];
+                tails.push((*kind, io::row_tail(format, extra, &values)));
+                &tails.last().expect("just pushed").1
             }
         };
-        let values = row.iter().chain([label, &version, &timestamp]);
-        io::push_row(out, format, schema, values);
+        io::push_row_with_tail(out, format, columns, row.iter(), tail);
     }
     Ok(())
 }

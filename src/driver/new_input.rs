@@ -5,7 +5,10 @@
 //!   known one, make a commit of the complete lines after the consumed offset. A known file that
 //!   shrank, or whose last consumed bytes changed, was rewritten: that is an error (durable runs
 //!   read appended lines; `--full-refresh` rereads everything). Only the last
-//!   [`WINDOW`] consumed bytes are checked, so a check costs the same however long the file.
+//!   [`WINDOW`] consumed bytes are checked, so a check costs the same however long the file;
+//!   a long-lived caller ([`Checked`], `--follow`) checks a file again only when its length,
+//!   modification time or inode changed, or the consumed offset moved, so an idle poll reads
+//!   no file. (A rewrite that keeps all three is not seen until the next process start.)
 //! - A file feeding a periodic snapshot flow (`FROM SNAPSHOT (SELECT ... FROM table)`) is a whole
 //!   snapshot: when its length or checksum changed, all of it is the next snapshot.
 //! - A versioned snapshot file (`FROM SNAPSHOT read_files(..., version => ...)`) is read once;
@@ -17,6 +20,7 @@ use crate::plan::{Pipeline, SnapshotSource, SourceInput};
 use crate::state::store::WINDOW;
 use crate::state::{InputProgress, Manifest};
 use crate::{Error, ErrorKind, Result};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -37,17 +41,44 @@ pub(crate) enum Consumed {
     },
 }
 
-/// The commits of new input after `manifest` (all input without one), in commit order.
+/// Known files whose consumed bytes were checked, with what they looked like then: a file that
+/// still looks the same is not read again.
+#[derive(Debug, Default)]
+pub struct Checked(HashMap<PathBuf, Look>);
+
+/// A file's length, modification time and inode, and the offset consumed when it was checked.
+#[derive(Debug, PartialEq, Eq)]
+struct Look {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+    consumed: u64,
+}
+
+impl Look {
+    fn of(meta: &std::fs::Metadata, consumed: u64) -> Look {
+        use std::os::unix::fs::MetadataExt;
+        Look {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            inode: meta.ino(),
+            consumed,
+        }
+    }
+}
+
+/// The commits of new input after `manifest` (all input without one), in commit order; files
+/// `checked` already verified and unchanged since are not read again.
 pub(crate) fn find(
     pipeline: &Pipeline,
     manifest: Option<&Manifest>,
+    checked: &mut Checked,
 ) -> Result<Vec<(CommitSource, Consumed)>> {
     let known = |file: &Path| manifest.and_then(|m| m.inputs.iter().find(|p| p.file == file));
     let mut commits = Vec::new();
     for (table, file) in crate::ingest::input_files(pipeline)? {
-        let len = std::fs::metadata(&file)
-            .map_err(|e| Error::read(&file, &e))?
-            .len();
+        let meta = std::fs::metadata(&file).map_err(|e| Error::read(&file, &e))?;
+        let len = meta.len();
         if feeds_periodic_snapshot(pipeline, table) {
             let crc = io::crc_of_range(&file, 0, len)?;
             let unchanged = known(&file).is_some_and(|p| p.consumed == len && p.window == crc);
@@ -64,7 +95,11 @@ pub(crate) fn find(
         let from = match known(&file) {
             None => ReadFrom { offset: 0, line: 1 },
             Some(p) => {
-                check_unchanged(&file, len, p)?;
+                let look = Look::of(&meta, p.consumed);
+                if checked.0.get(&file) != Some(&look) {
+                    check_unchanged(&file, len, p)?;
+                    checked.0.insert(file.clone(), look);
+                }
                 ReadFrom {
                     offset: p.consumed,
                     line: p.next_line,

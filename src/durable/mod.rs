@@ -137,6 +137,8 @@ pub struct Session<'a> {
     stored: bool,
     /// The engine, from the first step on (restored from the checkpoint when it started).
     driver: Option<Driver<'a>>,
+    /// Known input files verified unchanged, so that a poll does not read them again.
+    checked: std::cell::RefCell<driver::new_input::Checked>,
 }
 
 impl<'a> Session<'a> {
@@ -201,12 +203,15 @@ impl<'a> Session<'a> {
             manifest,
             stored,
             driver: None,
+            checked: Default::default(),
         })
     }
 
     /// The input that the last commit has not consumed.
     pub fn new_input(&self) -> Result<NewInput> {
-        let found = driver::new_input::find(self.pipeline, self.stored.then_some(&self.manifest))?;
+        let manifest = self.stored.then_some(&self.manifest);
+        let found =
+            driver::new_input::find(self.pipeline, manifest, &mut self.checked.borrow_mut())?;
         Ok(NewInput(found))
     }
 

@@ -46,8 +46,8 @@ pub use tail::Tail;
 pub use versioned::{version_regex, versioned_files};
 pub(crate) use write::replace_file;
 pub use write::{
-    append_quarantine, push_row, render_quarantine, render_rows, render_rows_into, write_rows,
-    OutputFormat,
+    append_quarantine, push_row, push_row_with_tail, render_quarantine, render_rows,
+    render_rows_into, row_tail, write_rows, OutputFormat,
 };
 
 use crate::plan::Format;

@@ -130,19 +130,33 @@ pub fn push_row<'v>(
     schema: &Schema,
     values: impl Iterator<Item = &'v Value>,
 ) {
+    push_row_with_tail(out, format, &schema.columns, values, "");
+}
+
+/// As [`push_row`] for the first columns of a row (`columns`, `values`), the rest being `tail`:
+/// their rendering by [`row_tail`], made once for the many rows that end alike (the change
+/// feed's change type, commit version and commit time).
+pub fn push_row_with_tail<'v>(
+    out: &mut String,
+    format: OutputFormat,
+    columns: &[crate::value::Column],
+    values: impl Iterator<Item = &'v Value>,
+    tail: &str,
+) {
     match format {
         OutputFormat::Csv => {
-            for (i, (v, c)) in values.zip(&schema.columns).enumerate() {
+            for (i, (v, c)) in values.zip(columns).enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
                 push_csv_cell(out, v, &c.ty);
             }
+            out.push_str(tail);
             out.push('\n');
         }
         OutputFormat::Jsonl => {
             out.push('{');
-            for (i, (v, column)) in values.zip(&schema.columns).enumerate() {
+            for (i, (v, column)) in values.zip(columns).enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
@@ -150,9 +164,27 @@ pub fn push_row<'v>(
                 out.push(':');
                 write_json(out, v, &column.ty);
             }
+            out.push_str(tail);
             out.push_str("}\n");
         }
     }
+}
+
+/// The rendering of a row's last columns (`columns`, `values`, at least one) that
+/// [`push_row_with_tail`] appends after the first ones.
+pub fn row_tail(
+    format: OutputFormat,
+    columns: &[crate::value::Column],
+    values: &[Value],
+) -> String {
+    let mut tail = String::new();
+    push_row_with_tail(&mut tail, format, columns, values.iter(), "");
+    // Drop the row's own opening and ending; what is left follows other fields.
+    let body = match format {
+        OutputFormat::Csv => &tail[..tail.len() - 1],
+        OutputFormat::Jsonl => &tail[1..tail.len() - 2],
+    };
+    format!(",{body}")
 }
 
 /// One CSV cell: NULL is empty; other values as [`format_value_text`], quoted when needed.
