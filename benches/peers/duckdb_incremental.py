@@ -193,15 +193,19 @@ class Peer:
         self.cols_struct = "{" + ", ".join(f"{sql_str(c)}: {sql_str(TYPES.get(c, 'VARCHAR'))}"
                                            for c in columns) + "}"
 
+    def reader(self, files):
+        """The table function reading `files` (an SQL string or list of strings) as the
+        generator wrote them."""
+        if self.ext == ".csv":
+            return (f"read_csv({files}, header = true, auto_detect = false, "
+                    f"delim = ',', quote = '\"', escape = '\"', nullstr = '', "
+                    f"allow_quoted_nulls = false, columns = {self.cols_struct})")
+        return (f"read_json({files}, format = 'newline_delimited', "
+                f"columns = {self.cols_struct})")
+
     def stage(self, path):
         """Parses one commit file into TEMP TABLE batch (not timed). Returns (rows, truncates)."""
-        if self.ext == ".csv":
-            reader = (f"read_csv({sql_str(path)}, header = true, auto_detect = false, "
-                      f"delim = ',', quote = '\"', escape = '\"', nullstr = '', "
-                      f"allow_quoted_nulls = false, columns = {self.cols_struct})")
-        else:
-            reader = (f"read_json({sql_str(path)}, format = 'newline_delimited', "
-                      f"columns = {self.cols_struct})")
+        reader = self.reader(sql_str(path))
         sel = ", ".join(q(c) for c in self.columns)
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE batch AS SELECT {sel} FROM {reader}")
         rows, truncates, partial = self.con.execute(
@@ -291,14 +295,7 @@ class Peer:
 
     def load_all(self, paths):
         """Reads every file in one query and computes the whole target from scratch."""
-        files = "[" + ", ".join(sql_str(p) for p in paths) + "]"
-        if self.ext == ".csv":
-            reader = (f"read_csv({files}, header = true, auto_detect = false, "
-                      f"delim = ',', quote = '\"', escape = '\"', nullstr = '', "
-                      f"allow_quoted_nulls = false, columns = {self.cols_struct})")
-        else:
-            reader = (f"read_json({files}, format = 'newline_delimited', "
-                      f"columns = {self.cols_struct})")
+        reader = self.reader("[" + ", ".join(sql_str(p) for p in paths) + "]")
         cols = ", ".join(q(c) for c in self.columns)
         where = "" if self.scd == 1 else " WHERE op <> 'TRUNCATE'"
         self.con.execute(f"INSERT INTO events SELECT {cols} FROM {reader}{where}")
