@@ -6,6 +6,9 @@ Layers, each importing only those before it (../shared/notes/house-review.md):
   dataflow operators, runtime
   app      sql, flow_builder, io, ingest, prepare, driver, state, durable, output, query, gen, bench
   cli      cli (the binary)
+`changefeed` is core: labelling a commit's updates as change-feed rows is a pure function of
+plan and values, used by the `ChangeFeed` operator and the runtime (per-process counts) as well
+as the driver, so that the feed is derived in exactly one place.
 A reference is a `crate::<module>` path (in `use` or inline) in a file under src/<module>/ or
 src/<module>.rs. KNOWN lists the upward imports that predate this check, with the reason they
 remain; the check fails on any other, and on a KNOWN entry that no longer occurs (so the list
