@@ -159,7 +159,8 @@ pub struct StagedRun<'p> {
     stage: Layout,
     /// Whether this process writes `metrics.json` and the set-aside rows (process 0).
     run_files: bool,
-    feeds: Vec<BufWriter<File>>,
+    /// Per target: its change feed's schema and staged file.
+    feeds: Vec<(crate::value::Schema, BufWriter<File>)>,
     quarantine: BTreeMap<String, BufWriter<File>>,
     metrics: RunMetrics,
     /// Rows set aside and warnings, for the caller to report.
@@ -197,20 +198,13 @@ impl<'p> StagedRun<'p> {
         for target in &pipeline.targets {
             let path = stage.changes(&target.name);
             let mut file = create(&path)?;
+            let schema = changefeed::schema(target);
             // An empty change feed still has its header.
-            feed_text(
-                layout.format,
-                &changefeed::schema(target),
-                0,
-                0,
-                &[],
-                true,
-                &mut text,
-            )?;
+            feed_text(layout.format, &schema, 0, 0, &[], true, &mut text)?;
             file.write_all(text.as_bytes())
                 .map_err(|e| Error::write(&path, &e))?;
             text.clear();
-            feeds.push(file);
+            feeds.push((schema, file));
         }
         Ok(StagedRun {
             pipeline,
@@ -232,7 +226,7 @@ impl<'p> StagedRun<'p> {
     pub fn finish(mut self, tables: &[Vec<Row>]) -> Result<Vec<(PathBuf, usize)>> {
         let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
         for (t, target) in self.pipeline.targets.iter().enumerate() {
-            let feed = &mut self.feeds[t];
+            let feed = &mut self.feeds[t].1;
             let path = self.stage.changes(&target.name);
             feed.flush().map_err(|e| Error::write(&path, &e))?;
             feed.get_ref()
@@ -293,22 +287,21 @@ impl Sink for StagedRun<'_> {
                 continue;
             }
             let target = &self.pipeline.targets[t];
-            let schema = changefeed::schema(target);
+            let (schema, file) = &mut self.feeds[t];
             self.text.clear();
             let (version, timestamp) = (commit.version, commit.timestamp);
+            let format = self.layout.format;
             feed_text(
-                self.layout.format,
-                &schema,
+                format,
+                schema,
                 version,
                 timestamp,
                 changes,
                 false,
                 &mut self.text,
             )?;
-            let path = || self.stage.changes(&target.name);
-            self.feeds[t]
-                .write_all(self.text.as_bytes())
-                .map_err(|e| Error::write(&path(), &e))?;
+            file.write_all(self.text.as_bytes())
+                .map_err(|e| Error::write(&self.stage.changes(&target.name), &e))?;
         }
         if self.run_files {
             for (owner, records) in by_owner(&commit.quarantined) {

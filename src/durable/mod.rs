@@ -395,8 +395,10 @@ pub const MAX_DELTAS: usize = 64;
 struct Appender<'p> {
     pipeline: &'p Pipeline,
     layout: Layout,
-    /// Per target: the step's change-feed rows, rendered (without a CSV header).
-    feeds: Vec<String>,
+    /// Per target: its change feed's schema and the step's rows, rendered (no CSV header).
+    feeds: Vec<(crate::value::Schema, String)>,
+    /// The flows' names, indexed like [`driver::flows::all`].
+    flows: Vec<String>,
     quarantined: Vec<Quarantined>,
     warnings: Vec<String>,
     events: u64,
@@ -413,7 +415,13 @@ impl<'p> Appender<'p> {
         Appender {
             pipeline,
             layout,
-            feeds: pipeline.targets.iter().map(|_| String::new()).collect(),
+            feeds: (pipeline.targets.iter())
+                .map(|t| (changefeed::schema(t), String::new()))
+                .collect(),
+            flows: driver::flows::all(pipeline)
+                .into_iter()
+                .map(|f| f.name)
+                .collect(),
             quarantined: Vec::new(),
             warnings: Vec::new(),
             events: 0,
@@ -430,9 +438,10 @@ impl<'p> Appender<'p> {
         for (t, target) in self.pipeline.targets.iter().enumerate() {
             let path = self.layout.changes(&target.name);
             let header = committed(next, &path) == 0;
+            let (schema, rows) = &self.feeds[t];
             let mut text = String::new();
-            io::render_rows_into(&mut text, format, &changefeed::schema(target), &[], header)?;
-            text.push_str(&self.feeds[t]);
+            io::render_rows_into(&mut text, format, schema, &[], header)?;
+            text.push_str(rows);
             append(next, &path, &text)?;
             self.written.push(path);
         }
@@ -455,18 +464,16 @@ impl Sink for Appender<'_> {
     fn commit(&mut self, commit: CommitOutput) -> Result<()> {
         self.inputs.push((commit.version, commit.input_complete));
         for (t, changes) in commit.changes.iter().enumerate() {
-            let schema = changefeed::schema(&self.pipeline.targets[t]);
             let (version, timestamp) = (commit.version, commit.timestamp);
             let format = self.layout.format;
-            let out = &mut self.feeds[t];
-            output::feed_text(format, &schema, version, timestamp, changes, false, out)?;
+            let (schema, out) = &mut self.feeds[t];
+            output::feed_text(format, schema, version, timestamp, changes, false, out)?;
         }
-        let flows = driver::flows::all(self.pipeline);
         for (f, m) in &commit.metrics {
             push_log(
                 &mut self.log,
                 &LogLine::Flow {
-                    flow: flows[*f].name.clone(),
+                    flow: self.flows[*f].clone(),
                     metrics: m.clone(),
                 },
             )?;
