@@ -1,12 +1,11 @@
-//! The timely driver of the dataflow systems: feeds commits closed or open loop and times them
-//! on worker 0. A snapshot flow's rows go through the engine's snapshot diff first, for every
-//! dataflow.
+//! The timely driver of the `dd reduce` baseline: feeds commits closed or open loop and times
+//! them on worker 0. A snapshot flow's rows go through the engine's snapshot diff first.
 
 use super::source::{self, Batch, Commits, Share};
 use super::Feed;
 use crate::event::Event;
-use crate::operators::{Bitemporal, Scd1, Scd2, SnapshotDiff};
-use crate::plan::{ScdType, Target};
+use crate::operators::SnapshotDiff;
+use crate::plan::Target;
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::input::{Input, InputSession};
@@ -30,36 +29,20 @@ pub(super) struct Run {
     pub rows: i64,
 }
 
-/// The dataflow under measurement.
-#[derive(Clone)]
-pub(super) enum Dataflow {
-    /// The engine's operator for the target.
-    Engine(Target),
-    /// A `reduce` per key that re-evaluates the reference model.
-    Reduce(Target),
-}
-
-impl Dataflow {
-    fn render<'s>(&self, events: VecCollection<'s, u64, Event>) -> VecCollection<'s, u64, Row> {
-        match self {
-            Dataflow::Engine(t) => match t.scd {
-                ScdType::Type1 => events.scd1(t.into()),
-                ScdType::Type2 => events.scd2(t.into()),
-                ScdType::Bitemporal => events.bitemporal(t.into()),
-            },
-            Dataflow::Reduce(t) => {
-                let t = t.clone();
-                events
-                    .map(|e| (e.key.clone(), e))
-                    .reduce(move |_key, input, output: &mut Vec<(Row, isize)>| {
-                        let events: Vec<Event> = input.iter().map(|(e, _)| (*e).clone()).collect();
-                        let rows = crate::model::evaluate(&t, &events);
-                        output.extend(rows.into_iter().map(|r| (r, 1)));
-                    })
-                    .map(|(_key, row)| row)
-            }
-        }
-    }
+/// A `reduce` per key that re-evaluates the reference model over the key's events.
+fn reduce<'s>(
+    target: &Target,
+    events: VecCollection<'s, u64, Event>,
+) -> VecCollection<'s, u64, Row> {
+    let t = target.clone();
+    events
+        .map(|e| (e.key.clone(), e))
+        .reduce(move |_key, input, output: &mut Vec<(Row, isize)>| {
+            let events: Vec<Event> = input.iter().map(|(e, _)| (*e).clone()).collect();
+            let rows = crate::model::evaluate(&t, &events);
+            output.extend(rows.into_iter().map(|r| (r, 1)));
+        })
+        .map(|(_key, row)| row)
 }
 
 /// A worker's input handles: events, or a snapshot's rows and its version.
@@ -120,13 +103,15 @@ impl Inputs {
     }
 }
 
-/// Runs `dataflow` over `commits` (commit `i` at timely time `i`) on `feed.workers` threads.
+/// Runs the `reduce` of `target` over `commits` (commit `i` at timely time `i`) on
+/// `feed.workers` threads.
 ///
 /// The budget: in an open loop, every worker hands over the commits due within it. In a closed
 /// loop, worker 0 stops handing over commits once it runs out and publishes how many it handed
 /// over; the other workers hand over no more than that. (One that already handed over a commit
 /// more sees it complete once worker 0 drops its input; that commit is not timed.)
-pub(super) fn drive(dataflow: Dataflow, commits: Commits, feed: Feed) -> Result<Run> {
+pub(super) fn drive(target: &Target, commits: Commits, feed: Feed) -> Result<Run> {
+    let target = target.clone();
     let Feed {
         workers,
         pacing,
@@ -161,7 +146,7 @@ pub(super) fn drive(dataflow: Dataflow, commits: Commits, feed: Feed) -> Result<
         let count = Rc::clone(&rows);
         let mut input = worker.dataflow::<u64, _, _>(|scope| {
             let (inputs, events) = Inputs::new(scope, &share);
-            dataflow.render(events).inner.probe_with(&probe).sink(
+            reduce(&target, events).inner.probe_with(&probe).sink(
                 Pipeline,
                 "Count",
                 move |(input, _)| {

@@ -11,10 +11,11 @@
 //! snapshot flow gets, per commit, a full snapshot of a source table that those events change
 //! ([`Commits::snapshots`]), so its commits cost O(table) by nature:
 //!
-//! - [`System::Scdflow`]: the engine's operators ([`crate::operators`]: [`Scd1`], [`Scd2`],
-//!   [`Bitemporal`], after [`SnapshotDiff`] for snapshots) on timely workers, events dealt
-//!   round-robin as [`crate::runtime`] deals them; the output is counted and dropped (the
-//!   runtime would keep it for the CLI's files);
+//! - [`System::Scdflow`]: the product, the runtime's [`Engine`](crate::runtime::Engine) that
+//!   `scdflow run` drives (the operators [`Scd1`], [`Scd2`], [`Bitemporal`], after
+//!   [`SnapshotDiff`] for snapshots, on long-lived timely workers), fed commit by commit from one
+//!   thread as the driver feeds it; each commit's outcome is counted and dropped where the CLI
+//!   would write it;
 //! - [`System::StateLoop`]: the engine's per-key state machines ([`crate::engine`]) applied
 //!   commit by commit in one thread, without timely: the proxy for the physical limit;
 //! - [`System::DdReduce`]: the same semantics as a plain differential `reduce` per key that
@@ -22,8 +23,9 @@
 //!   what a differential-dataflow user would write first. Truncates are not broadcast to the
 //!   keys (each is a group of its own), so with `truncates > 0` its SCD1 table differs.
 //!
-//! A commit's **latency** is the time from handing it to the inputs until the output frontier
-//! has passed it (for the state loop, until its `apply` returns), as seen by worker 0.
+//! A commit's **latency** is the time from handing it over until it is complete: for scdflow
+//! until the engine's last worker finished it, for dd reduce until the output frontier has
+//! passed it as worker 0 sees it, for the state loop until its `apply` returns.
 //! [`Pacing::Closed`] hands commit `i + 1` over once commit `i` is complete. [`Pacing::Open`]
 //! is an open loop: commit `i` is due at `start + i * interval` and handed over at its due time
 //! (or at once, when the system is behind), and its latency runs from its *due* time, so time
@@ -58,6 +60,7 @@
 mod drive;
 mod flow;
 mod rss;
+mod session;
 mod source;
 mod state_loop;
 mod summary;
@@ -81,7 +84,7 @@ use std::time::{Duration, Instant};
 /// A system under measurement, see the module docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum System {
-    /// The engine's operators on timely workers.
+    /// The runtime's engine, as `scdflow run` drives it.
     Scdflow,
     /// The engine's per-key state machines in one thread, without timely.
     StateLoop,
@@ -225,8 +228,8 @@ pub fn measure(
     let commits = commits.into();
     let sizes = commits.sizes();
     let (run, rss) = rss::during(|| match system {
-        System::Scdflow => drive::drive(drive::Dataflow::Engine(target.clone()), commits, feed),
-        System::DdReduce => drive::drive(drive::Dataflow::Reduce(target.clone()), commits, feed),
+        System::Scdflow => session::run(target, commits, feed),
+        System::DdReduce => drive::drive(target, commits, feed),
         System::StateLoop => Ok(state_loop::run(target, commits, feed)),
     });
     let run = run?;

@@ -127,7 +127,7 @@ pub(super) struct Table {
 }
 
 impl Table {
-    fn apply(&mut self, changes: Changes) {
+    pub(super) fn apply(&mut self, changes: Changes) {
         for (key, row) in changes {
             match row {
                 Some(row) => {
@@ -138,6 +138,11 @@ impl Table {
                 }
             }
         }
+    }
+
+    /// The table's rows.
+    pub(super) fn rows(&self) -> Vec<Row> {
+        self.rows.values().cloned().collect()
     }
 
     fn snapshot(&self) -> Vec<(Row, Row)> {

@@ -2,8 +2,7 @@
 
 use super::built::BuiltFlow;
 use crate::event::Event;
-use crate::operators::{Bitemporal, BitemporalConfig, Scd1, Scd1Config, Scd2, Scd2Config};
-use crate::plan::ScdType;
+use crate::operators::ScdState;
 use crate::prepare::InvalidRow;
 use crate::value::Row;
 use differential_dataflow::{AsCollection, VecCollection};
@@ -97,12 +96,7 @@ where
                 Err(why) => Err(((row, why), time, diff)),
             });
         let events = events.as_collection();
-        let target = flow.target();
-        let table = match target.scd {
-            ScdType::Type1 => events.scd1(Scd1Config::from(target)),
-            ScdType::Type2 => events.scd2(Scd2Config::from(target)),
-            ScdType::Bitemporal => events.bitemporal(BitemporalConfig::from(target)),
-        };
+        let table = ScdState::new(flow.target()).render(events, |_| 0, |_, _| {});
         (table, invalid.as_collection())
     }
 }

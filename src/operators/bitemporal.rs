@@ -23,6 +23,13 @@ pub struct BitemporalConfig {
     pub partial: bool,
 }
 
+impl BitemporalConfig {
+    /// An empty state of this shape, for [`Bitemporal::bitemporal_core`].
+    pub fn state(&self) -> BitemporalState {
+        BitemporalState::new(self.image_len, self.tracked.clone(), self.partial)
+    }
+}
+
 impl From<&Target> for BitemporalConfig {
     fn from(t: &Target) -> Self {
         BitemporalConfig {
@@ -121,6 +128,19 @@ pub trait Bitemporal<'s, T: Timestamp> {
     where
         C: Fn(&T) -> i64 + 'static,
         F: FnMut(&T, CommitStats) + 'static;
+    /// As [`Bitemporal::bitemporal_with`], over this worker's `state`, which the caller
+    /// shares: it may restore it before the first time, save it between times and read the
+    /// table from it ([`Durable`](crate::engine::Durable)). A restored state goes on from where
+    /// it was; its table is not emitted again.
+    fn bitemporal_core<C, F>(
+        self,
+        state: Rc<RefCell<BitemporalState>>,
+        clock: C,
+        on_stats: F,
+    ) -> VecCollection<'s, T, Row>
+    where
+        C: Fn(&T) -> i64 + 'static,
+        F: FnMut(&T, CommitStats) + 'static;
 }
 
 impl<'s, T> Bitemporal<'s, T> for VecCollection<'s, T, Event>
@@ -141,13 +161,19 @@ where
         C: Fn(&T) -> i64 + 'static,
         F: FnMut(&T, CommitStats) + 'static,
     {
-        let state = BitemporalState::new(config.image_len, config.tracked, config.partial);
-        keyed_cdc(
-            self,
-            "Bitemporal",
-            Rc::new(RefCell::new(state)),
-            clock,
-            on_stats,
-        )
+        self.bitemporal_core(Rc::new(RefCell::new(config.state())), clock, on_stats)
+    }
+
+    fn bitemporal_core<C, F>(
+        self,
+        state: Rc<RefCell<BitemporalState>>,
+        clock: C,
+        on_stats: F,
+    ) -> VecCollection<'s, T, Row>
+    where
+        C: Fn(&T) -> i64 + 'static,
+        F: FnMut(&T, CommitStats) + 'static,
+    {
+        keyed_cdc(self, "Bitemporal", state, clock, on_stats)
     }
 }

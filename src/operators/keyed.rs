@@ -79,6 +79,12 @@ where
         .as_collection()
 }
 
+/// A duration in microseconds, the clock's unit; saturates (a retention of centuries keeps
+/// tombstones forever, as it should).
+pub(crate) fn micros(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
 /// Splits `events` into keyed events and truncates. A message without truncates (nearly all of
 /// them) passes through as it is: a `Partition` would move every event twice, and two filters
 /// on one stream would clone every event.

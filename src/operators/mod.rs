@@ -8,9 +8,12 @@
 //! Every operator applies a time's input once its input frontier has passed it, so its updates
 //! at time `t` are exactly the difference between the result after times `..t` and `..=t`.
 //!
-//! Each operator keeps its per-worker state in an [`engine`](crate::engine) state; the crate's
-//! runtime shares it (`Rc<RefCell<_>>`) to restore it before the first commit, save it between
-//! commits and read its table ([`Durable::rows`](crate::engine::Durable::rows)).
+//! Each operator keeps its per-worker state in an [`engine`](crate::engine) state. The traits
+//! follow differential's naming ladder: `scd2(config)` builds the state, `scd2_with` adds a
+//! clock and counters, and `scd2_core` takes a state the caller shares (`Rc<RefCell<_>>`) to
+//! restore it before the first commit, save it between commits and read its table
+//! ([`Durable::rows`](crate::engine::Durable::rows)). [`TargetState`] is where a plan target
+//! becomes these states and operators, for the runtime and the flow builder alike.
 //!
 //! Limits: inputs are insert-only (a retraction is ignored), and timestamps must be totally
 //! ordered.
@@ -18,15 +21,17 @@
 mod as_of;
 mod bitemporal;
 mod change_feed;
-pub(crate) mod keyed;
-pub(crate) mod replace_using;
+mod keyed;
+mod render;
+mod replace_using;
 mod scd1;
 mod scd2;
-pub(crate) mod snapshot_diff;
+mod snapshot_diff;
 
 pub use as_of::{as_of, AsOf, AsOfIndex, AsOfPoint, AsOfTime, AsOfTrace, Instant, Unchanged};
 pub use bitemporal::{Bitemporal, BitemporalConfig};
 pub use change_feed::ChangeFeed;
+pub use render::{ScdState, TargetInputs, TargetState};
 pub use replace_using::{ReplaceConfig, ReplaceUsing};
 pub use scd1::{Scd1, Scd1Config};
 pub use scd2::{Scd2, Scd2Config};

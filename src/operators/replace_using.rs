@@ -60,6 +60,10 @@ pub use crate::engine::ReplaceConfig;
 pub trait ReplaceUsing<'s, T: Timestamp> {
     /// The REPLACE USING table of these rows.
     fn replace_using(self, config: ReplaceConfig) -> VecCollection<'s, T, Row>;
+    /// As [`ReplaceUsing::replace_using`], over this worker's `state` (which holds the
+    /// configuration), shared with the caller: it may restore it before the first time, save
+    /// it between times and read the table from it.
+    fn replace_using_core(self, state: Rc<RefCell<ReplaceState>>) -> VecCollection<'s, T, Row>;
 }
 
 impl<'s, T> ReplaceUsing<'s, T> for VecCollection<'s, T, Row>
@@ -67,13 +71,15 @@ where
     T: Timestamp + TotalOrder + timely::ExchangeData,
 {
     fn replace_using(self, config: ReplaceConfig) -> VecCollection<'s, T, Row> {
-        replace_using_shared(self, Rc::new(RefCell::new(ReplaceState::new(config))))
+        self.replace_using_core(Rc::new(RefCell::new(ReplaceState::new(config))))
+    }
+
+    fn replace_using_core(self, state: Rc<RefCell<ReplaceState>>) -> VecCollection<'s, T, Row> {
+        replace(self, state)
     }
 }
 
-/// [`ReplaceUsing::replace_using`] with this worker's `state` (which holds the configuration)
-/// shared with the caller (who may have restored it, and may save it or read its rows).
-pub(crate) fn replace_using_shared<'s, T>(
+fn replace<'s, T>(
     rows: VecCollection<'s, T, Row>,
     state: Rc<RefCell<ReplaceState>>,
 ) -> VecCollection<'s, T, Row>
@@ -151,7 +157,7 @@ mod tests {
             let mut rows = worker.dataflow::<u64, _, _>(|scope| {
                 let (handle, rows) = scope.new_collection();
                 let sink = Arc::clone(&sink);
-                replace_using_shared(rows, state)
+                rows.replace_using_core(state)
                     .inspect(move |u| sink.lock().unwrap().push(u.clone()));
                 handle
             });

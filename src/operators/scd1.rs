@@ -1,6 +1,6 @@
 //! `Scd1`: a collection of change events → the SCD type 1 table.
 
-use super::keyed::keyed_cdc;
+use super::keyed::{keyed_cdc, micros};
 use crate::engine::{CommitStats, Scd1State};
 use crate::event::Event;
 use crate::plan::Target;
@@ -21,6 +21,14 @@ pub struct Scd1Config {
     pub partial: bool,
     /// How long tombstones are kept, in the clock's time (D11); `None` keeps them forever.
     pub tombstone_retention: Option<Duration>,
+}
+
+impl Scd1Config {
+    /// An empty state of this shape, for [`Scd1::scd1_core`].
+    pub fn state(&self) -> Scd1State {
+        let retention = self.tombstone_retention.map(micros);
+        Scd1State::new(self.image_len, self.partial, retention)
+    }
 }
 
 impl From<&Target> for Scd1Config {
@@ -86,6 +94,19 @@ pub trait Scd1<'s, T: Timestamp> {
     where
         C: Fn(&T) -> i64 + 'static,
         F: FnMut(&T, CommitStats) + 'static;
+    /// As [`Scd1::scd1_with`], over this worker's `state`, which the caller shares: it may
+    /// restore it before the first time, save it between times and read the table from it
+    /// ([`Durable`](crate::engine::Durable)). A restored state goes on from where it was; its
+    /// table is not emitted again.
+    fn scd1_core<C, F>(
+        self,
+        state: Rc<RefCell<Scd1State>>,
+        clock: C,
+        on_stats: F,
+    ) -> VecCollection<'s, T, Row>
+    where
+        C: Fn(&T) -> i64 + 'static,
+        F: FnMut(&T, CommitStats) + 'static;
 }
 
 impl<'s, T> Scd1<'s, T> for VecCollection<'s, T, Event>
@@ -101,10 +122,19 @@ where
         C: Fn(&T) -> i64 + 'static,
         F: FnMut(&T, CommitStats) + 'static,
     {
-        let retention = config
-            .tombstone_retention
-            .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-        let state = Scd1State::new(config.image_len, config.partial, retention);
-        keyed_cdc(self, "Scd1", Rc::new(RefCell::new(state)), clock, on_stats)
+        self.scd1_core(Rc::new(RefCell::new(config.state())), clock, on_stats)
+    }
+
+    fn scd1_core<C, F>(
+        self,
+        state: Rc<RefCell<Scd1State>>,
+        clock: C,
+        on_stats: F,
+    ) -> VecCollection<'s, T, Row>
+    where
+        C: Fn(&T) -> i64 + 'static,
+        F: FnMut(&T, CommitStats) + 'static,
+    {
+        keyed_cdc(self, "Scd1", state, clock, on_stats)
     }
 }

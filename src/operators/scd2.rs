@@ -1,6 +1,6 @@
 //! `Scd2`: a collection of change events → the SCD type 2 table.
 
-use super::keyed::keyed_cdc;
+use super::keyed::{keyed_cdc, micros};
 use crate::engine::{CommitStats, Scd2State};
 use crate::event::Event;
 use crate::plan::Target;
@@ -23,6 +23,19 @@ pub struct Scd2Config {
     pub partial: bool,
     /// How long tombstones are kept, in the clock's time (D11); `None` keeps them forever.
     pub tombstone_retention: Option<Duration>,
+}
+
+impl Scd2Config {
+    /// An empty state of this shape, for [`Scd2::scd2_core`].
+    pub fn state(&self) -> Scd2State {
+        let retention = self.tombstone_retention.map(micros);
+        Scd2State::new(
+            self.image_len,
+            self.tracked.clone(),
+            self.partial,
+            retention,
+        )
+    }
 }
 
 impl From<&Target> for Scd2Config {
@@ -101,6 +114,19 @@ pub trait Scd2<'s, T: Timestamp> {
     where
         C: Fn(&T) -> i64 + 'static,
         F: FnMut(&T, CommitStats) + 'static;
+    /// As [`Scd2::scd2_with`], over this worker's `state`, which the caller shares: it may
+    /// restore it before the first time, save it between times and read the table from it
+    /// ([`Durable`](crate::engine::Durable)). A restored state goes on from where it was; its
+    /// table is not emitted again.
+    fn scd2_core<C, F>(
+        self,
+        state: Rc<RefCell<Scd2State>>,
+        clock: C,
+        on_stats: F,
+    ) -> VecCollection<'s, T, Row>
+    where
+        C: Fn(&T) -> i64 + 'static,
+        F: FnMut(&T, CommitStats) + 'static;
 }
 
 impl<'s, T> Scd2<'s, T> for VecCollection<'s, T, Event>
@@ -116,10 +142,19 @@ where
         C: Fn(&T) -> i64 + 'static,
         F: FnMut(&T, CommitStats) + 'static,
     {
-        let retention = config
-            .tombstone_retention
-            .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-        let state = Scd2State::new(config.image_len, config.tracked, config.partial, retention);
-        keyed_cdc(self, "Scd2", Rc::new(RefCell::new(state)), clock, on_stats)
+        self.scd2_core(Rc::new(RefCell::new(config.state())), clock, on_stats)
+    }
+
+    fn scd2_core<C, F>(
+        self,
+        state: Rc<RefCell<Scd2State>>,
+        clock: C,
+        on_stats: F,
+    ) -> VecCollection<'s, T, Row>
+    where
+        C: Fn(&T) -> i64 + 'static,
+        F: FnMut(&T, CommitStats) + 'static,
+    {
+        keyed_cdc(self, "Scd2", state, clock, on_stats)
     }
 }

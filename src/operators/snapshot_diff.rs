@@ -86,6 +86,13 @@ pub trait SnapshotDiff<'s, T: Timestamp> {
     /// The events between consecutive snapshots of `(key, image)` rows; `versions` carries
     /// each snapshot's version at the snapshot's time (one version per time).
     fn snapshot_diff(self, versions: VecCollection<'s, T, i64>) -> VecCollection<'s, T, Event>;
+    /// As [`SnapshotDiff::snapshot_diff`], over this worker's previous snapshot `state`, which
+    /// the caller shares: it may restore it before the first time and save it between times.
+    fn snapshot_diff_core(
+        self,
+        versions: VecCollection<'s, T, i64>,
+        state: Rc<RefCell<SnapshotState>>,
+    ) -> VecCollection<'s, T, Event>;
 }
 
 impl<'s, T> SnapshotDiff<'s, T> for VecCollection<'s, T, (Row, Row)>
@@ -93,13 +100,19 @@ where
     T: Timestamp + TotalOrder + timely::ExchangeData,
 {
     fn snapshot_diff(self, versions: VecCollection<'s, T, i64>) -> VecCollection<'s, T, Event> {
-        snapshot_diff_shared(self, versions, Rc::new(RefCell::new(SnapshotState::new())))
+        self.snapshot_diff_core(versions, Rc::new(RefCell::new(SnapshotState::new())))
+    }
+
+    fn snapshot_diff_core(
+        self,
+        versions: VecCollection<'s, T, i64>,
+        state: Rc<RefCell<SnapshotState>>,
+    ) -> VecCollection<'s, T, Event> {
+        diff_snapshots(self, versions, state)
     }
 }
 
-/// [`SnapshotDiff::snapshot_diff`] with this worker's `state` shared with the caller (who may
-/// have restored it, and may save it after the run).
-pub(crate) fn snapshot_diff_shared<'s, T>(
+fn diff_snapshots<'s, T>(
     snapshot: VecCollection<'s, T, (Row, Row)>,
     versions: VecCollection<'s, T, i64>,
     state: Rc<RefCell<SnapshotState>>,

@@ -20,7 +20,7 @@ use crate::{Error, ErrorKind, Result};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely::communication::initialize::WorkerGuards;
@@ -65,7 +65,9 @@ pub struct Outcome {
     pub changed: Vec<(u64, u64)>,
     /// In process 0 of a cluster: the other processes' reports of the commit.
     pub reports: Vec<String>,
-    /// From handing the commit over to its outcome being complete.
+    /// When the last worker finished the commit.
+    pub completed: Instant,
+    /// From handing the commit over to [`Outcome::completed`].
     pub latency: Duration,
 }
 
@@ -196,6 +198,15 @@ impl Engine {
     /// The outcome of the oldest commit handed over, waiting for it if `wait`; `None` when
     /// nothing is pending, or (without `wait`) when it is not complete yet.
     pub fn outcome(&mut self, wait: bool) -> Result<Option<Outcome>> {
+        self.next(if wait { Wait::Forever } else { Wait::No })
+    }
+
+    /// As [`Engine::outcome`], waiting until `deadline` at the latest.
+    pub fn outcome_before(&mut self, deadline: Instant) -> Result<Option<Outcome>> {
+        self.next(Wait::Until(deadline))
+    }
+
+    fn next(&mut self, wait: Wait) -> Result<Option<Outcome>> {
         let workers = self.commands.len();
         loop {
             let Some(&(version, started)) = self.in_flight.front() else {
@@ -208,6 +219,7 @@ impl Engine {
             {
                 self.in_flight.pop_front();
                 let (_, done) = self.finished.remove(&version).expect("finished");
+                let completed = done.at.unwrap_or_else(Instant::now);
                 return Ok(Some(Outcome {
                     version,
                     timestamp: done.timestamp,
@@ -215,17 +227,25 @@ impl Engine {
                     stats: done.stats,
                     changed: done.changed,
                     reports: done.reports,
-                    latency: started.elapsed(),
+                    completed,
+                    latency: completed.saturating_duration_since(started),
                 }));
             }
-            let message = if wait {
-                self.messages.recv().map_err(|_| self.stopped())?
-            } else {
-                match self.messages.try_recv() {
+            let message = match wait {
+                Wait::Forever => self.messages.recv().map_err(|_| self.stopped())?,
+                Wait::No => match self.messages.try_recv() {
                     Ok(m) => m,
                     Err(TryRecvError::Empty) => return Ok(None),
                     Err(TryRecvError::Disconnected) => return Err(self.stopped()),
-                }
+                },
+                Wait::Until(deadline) => match self
+                    .messages
+                    .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                {
+                    Ok(m) => m,
+                    Err(RecvTimeoutError::Timeout) => return Ok(None),
+                    Err(RecvTimeoutError::Disconnected) => return Err(self.stopped()),
+                },
             };
             match message {
                 Message::Done(done) => self.absorb(*done),
@@ -253,6 +273,7 @@ impl Engine {
         });
         *count += 1;
         into.timestamp = into.timestamp.max(done.timestamp);
+        into.at = into.at.max(done.at);
         for (mine, theirs) in into.updates.iter_mut().zip(done.updates) {
             if mine.is_empty() {
                 *mine = theirs;
@@ -362,6 +383,14 @@ impl Drop for Engine {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guards.join()));
         }
     }
+}
+
+/// How long [`Engine::next`] waits for a worker's message.
+#[derive(Clone, Copy)]
+enum Wait {
+    No,
+    Forever,
+    Until(Instant),
 }
 
 /// Timely's network threads panic when a peer process goes away: in a cluster that is a lost

@@ -13,139 +13,46 @@
 //! routing to it).
 
 use super::Checkpoint;
-use crate::engine::{
-    worker_of, BitemporalState, Durable, ReplaceState, Scd1State, Scd2State, SnapshotState,
-};
-use crate::operators::{ReplaceConfig, Scd1Config, Scd2Config};
-use crate::plan::{ScdType, Target, TargetKind};
+use crate::engine::worker_of;
+use crate::operators::TargetState;
 use crate::state::store::shard_name;
 use crate::state::{FileKind, FrameReader, FrameWriter};
 use crate::value::Row;
 use crate::Result;
-use std::cell::RefCell;
 use std::path::Path;
-use std::rc::Rc;
 
-/// One target's SCD state.
-pub(super) enum Scd {
-    Type1(Rc<RefCell<Scd1State>>),
-    Type2(Rc<RefCell<Scd2State>>),
-    Bitemporal(Rc<RefCell<BitemporalState>>),
-}
-
-/// What one worker holds for one target.
-pub(super) enum Held {
-    /// AUTO CDC targets.
-    Cdc(Scd),
-    /// Snapshot targets: the previous snapshot, then the SCD state.
-    Snapshot(Rc<RefCell<SnapshotState>>, Scd),
-    /// REPLACE USING targets.
-    Replace(Rc<RefCell<ReplaceState>>),
-}
-
-fn micros(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
-}
-
-impl Scd {
-    fn new(target: &Target) -> Scd {
-        match target.scd {
-            ScdType::Type1 => {
-                let c = Scd1Config::from(target);
-                let retention = c.tombstone_retention.map(micros);
-                Scd::Type1(Rc::new(RefCell::new(Scd1State::new(
-                    c.image_len,
-                    c.partial,
-                    retention,
-                ))))
-            }
-            ScdType::Type2 => {
-                let c = Scd2Config::from(target);
-                let retention = c.tombstone_retention.map(micros);
-                Scd::Type2(Rc::new(RefCell::new(Scd2State::new(
-                    c.image_len,
-                    c.tracked,
-                    c.partial,
-                    retention,
-                ))))
-            }
-            ScdType::Bitemporal => Scd::Bitemporal(Rc::new(RefCell::new(BitemporalState::new(
-                target.image_len,
-                target.tracked.clone(),
-                target.partial,
-            )))),
-        }
-    }
-
-    fn part(&self) -> (&'static str, Rc<RefCell<dyn Durable>>) {
-        match self {
-            Scd::Type1(s) => ("scd1", Rc::clone(s) as Rc<RefCell<dyn Durable>>),
-            Scd::Type2(s) => ("scd2", Rc::clone(s) as Rc<RefCell<dyn Durable>>),
-            Scd::Bitemporal(s) => ("bitemporal", Rc::clone(s) as Rc<RefCell<dyn Durable>>),
-        }
-    }
-}
-
-impl Held {
-    /// Empty states for `target`.
-    pub(super) fn new(target: &Target) -> Held {
-        match target.kind {
-            TargetKind::AutoCdc => Held::Cdc(Scd::new(target)),
-            TargetKind::Snapshot => Held::Snapshot(
-                Rc::new(RefCell::new(SnapshotState::default())),
-                Scd::new(target),
-            ),
-            TargetKind::ReplaceUsing { sequence } => {
-                let config = ReplaceConfig {
-                    keys: target.keys.clone(),
-                    sequence,
-                };
-                Held::Replace(Rc::new(RefCell::new(ReplaceState::new(config))))
-            }
-        }
-    }
-
-    fn parts(&self) -> Vec<(&'static str, Rc<RefCell<dyn Durable>>)> {
-        match self {
-            Held::Cdc(scd) => vec![scd.part()],
-            Held::Snapshot(previous, scd) => vec![
-                ("snapshot", Rc::clone(previous) as Rc<RefCell<dyn Durable>>),
-                scd.part(),
-            ],
-            Held::Replace(s) => vec![("replace", Rc::clone(s) as Rc<RefCell<dyn Durable>>)],
-        }
-    }
-
+/// What one worker holds for one target: its operators' states, which it restores, saves and
+/// reads the table from.
+pub(super) trait Held {
     /// The target's rows this worker holds (the table of the keys it owns), in no order.
-    pub(super) fn rows(&self) -> Vec<Row> {
-        let table: Rc<RefCell<dyn Durable>> = match self {
-            Held::Cdc(scd) | Held::Snapshot(_, scd) => scd.part().1,
-            Held::Replace(s) => Rc::clone(s) as Rc<RefCell<dyn Durable>>,
-        };
+    fn rows(&self) -> Vec<Row>;
+    /// Starts recording changed keys in every part, for [`Held::save`] with `changes`.
+    fn track_changes(&self);
+    /// Restores target `t`'s parts from `checkpoint`: its base shards, then each delta's in
+    /// order, all written by `checkpoint.workers` workers, as worker `index` of `peers`.
+    fn restore(&self, t: usize, checkpoint: &Checkpoint, index: usize, peers: usize) -> Result<()>;
+    /// Saves target `t`'s parts into `dir`, as worker `index`: everything, or (`changes`) what
+    /// changed since the last save.
+    fn save(&self, t: usize, dir: &Path, index: usize, changes: bool) -> Result<()>;
+}
+
+impl Held for TargetState {
+    fn rows(&self) -> Vec<Row> {
         let mut counted = Vec::new();
-        table.borrow().rows(&mut counted);
+        self.table().borrow().rows(&mut counted);
         counted
             .into_iter()
             .flat_map(|(row, n)| std::iter::repeat_n(row, n.max(0) as usize))
             .collect()
     }
 
-    /// Starts recording changed keys in every part, for [`Held::save`] with `changes`.
-    pub(super) fn track_changes(&self) {
+    fn track_changes(&self) {
         for (_, state) in self.parts() {
             state.borrow_mut().track_changes();
         }
     }
 
-    /// Restores target `t`'s parts from `checkpoint`: its base shards, then each delta's in
-    /// order, all written by `checkpoint.workers` workers, as worker `index` of `peers`.
-    pub(super) fn restore(
-        &self,
-        t: usize,
-        checkpoint: &Checkpoint,
-        index: usize,
-        peers: usize,
-    ) -> Result<()> {
+    fn restore(&self, t: usize, checkpoint: &Checkpoint, index: usize, peers: usize) -> Result<()> {
         let writers = checkpoint.workers;
         // As many workers as wrote the shards: each reads its own, whose keys it owns.
         let (shards, mine): (Vec<usize>, &dyn Fn(&Row) -> bool) = if writers == peers {
@@ -175,9 +82,7 @@ impl Held {
         Ok(())
     }
 
-    /// Saves target `t`'s parts into `dir`, as worker `index`: everything, or (`changes`) what
-    /// changed since the last save.
-    pub(super) fn save(&self, t: usize, dir: &Path, index: usize, changes: bool) -> Result<()> {
+    fn save(&self, t: usize, dir: &Path, index: usize, changes: bool) -> Result<()> {
         let kind = if changes {
             FileKind::Delta
         } else {

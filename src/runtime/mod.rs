@@ -17,15 +17,14 @@
 //! targets' updates, every worker's counters and the processes' reports of the commit go to
 //! worker 0, in process 0, unless outputs are partitioned (then each process keeps its keys').
 //!
-//! Layout: `engine` (the caller's handle), `worker` (one worker's loop), `render` (a target's
-//! operators), `deal` (a commit's input split among workers), `control` (collective rounds),
-//! `held` (the states a worker holds, restored, saved and read).
+//! Layout: `engine` (the caller's handle), `worker` (one worker's loop, rendering each target
+//! with [`crate::operators::TargetState`]), `deal` (a commit's input split among workers),
+//! `control` (collective rounds), `held` (the states a worker holds, restored, saved and read).
 
 mod control;
 mod deal;
 mod engine;
 mod held;
-mod render;
 mod worker;
 
 pub use engine::{Engine, EngineConfig, Outcome, WINDOW};

@@ -12,11 +12,10 @@
 use super::control::{tell_everyone, Announcement, Control, Note};
 use super::deal::TargetShare;
 use super::held::Held;
-use super::render::render;
 use super::Checkpoint;
 use crate::engine::CommitStats;
 use crate::event::Event;
-use crate::operators::snapshot_diff::snapshot_diff_shared;
+use crate::operators::{TargetInputs, TargetState};
 use crate::plan::Target;
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
@@ -28,6 +27,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
@@ -83,6 +83,8 @@ pub(super) struct Done {
     pub(super) changed: Vec<(u64, u64)>,
     /// In worker 0 of a cluster: the reports of the other processes.
     pub(super) reports: Vec<String>,
+    /// When this worker finished the commit.
+    pub(super) at: Option<Instant>,
 }
 
 /// What every worker of a process shares.
@@ -142,7 +144,7 @@ impl Inputs {
 
 /// The dataflow of one worker, with what its operators share with it.
 struct Dataflow {
-    held: Vec<Held>,
+    held: Vec<TargetState>,
     inputs: Vec<Inputs>,
     probe: ProbeHandle<u64>,
     /// Per target: updates captured since the last commit.
@@ -172,7 +174,7 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
         .expect("commands")
         .take()
         .expect("each worker takes its own queue");
-    let held: Vec<Held> = shared.targets.iter().map(Held::new).collect();
+    let held: Vec<TargetState> = shared.targets.iter().map(TargetState::new).collect();
     restore(worker, shared, &held)?;
     if shared.track_changes {
         held.iter().for_each(Held::track_changes);
@@ -244,7 +246,7 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
 
 /// Restores every target's states from the checkpoint, if any; every worker learns of any
 /// worker's failure, so that none waits for another.
-fn restore(worker: &mut Worker, shared: &Shared, held: &[Held]) -> Result<()> {
+fn restore(worker: &mut Worker, shared: &Shared, held: &[TargetState]) -> Result<()> {
     let Some(checkpoint) = &shared.restore else {
         return Ok(());
     };
@@ -265,7 +267,7 @@ fn restore(worker: &mut Worker, shared: &Shared, held: &[Held]) -> Result<()> {
 }
 
 /// Builds every target's operators over `held`.
-fn build(worker: &mut Worker, held: Vec<Held>, gather_rows: bool) -> Dataflow {
+fn build(worker: &mut Worker, held: Vec<TargetState>, gather_rows: bool) -> Dataflow {
     let targets = held.len();
     let captured = Rc::new(RefCell::new(vec![Vec::new(); targets]));
     let stats: Rc<RefCell<Vec<BTreeMap<u64, CommitStats>>>> =
@@ -280,14 +282,6 @@ fn build(worker: &mut Worker, held: Vec<Held>, gather_rows: bool) -> Dataflow {
                 let (snapshot, snapshot_collection) = scope.new_collection::<(Row, Row), isize>();
                 let (versions, version_collection) = scope.new_collection::<i64, isize>();
                 let (rows, row_collection) = scope.new_collection::<Row, isize>();
-                let events_in = match h {
-                    Held::Snapshot(previous, _) => snapshot_diff_shared(
-                        snapshot_collection,
-                        version_collection,
-                        Rc::clone(previous),
-                    ),
-                    _ => event_collection,
-                };
                 let times = Rc::clone(&clock);
                 // A commit is applied once its timestamp is known (see the module docs). Only a
                 // run that is being torn down (a worker stopped with an error, closing its
@@ -303,7 +297,13 @@ fn build(worker: &mut Worker, held: Vec<Held>, gather_rows: bool) -> Dataflow {
                         .or_default()
                         .merge(&s);
                 };
-                let output = render(h, events_in, row_collection, commit_time, on_stats).inner;
+                let inputs = TargetInputs {
+                    events: event_collection,
+                    snapshot: snapshot_collection,
+                    versions: version_collection,
+                    rows: row_collection,
+                };
+                let output = h.render(inputs, commit_time, on_stats).inner;
                 let output = if gather_rows {
                     output.exchange(|_| 0)
                 } else {
@@ -473,5 +473,6 @@ fn finish_commit(
         stats,
         changed: Vec::new(),
         reports: Vec::new(),
+        at: Some(Instant::now()),
     })
 }
