@@ -25,8 +25,9 @@ use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use scdflow::event::{Event, EventKind};
 use scdflow::operators::AsOf;
+use scdflow::plan::AsOfLayout;
 use scdflow::plan::{ScdType, Target, TargetKind};
-use scdflow::query::{visible, AsOfLayout};
+use scdflow::query::visible;
 use scdflow::value::{DataType, Row, Schema, Value};
 use std::time::{Duration, Instant};
 

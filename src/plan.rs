@@ -5,7 +5,7 @@
 //! fails on the pipeline's shape, only on data.
 
 use crate::expr::Expr;
-use crate::value::{DataType, Schema};
+use crate::value::{DataType, Row, Schema, Value};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -297,4 +297,42 @@ pub struct ReplaceFlow {
     pub once: bool,
     /// Line of the defining statement.
     pub line: u64,
+}
+
+/// Where the key, image and interval columns of a table's rows are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AsOfLayout {
+    /// Key columns (indices into the row, within the image), in `KEYS` order.
+    pub keys: Vec<usize>,
+    /// Number of image columns: the row's prefix that flows write.
+    pub image_len: usize,
+    /// `__START_AT`, `__END_AT`.
+    pub business: (usize, usize),
+    /// `__SYSTEM_START_AT`, `__SYSTEM_END_AT`; `None` for SCD2 tables, whose every row counts as
+    /// believed since the beginning of system time and forever (only business time applies).
+    pub system: Option<(usize, usize)>,
+}
+
+impl AsOfLayout {
+    /// The layout of `target`'s rows; `None` for SCD type 1 targets, which have no business
+    /// time.
+    pub fn of(target: &Target) -> Option<Self> {
+        let n = target.image_len;
+        let system = match target.scd {
+            ScdType::Type1 => return None,
+            ScdType::Type2 => None,
+            ScdType::Bitemporal => Some((n + 2, n + 3)),
+        };
+        Some(AsOfLayout {
+            keys: target.keys.clone(),
+            image_len: n,
+            business: (n, n + 1),
+            system,
+        })
+    }
+
+    /// The key values of `row`, in `KEYS` order.
+    pub fn key(&self, row: &[Value]) -> Row {
+        self.keys.iter().map(|&k| row[k].clone()).collect()
+    }
 }

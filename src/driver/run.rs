@@ -22,10 +22,12 @@ use super::{new_input, now_micros, sort_rows, Options, Quarantined};
 use crate::changefeed::{self, ChangeType};
 use crate::plan::{Pipeline, SourceInput, Target};
 use crate::runtime::{Checkpoint, Engine, EngineConfig, Outcome, Progress};
+use crate::state::ShardRecords;
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use std::collections::VecDeque;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Where a run starts: after the commits of earlier runs, whose operator state it restores.
@@ -114,6 +116,7 @@ impl<'p> Driver<'p> {
                 started: options.started.clone(),
                 restore: resume.restore,
                 track_changes: resume.track_changes,
+                files: Some(Arc::new(ShardRecords)),
             },
         )?;
         let mut live_tombstones = resume.live_tombstones;

@@ -48,11 +48,11 @@
 use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
 };
+use super::records::{RecordIn, RecordOut};
 use super::scd2::{History, Shape, Stored};
 use super::sorted_map::SortedMap;
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
-use crate::state::{FrameReader, FrameWriter};
 use crate::value::{Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::{consolidate, consolidate_from};
@@ -118,7 +118,7 @@ impl BitemporalState {
 const TAG: &str = "bitemporal";
 
 impl Durable for BitemporalState {
-    fn save(&mut self, out: &mut FrameWriter) -> Result<()> {
+    fn save(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &())?;
         for (key, state) in &self.keys {
             out.write(&(key, state))?;
@@ -131,14 +131,14 @@ impl Durable for BitemporalState {
         self.changed.track();
     }
 
-    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()> {
+    fn save_changes(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &())?;
         write_changes(out, &mut self.changed, &self.keys)
     }
 
     fn restore_changes(
         &mut self,
-        input: &mut FrameReader,
+        input: &mut dyn RecordIn,
         owns: &dyn Fn(&Row) -> bool,
         _wrote: &dyn Fn(&Row) -> bool,
     ) -> Result<()> {
@@ -153,7 +153,7 @@ impl Durable for BitemporalState {
         })
     }
 
-    fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
+    fn restore(&mut self, input: &mut dyn RecordIn, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
         read_header::<()>(input, TAG)?;
         read_keys(input, owns, |key, state: KeyState| {
             state.fits(&self.shape)?;

@@ -1,14 +1,14 @@
 //! Persisting per-worker states (`scdflow run --state DIR`): [`Durable`] saves a state key by key
 //! and restores it on any number of workers.
 //!
-//! A shard (one worker's state, written by [`Durable::save`]) is a framed record file
-//! ([`crate::state::frames`], kind [`FileKind::Shard`]): first the worker-wide record, `(kind tag, data)`, then one
-//! `(key, key state)` record per key, then the end marker. The tag names the state type, so a
+//! A shard (one worker's state, written by [`Durable::save`]) is a stream of records
+//! ([`RecordOut`]; the app frames them in a checksummed file): first the worker-wide record,
+//! `(kind tag, data)`, then one `(key, key state)` record per key. The tag names the state type, so a
 //! shard of another operator is refused instead of misread. Configuration (image width, tracked
 //! columns, partial folding, retention, replace keys) is not saved: it comes from the pipeline
 //! through the state's `new`, and `restore` fills the state it built.
 //!
-//! A delta shard ([`Durable::save_changes`], kind [`FileKind::Delta`]) holds what changed since
+//! A delta shard ([`Durable::save_changes`]) holds what changed since
 //! the worker's last save: the worker-wide record of what was added to it (new tombstone queue
 //! entries; the truncate point), then `(key, Some(key state))` for every key changed and still
 //! held and `(key, None)` for every key dropped. Restoring a base and its deltas in order gives
@@ -23,10 +23,8 @@
 //! queue entries of owned keys keep their commit times and stay ordered by them, and a truncate
 //! point (broadcast, so equal on every old worker) is kept as the maximum.
 
+use super::records::{RecordIn, RecordOut};
 use super::KeyMap;
-#[cfg(doc)]
-use crate::state::FileKind;
-use crate::state::{FrameReader, FrameWriter};
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::Hashable;
@@ -37,13 +35,13 @@ use serde::Serialize;
 pub trait Durable {
     /// Writes the worker-wide part (one record), then one record per key, and forgets the
     /// changes recorded so far (this save is the base later deltas apply to).
-    fn save(&mut self, out: &mut FrameWriter) -> Result<()>;
+    fn save(&mut self, out: &mut dyn RecordOut) -> Result<()>;
 
     /// Starts recording the keys that change, for [`Durable::save_changes`].
     fn track_changes(&mut self);
 
     /// Writes what changed since the last save (see the module docs) and forgets it.
-    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()>;
+    fn save_changes(&mut self, out: &mut dyn RecordOut) -> Result<()>;
 
     /// Applies a delta shard written by `save_changes` (of this or another worker, which owned
     /// the keys `wrote` accepts) on top of what was restored, for the keys `owns` accepts.
@@ -52,7 +50,7 @@ pub trait Durable {
     /// partly restored and must be discarded.
     fn restore_changes(
         &mut self,
-        input: &mut FrameReader,
+        input: &mut dyn RecordIn,
         owns: &dyn Fn(&Row) -> bool,
         wrote: &dyn Fn(&Row) -> bool,
     ) -> Result<()>;
@@ -64,7 +62,7 @@ pub trait Durable {
     ///
     /// A damaged shard is an [`ErrorKind::State`] error, never a panic; the state is then
     /// partly restored and must be discarded.
-    fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()>;
+    fn restore(&mut self, input: &mut dyn RecordIn, owns: &dyn Fn(&Row) -> bool) -> Result<()>;
 
     /// The table rows this state holds, as `(row, +1)` updates (consolidated), in no particular
     /// order. Emitted once after a restore so downstream sees the whole table again.
@@ -84,12 +82,16 @@ pub fn worker_of(key: &Row, workers: usize) -> usize {
 }
 
 /// Writes the worker-wide record: `tag` (the state type) and its data.
-pub(super) fn write_header<H: Serialize>(out: &mut FrameWriter, tag: &str, data: &H) -> Result<()> {
+pub(super) fn write_header<H: Serialize>(
+    out: &mut dyn RecordOut,
+    tag: &str,
+    data: &H,
+) -> Result<()> {
     out.write(&(tag, data))
 }
 
 /// Reads the worker-wide record written by [`write_header`] with the same `tag`.
-pub(super) fn read_header<H: DeserializeOwned>(input: &mut FrameReader, tag: &str) -> Result<H> {
+pub(super) fn read_header<H: DeserializeOwned>(input: &mut dyn RecordIn, tag: &str) -> Result<H> {
     let (found, data): (String, H) = input.expect("the worker-wide record")?;
     if found != tag {
         return Err(Error::new(
@@ -103,7 +105,7 @@ pub(super) fn read_header<H: DeserializeOwned>(input: &mut FrameReader, tag: &st
 /// Reads the `(key, entry)` records up to the end marker and passes those of owned keys to
 /// `keep`, which returns false if the key is already held.
 pub(super) fn read_keys<E: DeserializeOwned>(
-    input: &mut FrameReader,
+    input: &mut dyn RecordIn,
     owns: &dyn Fn(&Row) -> bool,
     mut keep: impl FnMut(Row, E) -> Result<bool>,
 ) -> Result<()> {
@@ -151,7 +153,7 @@ impl Changed {
 
 /// Writes `(key, Some(state))` or `(key, None)` for every key in `changed`, and forgets them.
 pub(super) fn write_changes<E: Serialize>(
-    out: &mut FrameWriter,
+    out: &mut dyn RecordOut,
     changed: &mut Changed,
     keys: &KeyMap<E>,
 ) -> Result<()> {
@@ -164,7 +166,7 @@ pub(super) fn write_changes<E: Serialize>(
 /// Reads the `(key, Option<entry>)` records of a delta up to the end marker and passes those of
 /// owned keys to `apply`.
 pub(super) fn read_changes<E: DeserializeOwned>(
-    input: &mut FrameReader,
+    input: &mut dyn RecordIn,
     owns: &dyn Fn(&Row) -> bool,
     mut apply: impl FnMut(Row, Option<E>) -> Result<()>,
 ) -> Result<()> {

@@ -13,6 +13,7 @@
 
 mod bitemporal;
 mod durable;
+mod records;
 mod replace;
 mod scd1;
 mod scd2;
@@ -26,6 +27,7 @@ mod durable_tests;
 
 pub use bitemporal::BitemporalState;
 pub use durable::{worker_of, Durable};
+pub use records::{RecordIn, RecordOut};
 pub use replace::{ReplaceConfig, ReplaceState};
 pub use scd1::Scd1State;
 pub use scd2::Scd2State;

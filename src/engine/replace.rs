@@ -12,8 +12,8 @@
 use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
 };
+use super::records::{RecordIn, RecordOut};
 use super::KeyMap;
-use crate::state::{FrameReader, FrameWriter};
 use crate::value::{Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::consolidate_from;
@@ -121,7 +121,7 @@ impl ReplaceState {
 const TAG: &str = "replace";
 
 impl Durable for ReplaceState {
-    fn save(&mut self, out: &mut FrameWriter) -> Result<()> {
+    fn save(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &())?;
         for (key, (seq, rows)) in &self.keys {
             out.write(&(key, (seq, rows)))?;
@@ -134,14 +134,14 @@ impl Durable for ReplaceState {
         self.changed.track();
     }
 
-    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()> {
+    fn save_changes(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &())?;
         write_changes(out, &mut self.changed, &self.keys)
     }
 
     fn restore_changes(
         &mut self,
-        input: &mut FrameReader,
+        input: &mut dyn RecordIn,
         owns: &dyn Fn(&Row) -> bool,
         _wrote: &dyn Fn(&Row) -> bool,
     ) -> Result<()> {
@@ -159,7 +159,7 @@ impl Durable for ReplaceState {
         })
     }
 
-    fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
+    fn restore(&mut self, input: &mut dyn RecordIn, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
         read_header::<()>(input, TAG)?;
         let width = self.config.width();
         read_keys(input, owns, |key, entry: (Value, Vec<Row>)| {

@@ -19,10 +19,10 @@
 use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
 };
+use super::records::{RecordIn, RecordOut};
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
-use crate::state::{FrameReader, FrameWriter};
 use crate::value::{Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::consolidate_from;
@@ -206,7 +206,7 @@ impl Scd1State {
 const TAG: &str = "scd1";
 
 impl Durable for Scd1State {
-    fn save(&mut self, out: &mut FrameWriter) -> Result<()> {
+    fn save(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &(&self.truncated_at, self.tombstones.entries()))?;
         for (key, state) in &self.keys {
             out.write(&(key, state))?;
@@ -220,7 +220,7 @@ impl Durable for Scd1State {
         self.changed.track();
     }
 
-    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()> {
+    fn save_changes(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &(&self.truncated_at, self.tombstones.delta()))?;
         write_changes(out, &mut self.changed, &self.keys)?;
         self.tombstones.saved();
@@ -229,7 +229,7 @@ impl Durable for Scd1State {
 
     fn restore_changes(
         &mut self,
-        input: &mut FrameReader,
+        input: &mut dyn RecordIn,
         owns: &dyn Fn(&Row) -> bool,
         wrote: &dyn Fn(&Row) -> bool,
     ) -> Result<()> {
@@ -250,7 +250,7 @@ impl Durable for Scd1State {
         })
     }
 
-    fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
+    fn restore(&mut self, input: &mut dyn RecordIn, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
         let (truncated_at, queue): (Option<Value>, VecDeque<Queued>) = read_header(input, TAG)?;
         // Truncates reach every worker, so every shard has the same truncate point.
         self.truncated_at = self.truncated_at.take().max(truncated_at);

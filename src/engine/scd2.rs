@@ -35,11 +35,11 @@
 use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
 };
+use super::records::{RecordIn, RecordOut};
 use super::sorted_map::SortedMap;
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
-use crate::state::{FrameReader, FrameWriter};
 use crate::value::{Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::consolidate_from;
@@ -156,7 +156,7 @@ impl Scd2State {
 const TAG: &str = "scd2";
 
 impl Durable for Scd2State {
-    fn save(&mut self, out: &mut FrameWriter) -> Result<()> {
+    fn save(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, self.tombstones.entries())?;
         for (key, history) in &self.keys {
             out.write(&(key, history))?;
@@ -170,7 +170,7 @@ impl Durable for Scd2State {
         self.changed.track();
     }
 
-    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()> {
+    fn save_changes(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &self.tombstones.delta())?;
         write_changes(out, &mut self.changed, &self.keys)?;
         self.tombstones.saved();
@@ -179,7 +179,7 @@ impl Durable for Scd2State {
 
     fn restore_changes(
         &mut self,
-        input: &mut FrameReader,
+        input: &mut dyn RecordIn,
         owns: &dyn Fn(&Row) -> bool,
         wrote: &dyn Fn(&Row) -> bool,
     ) -> Result<()> {
@@ -198,7 +198,7 @@ impl Durable for Scd2State {
         })
     }
 
-    fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
+    fn restore(&mut self, input: &mut dyn RecordIn, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
         let queue: VecDeque<Queued> = read_header(input, TAG)?;
         self.tombstones.restore(queue, owns);
         read_keys(input, owns, |key, history: History| {

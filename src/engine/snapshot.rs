@@ -14,9 +14,9 @@
 //! Saved ([`Durable`]) key by key, with no worker-wide data.
 
 use super::durable::{read_changes, read_header, read_keys, write_header, Changed, Durable};
+use super::records::{RecordIn, RecordOut};
 use super::KeyMap;
 use crate::event::{Event, EventKind};
-use crate::state::{FrameReader, FrameWriter};
 use crate::value::{Row, Value};
 use crate::Result;
 use std::collections::hash_map::Entry;
@@ -103,7 +103,7 @@ impl SnapshotState {
 const TAG: &str = "snapshot";
 
 impl Durable for SnapshotState {
-    fn save(&mut self, out: &mut FrameWriter) -> Result<()> {
+    fn save(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &())?;
         for (key, (image, _)) in &self.previous {
             out.write(&(key, image))?;
@@ -116,7 +116,7 @@ impl Durable for SnapshotState {
         self.changed.track();
     }
 
-    fn save_changes(&mut self, out: &mut FrameWriter) -> Result<()> {
+    fn save_changes(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &())?;
         for key in self.changed.take() {
             out.write(&(&key, self.previous.get(&key).map(|(image, _)| image)))?;
@@ -126,7 +126,7 @@ impl Durable for SnapshotState {
 
     fn restore_changes(
         &mut self,
-        input: &mut FrameReader,
+        input: &mut dyn RecordIn,
         owns: &dyn Fn(&Row) -> bool,
         _wrote: &dyn Fn(&Row) -> bool,
     ) -> Result<()> {
@@ -140,7 +140,7 @@ impl Durable for SnapshotState {
         })
     }
 
-    fn restore(&mut self, input: &mut FrameReader, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
+    fn restore(&mut self, input: &mut dyn RecordIn, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
         read_header::<()>(input, TAG)?;
         read_keys(input, owns, |key, image: Row| {
             Ok(self.previous.insert(key, (image, self.snapshots)).is_none())

@@ -47,7 +47,7 @@
 //! * Building costs four updates per row through an arrangement; a one-shot read is cheaper by
 //!   stabbing the flat rows ([`crate::query::visible`]); see `benches/as_of.rs`.
 
-use crate::query::AsOfLayout;
+use crate::plan::AsOfLayout;
 use crate::value::{Row, Value};
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::lattice::Lattice;
@@ -128,7 +128,7 @@ pub type AsOfTrace = TraceAgent<ValSpine<Row, Row, AsOfTime, isize>>;
 /// ```
 /// use differential_dataflow::input::Input;
 /// use scdflow::operators::AsOf;
-/// use scdflow::query::AsOfLayout;
+/// use scdflow::plan::AsOfLayout;
 /// use scdflow::temporal::parse_timestamp;
 /// use scdflow::value::Value;
 ///

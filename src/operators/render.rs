@@ -144,9 +144,9 @@ impl TargetState {
     /// let flow = AutoCdcFlow::new("cities", schema, ["id"], "seq")
     ///     .except_column_list(["seq"])
     ///     .build()?;
-    /// let state = TargetState::new(flow.target());
-    /// let shared = state.clone();
-    /// timely::execute_directly(move |worker| {
+    /// let target = flow.target().clone();
+    /// let rows = timely::execute_directly(move |worker| {
+    ///     let state = TargetState::new(&target);
     ///     let mut events = worker.dataflow::<u64, _, _>(|scope| {
     ///         let (events, event_collection) = scope.new_collection();
     ///         let inputs = TargetInputs {
@@ -155,7 +155,7 @@ impl TargetState {
     ///             versions: scope.new_collection().1,
     ///             rows: scope.new_collection().1,
     ///         };
-    ///         shared.render(inputs, |_| 0, |_, _| {});
+    ///         state.render(inputs, |_| 0, |_, _| {});
     ///         events
     ///     });
     ///     events.insert(Event {
@@ -166,10 +166,13 @@ impl TargetState {
     ///         authored: None,
     ///         system: Value::Null,
     ///     });
+    ///     events.close();
+    ///     while worker.step() {}
+    ///     // The caller reads the table from the state it shares with the operator.
+    ///     let mut rows = Vec::new();
+    ///     state.table().borrow().rows(&mut rows);
+    ///     rows
     /// });
-    /// // The caller reads the table from the state it shares with the operator.
-    /// let mut rows = Vec::new();
-    /// state.table().borrow().rows(&mut rows);
     /// assert_eq!(rows, vec![(vec![Value::Int(7), Value::Str("Oaxaca".into())], 1)]);
     /// # Ok::<(), scdflow::Error>(())
     /// ```

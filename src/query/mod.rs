@@ -42,11 +42,11 @@ mod parse;
 mod stab;
 
 pub use parse::{parse, Literal, Query};
-pub use stab::{contains, sort, visible, AsOfLayout};
+pub use stab::{contains, sort, visible};
 
 use crate::driver::{final_rows, sort_rows, Evaluation, TargetResult};
 use crate::io::parse_value::parse_text;
-use crate::plan::{Pipeline, ScdType, Target};
+use crate::plan::{AsOfLayout, Pipeline, ScdType, Target};
 use crate::value::{closest, DataType, Row, Schema, Value};
 use crate::{Error, ErrorKind, Result};
 

@@ -11,6 +11,7 @@
 //! the workers without letting the dataflow complete.
 
 use super::deal::deal;
+use super::shards::ShardFiles;
 use super::worker::{self, Command, Done, Feed, Message, Shared};
 use super::{Checkpoint, Cluster, CommitEvents};
 use crate::engine::CommitStats;
@@ -45,6 +46,8 @@ pub struct EngineConfig {
     /// Whether the states record the keys that change, so that [`Engine::save`] can write
     /// what changed since the last save.
     pub track_changes: bool,
+    /// Where shards are saved and restored from: needed by `restore` and [`Engine::save`].
+    pub files: Option<Arc<dyn ShardFiles>>,
 }
 
 /// What one commit produced in this process.
@@ -124,6 +127,7 @@ impl Engine {
             gather_rows: config.cluster.is_some() && !config.partitioned,
             restore: config.restore,
             track_changes: config.track_changes,
+            files: config.files,
             started: config.started,
         });
         let guards = timely::execute(timely_config, move |w| worker::work(w, &shared))

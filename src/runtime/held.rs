@@ -12,11 +12,10 @@
 //! keys that the operators' exchange routes to it ([`worker_of`]; the test below holds timely's
 //! routing to it).
 
+use super::shards::{shard_name, ShardFiles};
 use super::Checkpoint;
 use crate::engine::worker_of;
 use crate::operators::TargetState;
-use crate::state::store::shard_name;
-use crate::state::{FileKind, FrameReader, FrameWriter};
 use crate::value::Row;
 use crate::Result;
 use std::path::Path;
@@ -30,10 +29,24 @@ pub(super) trait Held {
     fn track_changes(&self);
     /// Restores target `t`'s parts from `checkpoint`: its base shards, then each delta's in
     /// order, all written by `checkpoint.workers` workers, as worker `index` of `peers`.
-    fn restore(&self, t: usize, checkpoint: &Checkpoint, index: usize, peers: usize) -> Result<()>;
+    fn restore(
+        &self,
+        files: &dyn ShardFiles,
+        t: usize,
+        checkpoint: &Checkpoint,
+        index: usize,
+        peers: usize,
+    ) -> Result<()>;
     /// Saves target `t`'s parts into `dir`, as worker `index`: everything, or (`changes`) what
     /// changed since the last save.
-    fn save(&self, t: usize, dir: &Path, index: usize, changes: bool) -> Result<()>;
+    fn save(
+        &self,
+        files: &dyn ShardFiles,
+        t: usize,
+        dir: &Path,
+        index: usize,
+        changes: bool,
+    ) -> Result<()>;
 }
 
 impl Held for TargetState {
@@ -52,7 +65,14 @@ impl Held for TargetState {
         }
     }
 
-    fn restore(&self, t: usize, checkpoint: &Checkpoint, index: usize, peers: usize) -> Result<()> {
+    fn restore(
+        &self,
+        files: &dyn ShardFiles,
+        t: usize,
+        checkpoint: &Checkpoint,
+        index: usize,
+        peers: usize,
+    ) -> Result<()> {
         let writers = checkpoint.workers;
         // As many workers as wrote the shards: each reads its own, whose keys it owns.
         let (shards, mine): (Vec<usize>, &dyn Fn(&Row) -> bool) = if writers == peers {
@@ -62,18 +82,18 @@ impl Held for TargetState {
                 worker_of(key, peers) == index
             })
         };
-        let dirs = std::iter::once((&checkpoint.base, FileKind::Shard))
-            .chain(checkpoint.deltas.iter().map(|d| (d, FileKind::Delta)));
-        for (dir, kind) in dirs {
+        let dirs = std::iter::once((&checkpoint.base, false))
+            .chain(checkpoint.deltas.iter().map(|d| (d, true)));
+        for (dir, delta) in dirs {
             for (part, state) in self.parts() {
                 let mut state = state.borrow_mut();
                 for &w in &shards {
                     let path = dir.join(shard_name(t, part, w));
-                    let mut input = FrameReader::open(&path, kind)?;
+                    let mut input = files.open(&path, delta)?;
                     let wrote = |key: &Row| writers == peers || worker_of(key, writers) == w;
-                    let restored = match kind {
-                        FileKind::Delta => state.restore_changes(&mut input, mine, &wrote),
-                        _ => state.restore(&mut input, mine),
+                    let restored = match delta {
+                        true => state.restore_changes(&mut *input, mine, &wrote),
+                        false => state.restore(&mut *input, mine),
                     };
                     restored.map_err(|e| e.in_file(&path))?;
                 }
@@ -82,18 +102,20 @@ impl Held for TargetState {
         Ok(())
     }
 
-    fn save(&self, t: usize, dir: &Path, index: usize, changes: bool) -> Result<()> {
-        let kind = if changes {
-            FileKind::Delta
-        } else {
-            FileKind::Shard
-        };
+    fn save(
+        &self,
+        files: &dyn ShardFiles,
+        t: usize,
+        dir: &Path,
+        index: usize,
+        changes: bool,
+    ) -> Result<()> {
         for (part, state) in self.parts() {
-            let mut out = FrameWriter::create(&dir.join(shard_name(t, part, index)), kind)?;
+            let mut out = files.create(&dir.join(shard_name(t, part, index)), changes)?;
             let mut state = state.borrow_mut();
             match changes {
-                true => state.save_changes(&mut out)?,
-                false => state.save(&mut out)?,
+                true => state.save_changes(&mut *out)?,
+                false => state.save(&mut *out)?,
             }
             out.finish()?;
         }

@@ -12,6 +12,7 @@
 use super::control::{tell_everyone, Announcement, Control, Note};
 use super::deal::TargetShare;
 use super::held::Held;
+use super::shards::ShardFiles;
 use super::Checkpoint;
 use crate::engine::CommitStats;
 use crate::event::Event;
@@ -103,7 +104,20 @@ pub(super) struct Shared {
     pub(super) restore: Option<Checkpoint>,
     /// Whether the states record changed keys (for delta saves).
     pub(super) track_changes: bool,
+    /// Where shards are saved and restored from.
+    pub(super) files: Option<Arc<dyn ShardFiles>>,
     pub(super) started: Option<Arc<AtomicBool>>,
+}
+
+impl Shared {
+    fn files(&self) -> Result<&dyn ShardFiles> {
+        self.files.as_deref().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Internal,
+                "the engine was asked to save or restore states without shard files",
+            )
+        })
+    }
 }
 
 /// One worker's input handles for one target.
@@ -206,7 +220,7 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
                     .held
                     .iter()
                     .enumerate()
-                    .try_for_each(|(t, h)| h.save(t, &dir, index, changes));
+                    .try_for_each(|(t, h)| h.save(shared.files()?, t, &dir, index, changes));
                 Message::Saved(saved)
             }
             Command::Tables => {
@@ -254,7 +268,7 @@ fn restore(worker: &mut Worker, shared: &Shared, held: &[TargetState]) -> Result
     let restored = held
         .iter()
         .enumerate()
-        .try_for_each(|(t, h)| h.restore(t, checkpoint, index, peers));
+        .try_for_each(|(t, h)| h.restore(shared.files()?, t, checkpoint, index, peers));
     let own = restored.err();
     let failures = tell_everyone(worker, own.iter().map(|e| e.to_string()).collect());
     if let Some(e) = own {

@@ -8,7 +8,8 @@
 //! end      0xFFFF_FFFF (u32) · number of frames (u64)
 //! ```
 //!
-//! A payload is one serde record in postcard's encoding. The end marker makes truncation
+//! A payload is one record's bytes: a serde record in postcard's encoding, as the engine's
+//! [`RecordOut`] / [`RecordIn`] make and take them. The end marker makes truncation
 //! detectable (a file cut at a frame boundary still lacks it), the CRC catches flipped bits, and
 //! the frame count catches a lost frame. Every problem is an [`ErrorKind::State`] error naming
 //! the file and the byte offset of the frame at fault; nothing in a damaged file can make the
@@ -17,6 +18,8 @@
 //! Writers do not replace files: callers write under a fresh name and rename
 //! ([`write_atomically`]), so a crash leaves either the old file or a whole new one.
 
+use crate::engine::{RecordIn, RecordOut};
+use crate::runtime::{ShardFiles, ShardWriter};
 use crate::{Error, ErrorKind, Result};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -80,20 +83,41 @@ impl FrameWriter {
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         header.extend_from_slice(kind.tag());
-        writer.put(&header)?;
+        writer.put_bytes(&header)?;
         Ok(writer)
     }
 
     /// Appends one record.
     pub fn write<T: Serialize + ?Sized>(&mut self, record: &T) -> Result<()> {
-        self.buffer.clear();
-        let payload = postcard::to_io(record, std::mem::take(&mut self.buffer)).map_err(|e| {
-            Error::new(
-                ErrorKind::Internal,
-                format!("a state record does not encode: {e}"),
-            )
-            .in_file(&self.path)
-        })?;
+        (self as &mut dyn RecordOut).write(record)
+    }
+
+    /// Writes the end marker, then flushes and syncs the file to disk.
+    pub fn finish(mut self) -> Result<()> {
+        let mut end = [0u8; 12];
+        end[..4].copy_from_slice(&END.to_le_bytes());
+        end[4..].copy_from_slice(&self.frames.to_le_bytes());
+        self.put_bytes(&end)?;
+        let path = self.path.clone();
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| Error::write(&path, e.error()))?;
+        file.sync_all().map_err(|e| Error::write(&path, &e))
+    }
+
+    fn put_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out
+            .write_all(bytes)
+            .map_err(|e| Error::write(&self.path, &e))
+    }
+}
+
+impl RecordOut for FrameWriter {
+    fn put(&mut self, encode: &mut dyn FnMut(&mut Vec<u8>) -> Result<()>) -> Result<()> {
+        let mut payload = std::mem::take(&mut self.buffer);
+        payload.clear();
+        encode(&mut payload).map_err(|e| e.in_file(&self.path))?;
         let len = u32::try_from(payload.len())
             .ok()
             .filter(|&l| l != END)
@@ -107,31 +131,11 @@ impl FrameWriter {
         let mut frame = [0u8; 8];
         frame[..4].copy_from_slice(&len.to_le_bytes());
         frame[4..].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        self.put(&frame)?;
-        self.put(&payload)?;
+        self.put_bytes(&frame)?;
+        self.put_bytes(&payload)?;
         self.buffer = payload;
         self.frames += 1;
         Ok(())
-    }
-
-    /// Writes the end marker, then flushes and syncs the file to disk.
-    pub fn finish(mut self) -> Result<()> {
-        let mut end = [0u8; 12];
-        end[..4].copy_from_slice(&END.to_le_bytes());
-        end[4..].copy_from_slice(&self.frames.to_le_bytes());
-        self.put(&end)?;
-        let path = self.path.clone();
-        let file = self
-            .out
-            .into_inner()
-            .map_err(|e| Error::write(&path, e.error()))?;
-        file.sync_all().map_err(|e| Error::write(&path, &e))
-    }
-
-    fn put(&mut self, bytes: &[u8]) -> Result<()> {
-        self.out
-            .write_all(bytes)
-            .map_err(|e| Error::write(&self.path, &e))
     }
 }
 
@@ -144,6 +148,8 @@ pub struct FrameReader {
     remaining: u64,
     done: bool,
     buffer: Vec<u8>,
+    /// Where the record last read (or the end marker) starts.
+    last: u64,
 }
 
 impl FrameReader {
@@ -159,14 +165,15 @@ impl FrameReader {
             remaining: size,
             done: false,
             buffer: Vec::new(),
+            last: 0,
         };
         let mut header = [0u8; 16];
         if !reader.take(&mut header)? || &header[..8] != MAGIC {
-            return Err(reader.damaged(0, format!("is not an scdflow {}", kind.name())));
+            return Err(reader.damaged_at(0, format!("is not an scdflow {}", kind.name())));
         }
         let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
         if version != FORMAT_VERSION {
-            return Err(reader.damaged(
+            return Err(reader.damaged_at(
                 8,
                 format!(
                     "has state format version {version}; this scdflow reads version \
@@ -175,17 +182,28 @@ impl FrameReader {
             ));
         }
         if &header[12..16] != kind.tag() {
-            return Err(reader.damaged(12, format!("is not an scdflow {}", kind.name())));
+            return Err(reader.damaged_at(12, format!("is not an scdflow {}", kind.name())));
         }
         Ok(reader)
     }
 
     /// The next record, or `None` after the last one (the end marker, checked).
     pub fn read<T: DeserializeOwned>(&mut self) -> Result<Option<T>> {
+        (self as &mut dyn RecordIn).read()
+    }
+
+    /// Reads the next record, which must exist.
+    pub fn expect<T: DeserializeOwned>(&mut self, what: &str) -> Result<T> {
+        (self as &mut dyn RecordIn).expect(what)
+    }
+
+    /// Reads the next frame's payload into `self.buffer`, checked; false after the end marker.
+    fn next_frame(&mut self) -> Result<bool> {
         if self.done {
-            return Ok(None);
+            return Ok(false);
         }
         let at = self.offset;
+        self.last = at;
         let mut frame = [0u8; 8];
         if !self.take(&mut frame[..4])? {
             return Err(self.truncated(at));
@@ -198,7 +216,7 @@ impl FrameReader {
             }
             let count = u64::from_le_bytes(count);
             if count != self.frames {
-                return Err(self.damaged(
+                return Err(self.damaged_at(
                     at,
                     format!(
                         "the end marker counts {count} records, the file has {}",
@@ -207,10 +225,10 @@ impl FrameReader {
                 ));
             }
             if self.remaining != 0 {
-                return Err(self.damaged(self.offset, "has bytes after its end marker"));
+                return Err(self.damaged_at(self.offset, "has bytes after its end marker"));
             }
             self.done = true;
-            return Ok(None);
+            return Ok(false);
         }
         if !self.take(&mut frame[4..])? {
             return Err(self.truncated(at));
@@ -228,19 +246,10 @@ impl FrameReader {
         }
         let crc = u32::from_le_bytes(frame[4..].try_into().expect("4 bytes"));
         if crc32fast::hash(&self.buffer) != crc {
-            return Err(self.damaged(at, "fails its checksum"));
+            return Err(self.damaged_at(at, "fails its checksum"));
         }
-        let record = postcard::from_bytes(&self.buffer)
-            .map_err(|e| self.damaged(at, format!("holds a record that does not decode ({e})")))?;
         self.frames += 1;
-        Ok(Some(record))
-    }
-
-    /// Reads the next record, which must exist.
-    pub fn expect<T: DeserializeOwned>(&mut self, what: &str) -> Result<T> {
-        let at = self.offset;
-        self.read()?
-            .ok_or_else(|| self.damaged(at, format!("ends where {what} was expected")))
+        Ok(true)
     }
 
     /// Fills `into` from the file; false when the file ends first.
@@ -257,11 +266,11 @@ impl FrameReader {
     }
 
     fn truncated(&self, at: u64) -> Error {
-        self.damaged(at, "is truncated: it ends before its end marker")
+        self.damaged_at(at, "is truncated: it ends before its end marker")
     }
 
     /// An error about the file, at byte offset `at`.
-    pub fn damaged(&self, at: u64, why: impl std::fmt::Display) -> Error {
+    pub fn damaged_at(&self, at: u64, why: impl std::fmt::Display) -> Error {
         Error::new(
             ErrorKind::State,
             format!(
@@ -270,6 +279,16 @@ impl FrameReader {
             ),
         )
         .in_file(&self.path)
+    }
+}
+
+impl RecordIn for FrameReader {
+    fn next_bytes(&mut self) -> Result<Option<&[u8]>> {
+        Ok(self.next_frame()?.then_some(&self.buffer[..]))
+    }
+
+    fn damaged(&self, why: &str) -> Error {
+        self.damaged_at(self.last, why)
     }
 }
 
@@ -402,5 +421,32 @@ mod tests {
         let mut r = FrameReader::open(&path, FileKind::Manifest).unwrap();
         assert_eq!(r.expect::<u64>("the manifest").unwrap(), 7);
         assert!(!tmp_sibling(&path).exists());
+    }
+}
+
+/// Shards as record files: [`FileKind::Shard`] for whole states, [`FileKind::Delta`] for deltas.
+#[derive(Debug, Default)]
+pub struct ShardRecords;
+
+impl ShardFiles for ShardRecords {
+    fn create(&self, path: &Path, delta: bool) -> Result<Box<dyn ShardWriter>> {
+        Ok(Box::new(FrameWriter::create(path, shard_kind(delta))?))
+    }
+
+    fn open(&self, path: &Path, delta: bool) -> Result<Box<dyn RecordIn>> {
+        Ok(Box::new(FrameReader::open(path, shard_kind(delta))?))
+    }
+}
+
+impl ShardWriter for FrameWriter {
+    fn finish(self: Box<Self>) -> Result<()> {
+        FrameWriter::finish(*self)
+    }
+}
+
+fn shard_kind(delta: bool) -> FileKind {
+    match delta {
+        true => FileKind::Delta,
+        false => FileKind::Shard,
     }
 }

@@ -17,5 +17,5 @@ pub mod frames;
 pub mod store;
 
 pub use fingerprint::Fingerprint;
-pub use frames::{FileKind, FrameReader, FrameWriter};
+pub use frames::{FileKind, FrameReader, FrameWriter, ShardRecords};
 pub use store::{Appended, InputProgress, Manifest, StateDir};

@@ -138,7 +138,7 @@ impl StateDir {
             let mut reader = FrameReader::open(&manifest_path, FileKind::Manifest)?;
             let manifest: Manifest = reader.expect("the manifest")?;
             if reader.read::<()>()?.is_some() {
-                return Err(reader.damaged(0, "holds more than one manifest"));
+                return Err(reader.damaged_at(0, "holds more than one manifest"));
             }
             Some(manifest)
         } else {
@@ -223,9 +223,4 @@ impl StateDir {
         }
         Ok(())
     }
-}
-
-/// Shard file name of part `part` of target `t` on worker `w`.
-pub fn shard_name(t: usize, part: &str, w: usize) -> String {
-    format!("t{t}-{part}-w{w}")
 }
