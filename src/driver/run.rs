@@ -65,8 +65,8 @@ pub struct CommitOutput {
     pub warnings: Vec<String>,
     /// Events, rows and snapshot rows the commit handed to the engine.
     pub events: u64,
-    /// When the commit's input was complete (read and validated): a sink that makes the
-    /// outputs durable measures the commit's latency from here.
+    /// When the commit's input was complete (the driver began reading it): a sink that makes
+    /// the outputs durable measures the commit's latency from here, reading included.
     pub input_complete: Instant,
 }
 
@@ -164,6 +164,8 @@ impl<'p> Driver<'p> {
             .map_or((1, 0), |c| (c.addresses.len(), c.process));
         let mut ends = vec![None; sources.len()];
         for (c, source) in sources.iter().enumerate() {
+            // The input is complete when it is read: its latency runs from here.
+            let input_complete = Instant::now();
             let version = self.next;
             self.next += 1;
             // A large file is read by every process, each its share of the records; any other
@@ -172,7 +174,7 @@ impl<'p> Driver<'p> {
             let split = !matches!(share, Ok(None));
             if !split && c % processes != process {
                 self.engine.feed(version, None, None)?;
-                self.pending.push_back((version, None, Instant::now()));
+                self.pending.push_back((version, None, input_complete));
             } else {
                 let read = share.and_then(|share| {
                     let source = share.as_ref().unwrap_or(source);
@@ -198,14 +200,14 @@ impl<'p> Driver<'p> {
                             _ => (Some(to_text(&report)), None),
                         };
                         self.engine.feed(version, Some(commit), text)?;
-                        self.pending.push_back((version, kept, Instant::now()));
+                        self.pending.push_back((version, kept, input_complete));
                     }
                     Err(e) if self.options.cluster.is_none() => return Err(e),
                     Err(e) => {
                         // Every process stops at this commit; this one with its own error.
                         let why = format!("process {process}: {e}");
                         self.engine.fail(version, why)?;
-                        self.pending.push_back((version, None, Instant::now()));
+                        self.pending.push_back((version, None, input_complete));
                         while let Ok(true) = self.deliver(true, sink) {}
                         return Err(e);
                     }
