@@ -448,3 +448,63 @@ fn syntax_errors_carry_the_line_of_the_token() {
         "{e}"
     );
 }
+
+/// Table and flow names become file names: nothing that escapes the output directory, hides
+/// or cannot be a file name is accepted, and no two tables write one file (issue 13, item 1).
+#[test]
+fn names_that_cannot_be_file_names_are_refused() {
+    let table = |name: &str| format!("{USERS}CREATE STREAMING TABLE\n{name};\n");
+    for (name, why) in [
+        ("`../in/01`", "table `../in/01` contains a path separator"),
+        ("`/etc/x`", "contains a path separator"),
+        ("`a\\b`", "contains a path separator"),
+        ("`a/b`", "contains a path separator"),
+        ("`..`", "table `..` starts with `.`"),
+        ("`.hidden`", "starts with `.`"),
+        ("``", "table `` is empty"),
+        (
+            "`tab\there`",
+            "table `tab\\there` contains the control character U+0009",
+        ),
+    ] {
+        assert_error(&table(name), Validation, 3, why);
+    }
+    let long = format!("`{}`", "x".repeat(201));
+    assert_error(&table(&long), Validation, 3, "is 201 bytes long");
+    parse_ok(&users_flow(&format!(
+        "CREATE FLOW `{}` AS AUTO CDC INTO t FROM STREAM(users_cdf) KEYS (userId) SEQUENCE BY sequenceNum;",
+        "é".repeat(100)
+    )));
+    let flow = users_flow(
+        "CREATE FLOW\n`../../escape` AS AUTO CDC INTO t FROM STREAM(users_cdf) KEYS (userId) SEQUENCE BY sequenceNum;",
+    );
+    assert_error(
+        &flow,
+        Validation,
+        4,
+        "flow `../../escape` contains a path separator",
+    );
+}
+
+#[test]
+fn a_table_named_like_another_tables_change_feed_is_refused() {
+    let sql = format!("{USERS}CREATE STREAMING TABLE x;\nCREATE STREAMING TABLE\n`X.Changes`;\n");
+    assert_error(
+        &sql,
+        Validation,
+        4,
+        "table `X.Changes` would write the same file as the change feed of table `x` (line 2)",
+    );
+    let reversed =
+        format!("{USERS}CREATE STREAMING TABLE `x.changes`;\nCREATE STREAMING TABLE\nx;\n");
+    assert_error(
+        &reversed,
+        Validation,
+        4,
+        "table `x.changes` would write the same file",
+    );
+    let copy = "AS SELECT * FROM STREAM(users_cdf)";
+    parse_ok(&format!(
+        "{USERS}CREATE STREAMING TABLE x {copy};\nCREATE STREAMING TABLE `x.change` {copy};\n"
+    ));
+}
