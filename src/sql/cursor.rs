@@ -26,6 +26,45 @@ pub(crate) struct Cursor {
     parser: Parser<'static>,
     /// Line of the last consumed token, for errors at end of input (EOF has no position).
     last_line: u64,
+    /// Per token index: the operators ([`is_operator`]) from it to the end of its statement.
+    operators_ahead: Vec<u32>,
+}
+
+/// The most operators an expression may have, counted from its start to the end of its
+/// statement before it is parsed. Parsing, compiling, evaluating, printing and dropping an
+/// expression recurse once per level of its tree, and a flat chain (`a + a + ...`, thousands of
+/// `AND`s) is as deep as it is long: 4,000 terms overflowed the stack. Every level takes at
+/// least one operator token, so this bounds the depth, before any tree exists; 256 is far
+/// beyond hand-written SQL and fits a 2 MiB thread stack with room to spare.
+pub(crate) const MAX_EXPR_OPERATORS: u32 = 256;
+
+/// Tokens that can open a level of an expression tree: punctuation but commas and closing
+/// parentheses, and the keywords of operators.
+fn is_operator(token: &Token) -> bool {
+    use sqlparser::keywords::Keyword;
+    match token {
+        Token::Word(w) => matches!(
+            w.keyword,
+            Keyword::AND
+                | Keyword::OR
+                | Keyword::NOT
+                | Keyword::IS
+                | Keyword::IN
+                | Keyword::LIKE
+                | Keyword::ILIKE
+                | Keyword::RLIKE
+                | Keyword::BETWEEN
+                | Keyword::CASE
+                | Keyword::WHEN
+                | Keyword::CAST
+        ),
+        Token::Comma | Token::RParen | Token::Whitespace(_) | Token::EOF => false,
+        Token::Number(..)
+        | Token::SingleQuotedString(_)
+        | Token::DoubleQuotedString(_)
+        | Token::Char(_) => false,
+        _ => true,
+    }
 }
 
 /// A syntax error at `line`.
@@ -51,9 +90,17 @@ impl Cursor {
         let tokens = Tokenizer::new(&DIALECT, text)
             .tokenize_with_location()
             .map_err(|e| syntax(e.location.line, e.message))?;
+        let mut operators_ahead = vec![0u32; tokens.len() + 1];
+        for (i, t) in tokens.iter().enumerate().rev() {
+            operators_ahead[i] = match t.token {
+                Token::SemiColon => 0,
+                ref token => operators_ahead[i + 1].saturating_add(u32::from(is_operator(token))),
+            };
+        }
         Ok(Cursor {
             parser: Parser::new(&DIALECT).with_tokens_with_locations(tokens),
             last_line: 1,
+            operators_ahead,
         })
     }
 
@@ -233,6 +280,17 @@ impl Cursor {
             return Err(self.unexpected(context, "an expression"));
         }
         let fallback = self.line();
+        let ahead = self.operators_ahead[self.parser.index().min(self.operators_ahead.len() - 1)];
+        if ahead > MAX_EXPR_OPERATORS {
+            return Err(invalid(
+                fallback,
+                format!(
+                    "{context}: the expression is too long: {ahead} operators (chained or \
+                     nested) before the end of the statement, where at most \
+                     {MAX_EXPR_OPERATORS} are allowed; split it"
+                ),
+            ));
+        }
         let e = self
             .parser
             .parse_expr()

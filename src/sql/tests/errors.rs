@@ -508,3 +508,34 @@ fn a_table_named_like_another_tables_change_feed_is_refused() {
         "{USERS}CREATE STREAMING TABLE x {copy};\nCREATE STREAMING TABLE `x.change` {copy};\n"
     ));
 }
+
+/// A flat chain is as deep as it is long: past the bound it is refused, at the bound it
+/// compiles (issue 13, item 8: 4,000 `+` overflowed the stack).
+#[test]
+fn long_flat_expressions_are_refused_not_overflowed() {
+    let sequence = |terms: usize| vec!["sequenceNum"; terms].join(" + ");
+    let flow = |terms: usize| {
+        users_flow(&format!(
+            "CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(users_cdf) KEYS (userId)\nSEQUENCE BY {};",
+            sequence(terms)
+        ))
+    };
+    assert_error(
+        &flow(4000),
+        Validation,
+        4,
+        "SEQUENCE BY: the expression is too long: 3999 operators (chained or nested) before the end of the statement, where at most 256 are allowed",
+    );
+    // 3,000 `=` and 2,999 `AND`.
+    let conditions = vec!["operation = 'D'"; 3000].join(" AND ");
+    let deletes = users_flow(&format!(
+        "CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(users_cdf) KEYS (userId)\nAPPLY AS DELETE WHEN {conditions} SEQUENCE BY sequenceNum;"
+    ));
+    assert_error(
+        &deletes,
+        Validation,
+        4,
+        "APPLY AS DELETE WHEN: the expression is too long: 5999 operators",
+    );
+    parse_ok(&flow(257));
+}
