@@ -5,6 +5,11 @@
 //! lexicographic order of the file name, so every run sees the same files in the same order.
 //! Loaded text is valid UTF-8 without a leading byte-order mark. A file can also be read from a
 //! byte offset on (seeking past what an earlier run read) and a byte range checksummed.
+//!
+//! Limit: no line may be longer than [`MAX_LINE_BYTES`]. Input is read into memory, so a file
+//! without line ends (`/dev/zero`, a binary file, a huge single-line export) would otherwise
+//! grow memory until the machine runs out; such a read stops at the limit with a `Format`
+//! error naming the file and line.
 
 use crate::{Error, ErrorKind, Result};
 use std::fs::File;
@@ -56,7 +61,7 @@ pub fn first_file(path: &Path) -> Result<PathBuf> {
 /// Reads `path` as UTF-8 text, dropping a leading byte-order mark. Invalid UTF-8 is a `Format`
 /// error at the line and column of the first bad byte.
 pub fn read_text(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| Error::read(path, &e))?;
+    let bytes = read_from(path, 0, 1)?;
     let mut text = decode(path, bytes, 1)?;
     if text.starts_with('\u{feff}') {
         text.drain(..'\u{feff}'.len_utf8());
@@ -88,15 +93,63 @@ pub fn file_len(path: &Path) -> Result<u64> {
         .len())
 }
 
-/// The bytes of `path` from offset `from` to its end, without reading those before `from`. A file
-/// now shorter than `from` (truncated or replaced) is an `Io` error: its earlier reading no longer
-/// describes it.
-pub(crate) fn read_from(path: &Path, from: u64) -> Result<Vec<u8>> {
+/// The longest line an input file may have, in bytes (see the module docs).
+pub const MAX_LINE_BYTES: u64 = 64 << 20;
+
+/// `bytes` as people say it: whole MiB, or bytes.
+fn bytes_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b => format!("{b} bytes"),
+    }
+}
+
+/// The bytes of `path` from offset `from` (on line `first_line`) to its end, without reading
+/// those before `from`. A file now shorter than `from` (truncated or replaced) is an `Io` error:
+/// its earlier reading no longer describes it. A line longer than [`MAX_LINE_BYTES`] is a
+/// `Format` error at its line.
+pub(crate) fn read_from(path: &Path, from: u64, first_line: u64) -> Result<Vec<u8>> {
+    read_bounded(path, from, first_line, MAX_LINE_BYTES)
+}
+
+/// [`read_from`] with lines of at most `max_line` bytes.
+fn read_bounded(path: &Path, from: u64, first_line: u64, max_line: u64) -> Result<Vec<u8>> {
     let mut file = open_at(path, from, from)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(|e| Error::read(path, &e))?;
-    Ok(bytes)
+    let expected = file.metadata().map_or(0, |m| m.len().saturating_sub(from));
+    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
+    let (mut line, mut line_start) = (first_line, 0usize);
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::read(path, &e)),
+        };
+        let base = bytes.len();
+        bytes.extend_from_slice(&chunk[..n]);
+        // Every line that ends in this chunk, then the one still open after it.
+        let ends = chunk[..n].iter().enumerate().filter(|(_, &b)| b == b'\n');
+        let mut too_long = false;
+        for (i, _) in ends {
+            too_long |= (base + i - line_start) as u64 > max_line;
+            if too_long {
+                break;
+            }
+            line += 1;
+            line_start = base + i + 1;
+        }
+        if too_long || (bytes.len() - line_start) as u64 > max_line {
+            let message = format!(
+                "a line longer than {} (no line end in sight); input lines may be at most that \
+                 long",
+                bytes_text(max_line)
+            );
+            return Err(Error::new(ErrorKind::Format, message)
+                .at_line(line)
+                .in_file(path));
+        }
+    }
 }
 
 /// The CRC-32 of the bytes `from..to` of `path` (to check that an already read part of a file did
@@ -209,11 +262,11 @@ mod tests {
             crc32fast::hash(b"world\n")
         );
         assert_eq!(crc_of_range(&file, 0, 0).unwrap(), crc32fast::hash(b""));
-        assert_eq!(read_from(&file, 6).unwrap(), b"world\n");
-        assert_eq!(read_from(&file, 12).unwrap(), b"");
+        assert_eq!(read_from(&file, 6, 2).unwrap(), b"world\n");
+        assert_eq!(read_from(&file, 12, 3).unwrap(), b"");
         for err in [
             crc_of_range(&file, 6, 13).unwrap_err(),
-            read_from(&file, 13).unwrap_err(),
+            read_from(&file, 13, 3).unwrap_err(),
             file_len(&dir.path().join("nope")).unwrap_err(),
         ] {
             assert_eq!(err.kind(), ErrorKind::Io);
@@ -221,6 +274,33 @@ mod tests {
         assert_eq!(
             crc_of_range(&file, 7, 6).unwrap_err().kind(),
             ErrorKind::Internal
+        );
+    }
+
+    /// Issue 13, item 10: a record without an end cannot grow memory without bound.
+    #[test]
+    fn a_line_past_the_limit_is_a_format_error_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        let long = "x".repeat(200_000);
+        std::fs::write(&file, format!("a\nb\n{long}\nc\n")).unwrap();
+        assert!(read_bounded(&file, 0, 1, 200_000).is_ok());
+        let err = read_bounded(&file, 0, 1, 199_999).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Format);
+        assert_eq!(err.location().line, Some(3));
+        assert_eq!(
+            err.message(),
+            "a line longer than 199999 bytes (no line end in sight); input lines may be at most \
+             that long"
+        );
+        // From an offset, lines are numbered from the line there.
+        let err = read_bounded(&file, 4, 3, 1000).unwrap_err();
+        assert_eq!(err.location().line, Some(3));
+        // A device that never ends stops at the limit.
+        let err = read_bounded(Path::new("/dev/zero"), 0, 1, 1 << 20).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "a line longer than 1 MiB (no line end in sight); input lines may be at most that long"
         );
     }
 }

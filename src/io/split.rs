@@ -8,14 +8,14 @@
 //! [`super::read_file_range`].
 
 use crate::plan::Format;
-use crate::{Error, Result};
+use crate::Result;
 use std::path::Path;
 
 /// `parts + 1` record boundaries of `path`, `(byte offset, 1-based line)`, from `(0, 1)` to the
 /// end of the file: share `p` is the records that begin in `points[p].0..points[p + 1].0`. A
 /// share may be empty (a file with fewer records than parts).
 pub fn split_points(path: &Path, format: Format, parts: usize) -> Result<Vec<(u64, u64)>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::read(path, &e))?;
+    let bytes = super::files::read_from(path, 0, 1)?;
     let len = bytes.len() as u64;
     let parts = parts.max(1) as u64;
     let mut points = vec![(0, 1)];

@@ -63,7 +63,7 @@ pub(crate) fn read(
     first_line: u64,
     ending: Ending,
 ) -> Result<Tail> {
-    let mut bytes = files::read_from(path, from)?;
+    let mut bytes = files::read_from(path, from, first_line)?;
     let ending = match ending {
         Ending::At(to) => {
             bytes.truncate(to.saturating_sub(from) as usize);
