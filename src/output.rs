@@ -18,6 +18,7 @@ use crate::changefeed;
 use crate::driver::{CommitLatency, CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};
 use crate::io::{self, OutputFormat};
 use crate::plan::Pipeline;
+use crate::runtime::RenderedTables;
 use crate::value::Row;
 use crate::{Error, Result};
 use serde::Serialize;
@@ -223,7 +224,7 @@ impl<'p> StagedRun<'p> {
 
     /// Writes the tables and `metrics.json` beside the staged feeds, then moves every file into
     /// place; returns the table files with their row counts.
-    pub fn finish(mut self, tables: &[Vec<Row>]) -> Result<Vec<(PathBuf, usize)>> {
+    pub fn finish(mut self, tables: &RenderedTables) -> Result<Vec<(PathBuf, usize)>> {
         let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
         for (t, target) in self.pipeline.targets.iter().enumerate() {
             let feed = &mut self.feeds[t].1;
@@ -234,7 +235,9 @@ impl<'p> StagedRun<'p> {
                 .map_err(|e| Error::write(&path, &e))?;
             staged.push((path, self.layout.changes(&target.name)));
             let path = self.stage.table(&target.name);
-            io::write_rows(&path, self.layout.format, &target.schema, &tables[t])?;
+            io::write_table(&path, self.layout.format, &target.schema, |out| {
+                tables.write(t, out)
+            })?;
             staged.push((path, self.layout.table(&target.name)));
         }
         if self.run_files {
@@ -267,8 +270,8 @@ impl<'p> StagedRun<'p> {
             .pipeline
             .targets
             .iter()
-            .zip(tables)
-            .map(|(target, rows)| (self.layout.table(&target.name), rows.len()))
+            .enumerate()
+            .map(|(t, target)| (self.layout.table(&target.name), tables.rows(t)))
             .collect())
     }
 }
@@ -355,7 +358,7 @@ pub fn run(
         let mut discard = Discard::default();
         driver.apply(&sources, &mut discard)?;
         // Reading the tables is collective: this process's rows go to process 0.
-        driver.tables()?;
+        driver.rendered_tables(layout.format)?;
         driver.finish()?;
         return Ok(Written {
             tables: Vec::new(),
@@ -364,9 +367,10 @@ pub fn run(
             events: 0,
         });
     }
+    let format = layout.format;
     let mut sink = StagedRun::create(pipeline, layout, gathers)?;
     driver.apply(&sources, &mut sink)?;
-    let tables = driver.tables()?;
+    let tables = driver.rendered_tables(format)?;
     driver.finish()?;
     let quarantined = std::mem::take(&mut sink.quarantined);
     let warnings = std::mem::take(&mut sink.warnings);

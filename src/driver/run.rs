@@ -20,8 +20,11 @@ use super::metrics::{self, FlowCommitMetrics, TableCommitMetrics};
 use super::report::{self, CommitReport};
 use super::{new_input, now_micros, sort_rows, Options, Quarantined};
 use crate::changefeed::{self, ChangeType};
+use crate::io::{self, OutputFormat};
 use crate::plan::{Pipeline, SourceInput, Target};
-use crate::runtime::{Checkpoint, Engine, EngineConfig, Outcome, Progress};
+use crate::runtime::{
+    Checkpoint, Engine, EngineConfig, Outcome, Progress, RenderRows, RenderedTable, RenderedTables,
+};
 use crate::state::ShardRecords;
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
@@ -303,6 +306,30 @@ impl<'p> Driver<'p> {
             sort_rows(target, rows);
         }
         Ok(tables)
+    }
+
+    /// Every target's table rendered in `format` (without a CSV header), in the order
+    /// [`Driver::tables`] sorts them, read from the states key by key so that no copy of a
+    /// table's rows is held ([`RenderedTables`]). In a gathering cluster process 0 has every
+    /// table, the others none. Collective, as [`Driver::tables`].
+    pub fn rendered_tables(&mut self, format: OutputFormat) -> Result<RenderedTables> {
+        let targets: Arc<Vec<Target>> = Arc::new(self.pipeline.targets.clone());
+        let render: RenderRows = Arc::new(move |t, rows: &mut Vec<Row>, text: &mut String| {
+            let target = &targets[t];
+            sort_rows(target, rows);
+            io::render_rows_into(text, format, &target.schema, rows, false)
+        });
+        let gathers = self.options.cluster.is_some() && !self.options.partitioned_output;
+        if !gathers {
+            return self.engine.render_tables(render);
+        }
+        let mut tables = Vec::new();
+        for (t, mut rows) in self.tables()?.into_iter().enumerate() {
+            let mut text = String::new();
+            render(t, &mut rows, &mut text)?;
+            tables.push(RenderedTable::whole(text, rows.len()));
+        }
+        Ok(RenderedTables::whole(tables))
     }
 
     /// Saves every state into the checkpoint directory `dir`: all of it, or (`changes`, with

@@ -282,13 +282,15 @@ impl<'a> Session<'a> {
         let Some(driver) = self.driver.as_mut() else {
             return Ok(Vec::new());
         };
-        let tables = driver.tables()?;
+        let tables = driver.rendered_tables(self.format)?;
         let layout = Layout::new(&self.out, self.format);
         let mut files = Vec::new();
-        for (target, rows) in self.pipeline.targets.iter().zip(&tables) {
+        for (t, target) in self.pipeline.targets.iter().enumerate() {
             let path = layout.table(&target.name);
-            io::write_rows(&path, self.format, &target.schema, rows)?;
-            files.push((path, rows.len()));
+            io::write_table(&path, self.format, &target.schema, |out| {
+                tables.write(t, out)
+            })?;
+            files.push((path, tables.rows(t)));
         }
         let log = self.dir.path().join(METRICS_LOG);
         files.push((write_metrics(self.pipeline, &log, &self.out)?, 0));

@@ -165,14 +165,18 @@ impl Durable for BitemporalState {
         })
     }
 
-    fn rows(&self, out: &mut Vec<(Row, isize)>) {
-        let start = out.len();
-        for state in self.keys.values() {
+    fn table_keys(&self) -> Vec<&Row> {
+        self.keys.keys().collect()
+    }
+
+    fn key_rows(&self, key: &Row, out: &mut Vec<(Row, isize)>) {
+        if let Some(state) = self.keys.get(key) {
+            let start = out.len();
             for (row, intervals) in state.rows.iter() {
                 out.extend(intervals.iter().map(|i| (versioned(row, i), 1)));
             }
+            consolidate_from(out, start);
         }
-        consolidate_from(out, start);
     }
 
     /// Bitemporal history keeps every event: there are no tombstones.

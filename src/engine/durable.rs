@@ -64,9 +64,20 @@ pub trait Durable {
     /// partly restored and must be discarded.
     fn restore(&mut self, input: &mut dyn RecordIn, owns: &dyn Fn(&Row) -> bool) -> Result<()>;
 
-    /// The table rows this state holds, as `(row, +1)` updates (consolidated), in no particular
-    /// order. Emitted once after a restore so downstream sees the whole table again.
-    fn rows(&self, out: &mut Vec<(Row, isize)>);
+    /// The table rows this state holds, as `(row, count)` (consolidated), in no particular
+    /// order.
+    fn rows(&self, out: &mut Vec<(Row, isize)>) {
+        for key in self.table_keys() {
+            self.key_rows(key, out);
+        }
+    }
+
+    /// The keys whose rows make the table (some may have none), in no particular order: with
+    /// [`Durable::key_rows`], a table is read key by key without a copy of all its rows.
+    fn table_keys(&self) -> Vec<&Row>;
+
+    /// The table rows of `key`, appended to `out` as `(row, count)` (consolidated).
+    fn key_rows(&self, key: &Row, out: &mut Vec<(Row, isize)>);
 
     /// Tombstones currently held (live, not yet collected).
     fn live_tombstones(&self) -> u64;

@@ -170,12 +170,16 @@ impl Durable for ReplaceState {
         })
     }
 
-    fn rows(&self, out: &mut Vec<(Row, isize)>) {
-        let start = out.len();
-        for (_, rows) in self.keys.values() {
+    fn table_keys(&self) -> Vec<&Row> {
+        self.keys.keys().collect()
+    }
+
+    fn key_rows(&self, key: &Row, out: &mut Vec<(Row, isize)>) {
+        if let Some((_, rows)) = self.keys.get(key) {
+            let start = out.len();
             out.extend(rows.iter().map(|r| (r.clone(), 1)));
+            consolidate_from(out, start);
         }
-        consolidate_from(out, start);
     }
 
     fn live_tombstones(&self) -> u64 {

@@ -266,16 +266,17 @@ impl Durable for Scd1State {
         })
     }
 
-    fn rows(&self, out: &mut Vec<(Row, isize)>) {
-        let start = out.len();
+    fn table_keys(&self) -> Vec<&Row> {
+        self.keys.keys().collect()
+    }
+
+    fn key_rows(&self, key: &Row, out: &mut Vec<(Row, isize)>) {
         let t = self.truncated_at.as_ref();
         out.extend(
-            self.keys
-                .values()
-                .filter_map(|s| s.visible(t))
+            (self.keys.get(key))
+                .and_then(|s| s.visible(t))
                 .map(|r| (r, 1)),
         );
-        consolidate_from(out, start);
     }
 
     fn live_tombstones(&self) -> u64 {

@@ -212,12 +212,16 @@ impl Durable for Scd2State {
         })
     }
 
-    fn rows(&self, out: &mut Vec<(Row, isize)>) {
-        let start = out.len();
-        for history in self.keys.values() {
+    fn table_keys(&self) -> Vec<&Row> {
+        self.keys.keys().collect()
+    }
+
+    fn key_rows(&self, key: &Row, out: &mut Vec<(Row, isize)>) {
+        if let Some(history) = self.keys.get(key) {
+            let start = out.len();
             history.rows(out);
+            consolidate_from(out, start);
         }
-        consolidate_from(out, start);
     }
 
     fn live_tombstones(&self) -> u64 {

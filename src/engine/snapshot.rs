@@ -149,7 +149,12 @@ impl Durable for SnapshotState {
 
     /// Nothing: this state produces events, not table rows. The previous snapshot it holds is
     /// already reflected in the targets downstream, which restore their own rows.
-    fn rows(&self, _out: &mut Vec<(Row, isize)>) {}
+    /// The previous snapshot is not a table.
+    fn table_keys(&self) -> Vec<&Row> {
+        Vec::new()
+    }
+
+    fn key_rows(&self, _key: &Row, _out: &mut Vec<(Row, isize)>) {}
 
     fn live_tombstones(&self) -> u64 {
         0

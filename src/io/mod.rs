@@ -47,7 +47,7 @@ pub use versioned::{version_regex, versioned_files};
 pub(crate) use write::replace_file;
 pub use write::{
     append_quarantine, push_row, push_row_with_tail, render_quarantine, render_rows,
-    render_rows_into, row_tail, write_rows, OutputFormat,
+    render_rows_into, row_tail, write_rows, write_table, OutputFormat,
 };
 
 use crate::plan::Format;

@@ -50,6 +50,22 @@ pub fn write_rows(path: &Path, format: OutputFormat, schema: &Schema, rows: &[Ro
     replace_file(path, out.as_bytes())
 }
 
+/// Writes a table file as [`write_rows`] does, its rows written (already rendered, in order) by
+/// `rows`: a table streamed from rendered parts is never held as one text.
+pub fn write_table(
+    path: &Path,
+    format: OutputFormat,
+    schema: &Schema,
+    rows: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let mut header = String::new();
+    render_rows_into(&mut header, format, schema, &[], true)?;
+    replace_file_with(path, |out| {
+        out.write_all(header.as_bytes())?;
+        rows(out)
+    })
+}
+
 /// `rows` as the text [`write_rows`] writes: CSV with a header line, or JSON lines. Every row
 /// must have one value per schema column.
 pub fn render_rows(format: OutputFormat, schema: &Schema, rows: &[Row]) -> Result<String> {
@@ -233,12 +249,26 @@ fn needs_quotes(text: &str) -> bool {
 /// Replaces `path` by `bytes` atomically: writes and syncs `<path>.tmp`, renames it over `path`,
 /// syncs the directory.
 pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace_file_with(path, |out| out.write_all(bytes))
+}
+
+/// [`replace_file`] with the bytes written by `fill` (through a buffer).
+fn replace_file_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<()> {
     create_parent(path)?;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
     let written = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|f| {
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
+            fill(&mut out)?;
+            out.into_inner()
+                .map_err(|e| e.into_error())
+                .and_then(|f| f.sync_all())
+        })
         .map_err(|e| Error::write(&tmp, &e));
     let renamed = written
         .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::write(path, &e)))

@@ -12,6 +12,7 @@
 
 use super::deal::deal;
 use super::shards::ShardFiles;
+use super::tables::{RenderRows, RenderedTable, RenderedTables};
 use super::worker::{self, Command, Done, Feed, Message, Shared};
 use super::{Checkpoint, Cluster, CommitEvents};
 use crate::engine::CommitStats;
@@ -81,6 +82,8 @@ pub struct Engine {
     guards: Option<WorkerGuards<()>>,
     targets: Vec<Target>,
     cluster: bool,
+    /// In a cluster whose results go to process 0.
+    gathers: bool,
     /// Commits handed over and not yet complete: version and when.
     in_flight: VecDeque<(u64, Instant)>,
     /// Per version: the workers that finished it, and their results so far.
@@ -138,6 +141,7 @@ impl Engine {
             guards: Some(guards),
             targets: targets.to_vec(),
             cluster: config.cluster.is_some(),
+            gathers: config.cluster.is_some() && !config.partitioned,
             in_flight: VecDeque::new(),
             finished: BTreeMap::new(),
         })
@@ -254,7 +258,7 @@ impl Engine {
             match message {
                 Message::Done(done) => self.absorb(*done),
                 Message::Failed(e) => return Err(e),
-                Message::Saved(_) | Message::Tables(_) => {
+                Message::Saved(_) | Message::Tables(_) | Message::Rendered(_) => {
                     return Err(Error::new(ErrorKind::Internal, "an answer out of turn"))
                 }
             }
@@ -346,6 +350,39 @@ impl Engine {
                 "the engine was asked for its states with a commit under way",
             )),
         }
+    }
+
+    /// Every target's table, rendered by `render` key by key in every worker and merged by key
+    /// ([`RenderedTables`]): this process's keys, which are all of them outside a cluster and
+    /// with partitioned outputs. A gathering cluster reads its tables with [`Engine::tables`].
+    /// Every commit handed over must have its outcome taken first.
+    pub fn render_tables(&mut self, render: RenderRows) -> Result<RenderedTables> {
+        self.between_commits()?;
+        if self.gathers {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                "a gathering cluster reads its tables through worker 0 (Engine::tables)",
+            ));
+        }
+        for w in 0..self.commands.len() {
+            self.send(w, Command::Render(Arc::clone(&render)))?;
+        }
+        let mut parts: Vec<Vec<RenderedTable>> =
+            (0..self.targets.len()).map(|_| Vec::new()).collect();
+        let mut result = Ok(());
+        for _ in 0..self.commands.len() {
+            match self.messages.recv().map_err(|_| self.stopped())? {
+                Message::Rendered(Ok(tables)) => {
+                    for (mine, theirs) in parts.iter_mut().zip(tables) {
+                        mine.push(theirs);
+                    }
+                }
+                Message::Rendered(Err(e)) => result = result.and(Err(e)),
+                Message::Failed(e) => return Err(e),
+                _ => return Err(Error::new(ErrorKind::Internal, "an answer out of turn")),
+            }
+        }
+        result.map(|()| RenderedTables::from_parts(parts))
     }
 
     /// Lets every worker's dataflow complete and joins them.

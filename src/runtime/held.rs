@@ -13,6 +13,7 @@
 //! routing to it).
 
 use super::shards::{shard_name, ShardFiles};
+use super::tables::{RenderRows, RenderedTable};
 use super::Checkpoint;
 use crate::engine::worker_of;
 use crate::operators::TargetState;
@@ -25,6 +26,8 @@ use std::path::Path;
 pub(super) trait Held {
     /// The target's rows this worker holds (the table of the keys it owns), in no order.
     fn rows(&self) -> Vec<Row>;
+    /// The same rows rendered key by key, keys ascending (target `t`).
+    fn render_table(&self, t: usize, render: &RenderRows) -> Result<RenderedTable>;
     /// Starts recording changed keys in every part, for [`Held::save`] with `changes`.
     fn track_changes(&self);
     /// Restores target `t`'s parts from `checkpoint`: its base shards, then each delta's in
@@ -57,6 +60,13 @@ impl Held for TargetState {
             .into_iter()
             .flat_map(|(row, n)| std::iter::repeat_n(row, n.max(0) as usize))
             .collect()
+    }
+
+    fn render_table(&self, t: usize, render: &RenderRows) -> Result<RenderedTable> {
+        let table = self.table();
+        let state = table.borrow();
+        let rows_of = |key: &Row, out: &mut Vec<(Row, isize)>| state.key_rows(key, out);
+        RenderedTable::render(state.table_keys(), rows_of, t, render)
     }
 
     fn track_changes(&self) {

@@ -20,17 +20,20 @@
 //! Layout: `engine` (the caller's handle), `worker` (one worker's loop, rendering each target
 //! with [`crate::operators::TargetState`]), `deal` (a commit's input split among workers),
 //! `control` (collective rounds), `held` (the states a worker holds, restored, saved and read),
-//! `shards` (the trait through which the caller stores them).
+//! `shards` (the trait through which the caller stores them), `tables` (tables rendered key by
+//! key from the states).
 
 mod control;
 mod deal;
 mod engine;
 mod held;
 mod shards;
+mod tables;
 mod worker;
 
 pub use engine::{Engine, EngineConfig, Outcome, WINDOW};
 pub use shards::{shard_name, ShardFiles, ShardWriter};
+pub use tables::{RenderRows, RenderedTable, RenderedTables};
 
 use crate::engine::CommitStats;
 use crate::event::Event;

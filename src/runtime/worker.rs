@@ -13,6 +13,7 @@ use super::control::{tell_everyone, Announcement, Control, Note};
 use super::deal::TargetShare;
 use super::held::Held;
 use super::shards::ShardFiles;
+use super::tables::{RenderRows, RenderedTable};
 use super::Checkpoint;
 use crate::engine::CommitStats;
 use crate::event::Event;
@@ -44,6 +45,8 @@ pub(super) enum Command {
     Save(PathBuf, bool),
     /// Read every target's table.
     Tables,
+    /// Render every target's table (of the keys this worker owns).
+    Render(RenderRows),
     /// No more commands: let the dataflow complete.
     Finish,
 }
@@ -67,6 +70,8 @@ pub(super) enum Message {
     Saved(Result<()>),
     /// This worker's rows of every target (in a gathering cluster, worker 0 has them all).
     Tables(Vec<Vec<Row>>),
+    /// This worker's rendered share of every target's table.
+    Rendered(Result<Vec<RenderedTable>>),
     /// The worker stopped.
     Failed(Error),
 }
@@ -240,6 +245,13 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
                 }
                 Message::Tables(tables)
             }
+            Command::Render(render) => Message::Rendered(
+                flow.held
+                    .iter()
+                    .enumerate()
+                    .map(|(t, h)| h.render_table(t, &render))
+                    .collect(),
+            ),
             Command::Finish => break,
         };
         if messages.send(message).is_err() {
