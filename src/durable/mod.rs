@@ -4,7 +4,10 @@
 //!
 //! A [`Session`] opens and locks the state directory, checks the pipeline against the state's
 //! fingerprint and cuts appended outputs back to their committed lengths (what a crashed run
-//! left). Its first step starts the engine ([`Driver`]), restoring every operator's state from
+//! left). A new state's empty manifest is written before anything else, so a state directory
+//! without one is a lost (or mistyped) state: opening it is refused, unless `--full-refresh`,
+//! when it holds checkpoints or `--out` holds change feeds, which starting over would rewrite
+//! from version 1. Its first step starts the engine ([`Driver`]), restoring every operator's state from
 //! the last checkpoint; the engine then stays up, with its state in memory, for every later step
 //! of the session (`--follow`), so a step costs its commits, not a restore. One step, in order:
 //! 1. find the new input (the driver's `new_input`) and apply it as commits `base + 1, ...`;
@@ -133,8 +136,6 @@ pub struct Session<'a> {
     fingerprint: Fingerprint,
     /// The last committed manifest (the directory's, or the one this session committed).
     manifest: Manifest,
-    /// Whether the manifest exists on disk (false before the first commit of a new state).
-    stored: bool,
     /// The engine, from the first step on (restored from the checkpoint when it started).
     driver: Option<Driver<'a>>,
     /// Known input files verified unchanged, so that a poll does not read them again.
@@ -177,9 +178,11 @@ impl<'a> Session<'a> {
                 .in_file(dir.path()));
             }
             appended::recover(&m.appended)?;
+        } else if !durability.full_refresh {
+            refuse_foreign_feeds(pipeline, &Layout::new(&out, durability.format), dir.path())?;
         }
         let stored = manifest.is_some();
-        let manifest = manifest.unwrap_or_else(|| Manifest {
+        let mut manifest = manifest.unwrap_or_else(|| Manifest {
             version: 0,
             last_timestamp: i64::MIN,
             fingerprint: fingerprint.clone(),
@@ -193,6 +196,12 @@ impl<'a> Session<'a> {
             appended: Vec::new(),
             live_tombstones: Vec::new(),
         });
+        if !stored {
+            // A new state's empty manifest goes to disk before any output: from now on a state
+            // directory without a manifest is one whose manifest was lost, never one whose first
+            // run crashed (see `refuse_foreign_feeds`).
+            dir.commit(&mut manifest, None)?;
+        }
         Ok(Session {
             pipeline,
             options,
@@ -201,7 +210,6 @@ impl<'a> Session<'a> {
             dir,
             fingerprint,
             manifest,
-            stored,
             driver: None,
             checked: Default::default(),
         })
@@ -209,7 +217,7 @@ impl<'a> Session<'a> {
 
     /// The input that the last commit has not consumed.
     pub fn new_input(&self) -> Result<NewInput> {
-        let manifest = self.stored.then_some(&self.manifest);
+        let manifest = Some(&self.manifest);
         let found =
             driver::new_input::find(self.pipeline, manifest, &mut self.checked.borrow_mut())?;
         Ok(NewInput(found))
@@ -247,11 +255,10 @@ impl<'a> Session<'a> {
             None => (0, false),
         };
         // A run with nothing new changes nothing on disk but the rewritten tables.
-        if commits > 0 || !self.stored {
+        if commits > 0 {
             self.dir.commit(&mut next, staged)?;
             self.manifest = next;
         }
-        self.stored = true;
         let mut written = std::mem::take(&mut appender.written);
         let tables = match write_tables {
             true => self.write_tables()?,
@@ -353,7 +360,7 @@ impl<'a> Session<'a> {
             });
             let resume = Resume {
                 base,
-                last_timestamp: self.stored.then_some(next.last_timestamp),
+                last_timestamp: Some(next.last_timestamp),
                 restore,
                 live_tombstones,
                 track_changes: true,
@@ -543,6 +550,28 @@ pub fn follow(
     }
     if behind {
         session.write_tables()?;
+    }
+    Ok(())
+}
+
+/// Fails when a new state would write change feeds that `--out` already holds: they come from
+/// a run whose state is lost (or a mistyped `--state`, or a plain run), and continuing them
+/// from version 1 would corrupt them.
+fn refuse_foreign_feeds(pipeline: &Pipeline, layout: &Layout, state: &Path) -> Result<()> {
+    for target in &pipeline.targets {
+        let feed = layout.changes(&target.name);
+        if std::fs::metadata(&feed).is_ok_and(|m| m.len() > 0) {
+            return Err(Error::new(
+                ErrorKind::State,
+                format!(
+                    "the output directory already holds the change feed {} of an earlier run, \
+                     but the state directory {} has no manifest (a new, mistyped or lost \
+                     state): pass the state of that run, or start over with --full-refresh",
+                    feed.display(),
+                    state.display()
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -144,6 +144,9 @@ impl StateDir {
         } else {
             None
         };
+        if manifest.is_none() && !full_refresh {
+            state.refuse_checkpoints_without_manifest()?;
+        }
         let keep: Vec<String> = manifest
             .iter()
             .flat_map(|m| m.checkpoint.iter().chain(&m.deltas).cloned())
@@ -155,6 +158,29 @@ impl StateDir {
     /// The directory.
     pub fn path(&self) -> &Path {
         &self.dir
+    }
+
+    /// Fails when the directory holds committed checkpoints but no manifest: the manifest was
+    /// lost (or removed), and starting over would drop every row whose input was consumed.
+    fn refuse_checkpoints_without_manifest(&self) -> Result<()> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| Error::read(&self.dir, &e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::read(&self.dir, &e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let committed = !name.ends_with(".tmp");
+            if committed && (name.starts_with(CHECKPOINT) || name.starts_with(DELTA)) {
+                return Err(Error::new(
+                    ErrorKind::State,
+                    format!(
+                        "the state directory holds checkpoint {name} but no {MANIFEST}: the \
+                         manifest was lost, so what was consumed is unknown; restore it from a \
+                         backup, or start over with --full-refresh (which reprocesses all input)"
+                    ),
+                )
+                .in_file(&self.dir));
+            }
+        }
+        Ok(())
     }
 
     /// Removes temporary files and every checkpoint and delta but `keep`.

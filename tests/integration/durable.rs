@@ -653,17 +653,58 @@ fn a_first_run_crashed_before_its_commit_is_applied_once() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("pipeline.sql"), kv_sql("k", 2)).unwrap();
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    // A new state's empty manifest is on disk before the first run writes anything.
+    durable(d, "pipeline.sql", &[]);
+    let empty = read(&d.join("state/MANIFEST"));
     kv_file(d, "b1.csv", &["1,a,U,1", "2,b,U,1", "1,,D,2"]);
     durable(d, "pipeline.sql", &[]);
     let (target, once) = (
         read(&d.join("out/t.csv")),
         feed(&d.join("out/t.changes.csv")),
     );
-    std::fs::remove_file(d.join("state/MANIFEST")).unwrap();
+    // The first commit crashed just before its manifest: its outputs and checkpoint are there,
+    // the manifest is the empty one.
+    std::fs::write(d.join("state/MANIFEST"), empty).unwrap();
     durable(d, "pipeline.sql", &[]);
     assert_eq!(read(&d.join("out/t.csv")), target);
     assert_eq!(feed(&d.join("out/t.changes.csv")), once);
     assert_eq!(metric_commits(&d.join("out"), 0).len(), 1);
+}
+
+/// Issue 13, item 4: a lost manifest, a lost state directory or a mistyped `--state` never
+/// silently starts over (rewriting the change feed from version 1 and losing archived rows);
+/// `--full-refresh` does, on purpose.
+#[test]
+fn a_lost_manifest_or_state_is_refused_unless_starting_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("pipeline.sql"), kv_sql("k", 2)).unwrap();
+    kv_file(d, "b1.csv", &["1,a,U,1", "2,b,U,1"]);
+    durable(d, "pipeline.sql", &[]);
+    let out = snapshot(&d.join("out"));
+    let args = ["run", "pipeline.sql", "--state", "state", "--out", "out"];
+    std::fs::remove_file(d.join("state/MANIFEST")).unwrap();
+    let err = refused(&scdflow(d, &args));
+    assert!(
+        err.contains("holds checkpoint ckpt-") && err.contains("but no MANIFEST"),
+        "{err}"
+    );
+    assert!(
+        d.join("state").read_dir().unwrap().count() > 1,
+        "the checkpoint is kept"
+    );
+    std::fs::remove_dir_all(d.join("state")).unwrap();
+    let err = refused(&scdflow(d, &args));
+    assert!(
+        err.contains("already holds the change feed") && err.contains("t.changes.csv"),
+        "{err}"
+    );
+    let mistyped = ["run", "pipeline.sql", "--state", "stat", "--out", "out"];
+    refused(&scdflow(d, &mistyped));
+    assert_eq!(snapshot(&d.join("out")), out, "outputs untouched");
+    durable(d, "pipeline.sql", &["--full-refresh"]);
+    assert_eq!(read(&d.join("out/t.csv")), out[&d.join("out/t.csv")]);
 }
 
 /// Offsets spread over `0..len`, its ends included.
