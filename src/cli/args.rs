@@ -446,16 +446,29 @@ pub fn parse() -> Args {
     }
 }
 
-/// clap's error text as one line: the `error:` line, its `tip:`s, and where to find help.
+/// clap's error text as one line: the `error:` line with the indented lines that follow it
+/// (the missing arguments), its `tip:`s, and where to find help.
 fn one_line(text: &str) -> String {
     let mut line = String::new();
+    let mut details = Vec::new();
     let mut tips = Vec::new();
-    for l in text.lines().map(str::trim) {
+    let mut after_error = false;
+    for raw in text.lines() {
+        let l = raw.trim();
         if l.starts_with("error:") && line.is_empty() {
             line = l.to_string();
+            after_error = true;
+            continue;
+        }
+        after_error &= raw.starts_with(char::is_whitespace) && !l.is_empty();
+        if after_error {
+            details.push(l);
         } else if let Some(tip) = l.strip_prefix("tip:") {
             tips.push(tip.trim());
         }
+    }
+    if !details.is_empty() {
+        line = format!("{line} {}", details.join(", "));
     }
     if line.is_empty() {
         line = format!(
@@ -483,6 +496,28 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("--events"), "the tip survives: {line}");
+    }
+
+    /// Issue 13, item 12: the missing argument is named.
+    #[test]
+    fn missing_arguments_are_named() {
+        for (args, missing) in [
+            (&["scdflow", "run"][..], "<PIPELINE>"),
+            (&["scdflow", "query", "p.sql"][..], "<QUERY>"),
+            (
+                &["scdflow", "run", "p.sql", "--follow"][..],
+                "--state <DIR>",
+            ),
+        ] {
+            let e = Args::try_parse_from(args).unwrap_err();
+            let line = one_line(&e.render().to_string());
+            assert_eq!(line.lines().count(), 1, "{line}");
+            assert!(
+                line.starts_with("error: the following required arguments were not provided: ")
+                    && line.contains(missing),
+                "{args:?}: {line}"
+            );
+        }
     }
 
     #[test]
