@@ -70,7 +70,7 @@ impl Error {
         Error {
             kind,
             location: Location::default(),
-            message: message.into(),
+            message: tame(message.into()),
         }
     }
 
@@ -116,6 +116,47 @@ impl Error {
     }
 }
 
+/// Words of a message longer than this many characters are cut in the middle.
+const LONGEST_WORD: usize = 200;
+
+/// `message` safe to print as one terminal line: messages quote user input (names, values,
+/// SQL), so control characters (escape sequences, newlines) are escaped as `\u{..}`, and a
+/// word (a run without whitespace) longer than [`LONGEST_WORD`] characters keeps its ends
+/// around `...(N characters)...`, so a 100 KB identifier does not flood the terminal.
+fn tame(message: String) -> String {
+    let long = message
+        .split(char::is_whitespace)
+        .any(|w| w.chars().count() > LONGEST_WORD);
+    if !long && !message.contains(char::is_control) {
+        return message;
+    }
+    let mut out = String::with_capacity(message.len().min(4 * LONGEST_WORD));
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let n = word.chars().count();
+        if n > LONGEST_WORD {
+            let head: String = word.chars().take(LONGEST_WORD / 2).collect();
+            let tail: String = word.chars().skip(n - LONGEST_WORD / 4).collect();
+            out.push_str(&format!("{head}...({n} characters)...{tail}"));
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in message.chars() {
+        if c.is_whitespace() && !c.is_control() {
+            flush(&mut word, &mut out);
+            out.push(c);
+        } else if c.is_control() {
+            word.push_str(&format!("\\u{{{:04x}}}", c as u32));
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.location.file, self.location.line) {
@@ -132,6 +173,27 @@ impl std::error::Error for Error {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 13, item 14: user input quoted in a message cannot break the terminal line.
+    #[test]
+    fn messages_escape_control_characters_and_cut_huge_words() {
+        let e = Error::new(ErrorKind::Syntax, "found `a\x1b[31mb\nc`");
+        assert_eq!(e.message(), "found `a\\u{001b}[31mb\\u{000a}c`");
+        let name = "x".repeat(100_000);
+        let e = Error::new(
+            ErrorKind::Validation,
+            format!("unknown column `{name}` here"),
+        );
+        assert!(e.message().len() < 400, "{}", e.message());
+        assert!(
+            e.message().contains("...(100002 characters)..."),
+            "{}",
+            e.message()
+        );
+        assert!(e.message().starts_with("unknown column `xxx") && e.message().ends_with("x` here"));
+        let plain = "KEYS: unknown column `usrId`";
+        assert_eq!(Error::new(ErrorKind::Validation, plain).message(), plain);
+    }
 
     #[test]
     fn renders_file_and_line() {

@@ -310,6 +310,11 @@ fn parser_error(e: ParserError, context: &str, fallback: u64) -> Error {
         ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
         ParserError::RecursionLimitExceeded => "expression nested too deeply".to_string(),
     };
+    // sqlparser names its token types ("No infix parser for token ShiftLeft"): say what it means.
+    let message = match message.strip_prefix("No infix parser for token ") {
+        Some(_) => "an operator that scdflow's SQL does not support".to_string(),
+        None => message,
+    };
     let (text, line) = match message.rfind(" at Line: ") {
         Some(at) => {
             let digits: String = message[at + 10..]

@@ -45,7 +45,8 @@ use std::path::Path;
 /// Reads and parses the pipeline file at `path`.
 pub fn load(path: &Path) -> Result<Pipeline> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, &e))?;
-    parse(&text, path)
+    // Editors on Windows start UTF-8 files with a byte-order mark; it is not SQL.
+    parse(text.strip_prefix('\u{feff}').unwrap_or(&text), path)
 }
 
 /// Parses pipeline `text`; `file` locates errors and anchors relative `read_files` paths.

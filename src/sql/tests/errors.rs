@@ -539,3 +539,21 @@ fn long_flat_expressions_are_refused_not_overflowed() {
     );
     parse_ok(&flow(257));
 }
+
+/// Issue 13, item 14: a byte-order mark is not SQL, and sqlparser's token names do not leak.
+#[test]
+fn a_byte_order_mark_is_skipped_and_parser_wording_is_ours() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.sql");
+    std::fs::write(&file, format!("\u{feff}{}", users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(users_cdf) KEYS (userId) SEQUENCE BY sequenceNum;"))).unwrap();
+    crate::sql::load(&file).unwrap();
+    let shift = users_flow(
+        "CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(users_cdf) KEYS (userId)\nSEQUENCE BY sequenceNum << 2;",
+    );
+    assert_error(
+        &shift,
+        Syntax,
+        4,
+        "SEQUENCE BY: an operator that scdflow's SQL does not support",
+    );
+}
