@@ -171,6 +171,8 @@ pub struct StagedRun<'p> {
     /// Events the run handed to the engine.
     pub events: u64,
     text: String,
+    /// The lock on `--out` ([`lock`]), held until the run ends.
+    _lock: File,
 }
 
 /// The staging directory of a run into `DIR` is `.<DIR name>` + this + the process id.
@@ -188,6 +190,7 @@ impl<'p> StagedRun<'p> {
             ));
         };
         std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, &e))?;
+        let lock = lock(&dir, &layout.suffix)?;
         // Partitions of one `DIR` (processes of a cluster) stage apart.
         let prefix = format!(".{}{}{STAGING}", name.to_string_lossy(), layout.suffix);
         remove_stale_stages(parent, &prefix)?;
@@ -219,6 +222,7 @@ impl<'p> StagedRun<'p> {
             warnings: Vec::new(),
             events: 0,
             text,
+            _lock: lock,
         })
     }
 
@@ -420,6 +424,37 @@ fn create(path: &Path) -> Result<BufWriter<File>> {
     Ok(BufWriter::with_capacity(1 << 20, file))
 }
 
+/// Locks the output directory `dir` (its partition `suffix`) for this process until the
+/// returned file is dropped: `.<DIR name><suffix>.scdflow-lock` beside it, so that it can be
+/// taken before `DIR` exists. Two runs writing one `--out` at once would interleave or cut
+/// each other's files (and a plain run removes the staging directories it finds); the second
+/// is refused instead. The lock dies with its process, however it ends.
+pub fn lock(dir: &Path, suffix: &str) -> Result<File> {
+    let dir = std::path::absolute(dir).map_err(|e| Error::write(dir, &e))?;
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Err(Error::new(
+            crate::ErrorKind::Validation,
+            format!("--out {} names no directory to write into", dir.display()),
+        ));
+    };
+    std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, &e))?;
+    let path = parent.join(format!(".{}{suffix}.scdflow-lock", name.to_string_lossy()));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::write(&path, &e))?;
+    file.try_lock().map_err(|_| {
+        Error::new(
+            crate::ErrorKind::State,
+            "the output directory is in use by another scdflow run (its lock is held)",
+        )
+        .in_file(&dir)
+    })?;
+    Ok(file)
+}
+
 /// Removes the staging directories in `dir` (named from `prefix`) of runs that did not finish.
 fn remove_stale_stages(dir: &Path, prefix: &str) -> Result<()> {
     for entry in std::fs::read_dir(dir).map_err(|e| Error::read(dir, &e))? {
@@ -488,4 +523,32 @@ pub fn write_metrics(pipeline: &Pipeline, run: &RunMetrics, dir: &Path) -> Resul
     let path = dir.join("metrics.json");
     io::replace_file(&path, (text + "\n").as_bytes())?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lock;
+
+    /// Issue 13, item 5: one run at a time writes an output directory (or partition).
+    #[test]
+    fn an_output_directory_is_locked_by_one_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let held = lock(&out, "").unwrap();
+        let second = lock(&out, "").unwrap_err();
+        assert_eq!(second.kind(), crate::ErrorKind::State);
+        assert!(
+            second.to_string().contains("in use by another scdflow run"),
+            "{second}"
+        );
+        // Partitions of one directory are written by different processes at once.
+        let partition = lock(&out, ".part-1").unwrap();
+        drop(held);
+        drop(lock(&out, "").unwrap());
+        drop(partition);
+        assert!(
+            !out.exists(),
+            "the lock is beside the directory, which need not exist"
+        );
+    }
 }

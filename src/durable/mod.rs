@@ -140,6 +140,8 @@ pub struct Session<'a> {
     driver: Option<Driver<'a>>,
     /// Known input files verified unchanged, so that a poll does not read them again.
     checked: std::cell::RefCell<driver::new_input::Checked>,
+    /// The lock on `--out` ([`output::lock`]), held as long as the session.
+    _out_lock: std::fs::File,
 }
 
 impl<'a> Session<'a> {
@@ -156,6 +158,7 @@ impl<'a> Session<'a> {
                 "--state runs in a single process (--processes 1)",
             ));
         }
+        let out_lock = output::lock(&durability.out, "")?;
         let (dir, manifest) = StateDir::open(&durability.state, durability.full_refresh)?;
         let out =
             std::path::absolute(&durability.out).map_err(|e| Error::read(&durability.out, &e))?;
@@ -212,6 +215,7 @@ impl<'a> Session<'a> {
             manifest,
             driver: None,
             checked: Default::default(),
+            _out_lock: out_lock,
         })
     }
 

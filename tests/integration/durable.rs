@@ -878,6 +878,12 @@ fn follow_commits_new_files_and_lines_until_sigterm() {
         move || path.exists() && versions(&feed(&path)).last() == Some(&n)
     };
     wait_for("commit 1", commits(1));
+    // Issue 13, item 5: another run into the followed `--out` is refused, and changes nothing.
+    let before = snapshot(&d.join("out"));
+    let intruder = scdflow(d, &["run", "pipeline.sql", "--out", "out"]);
+    let err = refused(&intruder);
+    assert!(err.contains("in use by another scdflow run"), "{err}");
+    assert_eq!(snapshot(&d.join("out")), before);
     kv_file(d, "b2.csv", &["1,a2,U,2", "2,,D,2"]);
     wait_for("commit 2", commits(2));
     // Lines appended to a followed file are the next commit; half a line waits.
