@@ -63,6 +63,12 @@ fn build(text: &str, given: &Path) -> Result<Pipeline> {
     let (tables, sources) = sources::build_sources(&catalog, base)?;
     let mut warnings = Vec::new();
     let built = targets::build_targets(&catalog, &tables, &sources, base, &mut warnings)?;
+    if tables.is_empty() && built.targets.is_empty() {
+        // An empty file (or only comments) would run, write nothing and exit 0.
+        let message = "the pipeline declares no table (CREATE STREAMING TABLE): there is \
+                       nothing to run";
+        return Err(cursor::invalid(1, message));
+    }
     let warnings = warnings
         .into_iter()
         .map(|(line, message)| format!("{}:{line}: {message}", given.display()))

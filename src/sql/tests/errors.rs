@@ -557,3 +557,11 @@ fn a_byte_order_mark_is_skipped_and_parser_wording_is_ours() {
         "SEQUENCE BY: an operator that scdflow's SQL does not support",
     );
 }
+
+/// Issue 13, item 15: an empty pipeline is an error, not a run that writes nothing.
+#[test]
+fn an_empty_pipeline_is_refused() {
+    for sql in ["", "-- nothing yet\n", "/* a comment */"] {
+        assert_error(sql, Validation, 1, "the pipeline declares no table");
+    }
+}
