@@ -65,20 +65,35 @@ fn header_positions(path: &Path, header: &CsvRecord, schema: &Schema) -> Result<
     schema
         .names()
         .map(|column| {
-            names
+            let mut found = names
                 .iter()
-                .position(|n| n.eq_ignore_ascii_case(column))
-                .ok_or_else(|| {
-                    let hint = closest(column, names.iter().copied())
-                        .map(|c| format!(" (did you mean `{c}`?)"))
-                        .unwrap_or_default();
-                    Error::new(
-                        ErrorKind::Format,
-                        format!("CSV header has no column `{column}`{hint}"),
-                    )
+                .enumerate()
+                .filter(|(_, n)| n.eq_ignore_ascii_case(column))
+                .map(|(i, _)| i);
+            let first = found.next();
+            if let (Some(a), Some(b)) = (first, found.next()) {
+                // Which of the two the data means is unknowable: taking the first silently
+                // could load every row from the wrong field.
+                let message = format!(
+                    "CSV header names column `{column}` twice (fields {} and {})",
+                    a + 1,
+                    b + 1
+                );
+                return Err(Error::new(ErrorKind::Format, message)
                     .at_line(header.line)
-                    .in_file(path)
-                })
+                    .in_file(path));
+            }
+            first.ok_or_else(|| {
+                let hint = closest(column, names.iter().copied())
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                Error::new(
+                    ErrorKind::Format,
+                    format!("CSV header has no column `{column}`{hint}"),
+                )
+                .at_line(header.line)
+                .in_file(path)
+            })
         })
         .collect()
 }
@@ -148,6 +163,19 @@ mod tests {
                 ok(3, vec![Value::Null, Value::Null]),
             ]
         );
+    }
+
+    /// Issue 13, item 15: a column named twice is not silently read from its first field.
+    #[test]
+    fn a_header_naming_a_column_twice_is_a_format_error() {
+        let err = read("id,name,ID\n1,a,2\n", true).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Format);
+        assert_eq!(
+            err.to_string(),
+            "in.csv:1: CSV header names column `id` twice (fields 1 and 3)"
+        );
+        // A repeated column the schema does not read is an extra, as any other.
+        assert!(read("id,x,name,x\n1,a,b,c\n", true).is_ok());
     }
 
     #[test]
