@@ -160,10 +160,18 @@ impl<'a> Session<'a> {
         }
         let out_lock = output::lock(&durability.out, "")?;
         let (dir, manifest) = StateDir::open(&durability.state, durability.full_refresh)?;
+        // The empty manifest of a state that never committed, if that is what there is.
+        let fresh = manifest
+            .as_ref()
+            .filter(|m| m.version == 0 && m.checkpoint.is_none())
+            .cloned();
         let out =
             std::path::absolute(&durability.out).map_err(|e| Error::read(&durability.out, &e))?;
         let ext = durability.format.extension().to_string();
         let fingerprint = Fingerprint::of(pipeline);
+        // A state that never committed (its first run failed or crashed) binds nothing yet: it
+        // starts afresh, with this pipeline and --out.
+        let manifest = manifest.filter(|m| m.version > 0 || m.checkpoint.is_some());
         if let Some(m) = &manifest {
             m.fingerprint
                 .check(&fingerprint)
@@ -181,30 +189,33 @@ impl<'a> Session<'a> {
                 .in_file(dir.path()));
             }
             appended::recover(&m.appended)?;
-        } else if !durability.full_refresh {
+        } else if !(durability.full_refresh || fresh.is_some_and(|f| f.out == out)) {
             refuse_foreign_feeds(pipeline, &Layout::new(&out, durability.format), dir.path())?;
         }
-        let stored = manifest.is_some();
-        let mut manifest = manifest.unwrap_or_else(|| Manifest {
-            version: 0,
-            last_timestamp: i64::MIN,
-            fingerprint: fingerprint.clone(),
-            out: out.clone(),
-            format: ext,
-            workers: 1,
-            checkpoint: None,
-            deltas: Vec::new(),
-            inputs: Vec::new(),
-            snapshot_versions: Vec::new(),
-            appended: Vec::new(),
-            live_tombstones: Vec::new(),
-        });
-        if !stored {
-            // A new state's empty manifest goes to disk before any output: from now on a state
-            // directory without a manifest is one whose manifest was lost, never one whose first
-            // run crashed (see `refuse_foreign_feeds`).
-            dir.commit(&mut manifest, None)?;
-        }
+        let manifest = match manifest {
+            Some(m) => m,
+            None => {
+                let mut m = Manifest {
+                    version: 0,
+                    last_timestamp: i64::MIN,
+                    fingerprint: fingerprint.clone(),
+                    out: out.clone(),
+                    format: ext,
+                    workers: 1,
+                    checkpoint: None,
+                    deltas: Vec::new(),
+                    inputs: Vec::new(),
+                    snapshot_versions: Vec::new(),
+                    appended: Vec::new(),
+                    live_tombstones: Vec::new(),
+                };
+                // A new state's empty manifest goes to disk before any output: from now on a
+                // state directory without a manifest is one whose manifest was lost, never one
+                // whose first run crashed (see `refuse_foreign_feeds`).
+                dir.commit(&mut m, None)?;
+                m
+            }
+        };
         Ok(Session {
             pipeline,
             options,

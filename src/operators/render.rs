@@ -110,16 +110,15 @@ impl TargetState {
     pub fn new(target: &Target) -> TargetState {
         match target.kind {
             TargetKind::AutoCdc => TargetState::Cdc(ScdState::new(target)),
-            TargetKind::Snapshot => TargetState::Snapshot(
-                Rc::new(RefCell::new(SnapshotState::default())),
-                ScdState::new(target),
-            ),
+            TargetKind::Snapshot => {
+                TargetState::Snapshot(shared(SnapshotState::default()), ScdState::new(target))
+            }
             TargetKind::ReplaceUsing { sequence } => {
                 let config = ReplaceConfig {
                     keys: target.keys.clone(),
                     sequence,
                 };
-                TargetState::Replace(Rc::new(RefCell::new(ReplaceState::new(config))))
+                TargetState::Replace(shared(ReplaceState::new(config)))
             }
         }
     }

@@ -672,6 +672,22 @@ fn a_first_run_crashed_before_its_commit_is_applied_once() {
     assert_eq!(metric_commits(&d.join("out"), 0).len(), 1);
 }
 
+/// A state whose first run failed committed nothing: a fixed (changed) pipeline starts it
+/// afresh, without `--full-refresh`.
+#[test]
+fn a_state_that_never_committed_takes_a_changed_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("pipeline.sql"), kv_sql("k", 2)).unwrap();
+    kv_file(d, "b1.csv", &["1,a,U,1", "2,b,U,not a number"]);
+    let args = ["run", "pipeline.sql", "--state", "state", "--out", "out"];
+    refused(&scdflow(d, &args));
+    std::fs::write(d.join("pipeline.sql"), kv_sql("k", 1)).unwrap();
+    kv_file(d, "b1.csv", &["1,a,U,1", "2,b,U,2"]);
+    durable(d, "pipeline.sql", &[]);
+    assert_eq!(feed(&d.join("out/t.changes.csv")).len(), 1);
+}
+
 /// Issue 13, item 4: a lost manifest, a lost state directory or a mistyped `--state` never
 /// silently starts over (rewriting the change feed from version 1 and losing archived rows);
 /// `--full-refresh` does, on purpose.
