@@ -354,6 +354,7 @@ pub fn run(
     progress: Option<crate::runtime::Progress>,
 ) -> Result<Written> {
     use crate::driver::{Driver, Resume};
+    refuse_input_folder(pipeline, &layout.dir, "--out")?;
     let sources = crate::driver::sources(pipeline)?;
     let cluster = options.cluster.as_ref();
     let gathers = cluster.is_none_or(|c| c.gathers());
@@ -422,6 +423,40 @@ fn create(path: &Path) -> Result<BufWriter<File>> {
     }
     let file = File::create(path).map_err(|e| Error::write(path, &e))?;
     Ok(BufWriter::with_capacity(1 << 20, file))
+}
+
+/// Fails when `dir` (`--out` or `--state`, named by `what`) is a folder the pipeline reads its
+/// input from: every file written there would be read as input by the next run. Paths are
+/// compared as the file system resolves them (`..`, symlinks).
+pub fn refuse_input_folder(pipeline: &Pipeline, dir: &Path, what: &str) -> Result<()> {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        // A directory that does not exist yet is no input folder.
+        return Ok(());
+    };
+    let tables = pipeline.tables.iter().filter_map(|t| match &t.input {
+        crate::plan::SourceInput::Files { path, .. } => Some((t.name.as_str(), path)),
+        _ => None,
+    });
+    let snapshots = pipeline
+        .snapshot_flows
+        .iter()
+        .filter_map(|f| match &f.source {
+            crate::plan::SnapshotSource::Files { path, .. } => Some((f.name.as_str(), path)),
+            _ => None,
+        });
+    for (name, input) in tables.chain(snapshots) {
+        if std::fs::canonicalize(input).is_ok_and(|p| p == dir) {
+            return Err(Error::new(
+                crate::ErrorKind::Validation,
+                format!(
+                    "{what} {} is the input folder of `{name}`: what scdflow writes there would \
+                     be read as input by the next run; choose another directory",
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Locks the output directory `dir` (its partition `suffix`) for this process until the

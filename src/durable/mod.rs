@@ -158,6 +158,8 @@ impl<'a> Session<'a> {
                 "--state runs in a single process (--processes 1)",
             ));
         }
+        output::refuse_input_folder(pipeline, &durability.out, "--out")?;
+        output::refuse_input_folder(pipeline, &durability.state, "--state")?;
         let out_lock = output::lock(&durability.out, "")?;
         let (dir, manifest) = StateDir::open(&durability.state, durability.full_refresh)?;
         // The empty manifest of a state that never committed, if that is what there is.
@@ -165,7 +167,7 @@ impl<'a> Session<'a> {
             .as_ref()
             .filter(|m| m.version == 0 && m.checkpoint.is_none())
             .cloned();
-        let out =
+        let mut out =
             std::path::absolute(&durability.out).map_err(|e| Error::read(&durability.out, &e))?;
         let ext = durability.format.extension().to_string();
         let fingerprint = Fingerprint::of(pipeline);
@@ -176,7 +178,7 @@ impl<'a> Session<'a> {
             m.fingerprint
                 .check(&fingerprint)
                 .map_err(|e| e.in_file(dir.path()))?;
-            if m.out != out || m.format != ext {
+            if !same_dir(&m.out, &out) || m.format != ext {
                 return Err(Error::new(
                     ErrorKind::State,
                     format!(
@@ -188,8 +190,10 @@ impl<'a> Session<'a> {
                 )
                 .in_file(dir.path()));
             }
+            // The appended files are known by the spelling the state was written with.
+            out = m.out.clone();
             appended::recover(&m.appended)?;
-        } else if !(durability.full_refresh || fresh.is_some_and(|f| f.out == out)) {
+        } else if !(durability.full_refresh || fresh.is_some_and(|f| same_dir(&f.out, &out))) {
             refuse_foreign_feeds(pipeline, &Layout::new(&out, durability.format), dir.path())?;
         }
         let manifest = match manifest {
@@ -567,6 +571,16 @@ pub fn follow(
         session.write_tables()?;
     }
     Ok(())
+}
+
+/// Whether `a` and `b` name one directory: the same path, or the same once the file system
+/// resolves them (`../x/out`, a symlink).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
 }
 
 /// Fails when a new state would write change feeds that `--out` already holds: they come from

@@ -672,6 +672,48 @@ fn a_first_run_crashed_before_its_commit_is_applied_once() {
     assert_eq!(metric_commits(&d.join("out"), 0).len(), 1);
 }
 
+/// Issue 13, item 13: an input folder is no output or state directory, and one `--out` spelled
+/// two ways (`../`, a symlink) is one `--out`.
+#[test]
+fn input_folders_are_refused_and_one_out_has_many_spellings() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("pipeline.sql"), kv_sql("k", 2)).unwrap();
+    kv_file(d, "b1.csv", &["1,a,U,1"]);
+    for args in [
+        &["run", "pipeline.sql", "--out", "data"][..],
+        &["run", "pipeline.sql", "--out", "./data/../data"][..],
+        &["run", "pipeline.sql", "--state", "data", "--out", "out"][..],
+        &["run", "pipeline.sql", "--state", "state", "--out", "data"][..],
+    ] {
+        let err = refused(&scdflow(d, args));
+        assert!(
+            err.contains("is the input folder of `src`"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(d.join("data")).unwrap().count(), 1);
+    durable(d, "pipeline.sql", &[]);
+    kv_file(d, "b2.csv", &["2,b,U,1"]);
+    std::os::unix::fs::symlink(d.join("out"), d.join("link")).unwrap();
+    succeed(
+        d,
+        &["run", "pipeline.sql", "--state", "state", "--out", "link"],
+    );
+    kv_file(d, "b3.csv", &["3,c,U,1"]);
+    std::fs::create_dir(d.join("sub")).unwrap();
+    let args = [
+        "run",
+        "pipeline.sql",
+        "--state",
+        "state",
+        "--out",
+        "sub/../out",
+    ];
+    succeed(d, &args);
+    assert_eq!(feed(&d.join("out/t.changes.csv")).len(), 3);
+}
+
 /// A state whose first run failed committed nothing: a fixed (changed) pipeline starts it
 /// afresh, without `--full-refresh`.
 #[test]
@@ -894,12 +936,13 @@ fn follow_commits_new_files_and_lines_until_sigterm() {
         move || path.exists() && versions(&feed(&path)).last() == Some(&n)
     };
     wait_for("commit 1", commits(1));
-    // Issue 13, item 5: another run into the followed `--out` is refused, and changes nothing.
-    let before = snapshot(&d.join("out"));
+    // Issue 13, item 5: another run into the followed `--out` is refused, and leaves its change
+    // feed alone (the follower may still be rewriting the tables of commit 1 meanwhile).
+    let before = read(&feed_path);
     let intruder = scdflow(d, &["run", "pipeline.sql", "--out", "out"]);
     let err = refused(&intruder);
     assert!(err.contains("in use by another scdflow run"), "{err}");
-    assert_eq!(snapshot(&d.join("out")), before);
+    assert_eq!(read(&feed_path), before);
     kv_file(d, "b2.csv", &["1,a2,U,2", "2,,D,2"]);
     wait_for("commit 2", commits(2));
     // Lines appended to a followed file are the next commit; half a line waits.
