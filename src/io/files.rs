@@ -141,7 +141,7 @@ fn read_bounded(path: &Path, from: u64, first_line: u64, max_line: u64) -> Resul
         }
         if too_long || (bytes.len() - line_start) as u64 > max_line {
             let message = format!(
-                "a line longer than {} (no line end in sight); input lines may be at most that \
+                "a line longer than {}; input lines may be at most that \
                  long",
                 bytes_text(max_line)
             );
@@ -290,7 +290,7 @@ mod tests {
         assert_eq!(err.location().line, Some(3));
         assert_eq!(
             err.message(),
-            "a line longer than 199999 bytes (no line end in sight); input lines may be at most \
+            "a line longer than 199999 bytes; input lines may be at most \
              that long"
         );
         // From an offset, lines are numbered from the line there.
@@ -300,7 +300,7 @@ mod tests {
         let err = read_bounded(Path::new("/dev/zero"), 0, 1, 1 << 20).unwrap_err();
         assert_eq!(
             err.message(),
-            "a line longer than 1 MiB (no line end in sight); input lines may be at most that long"
+            "a line longer than 1 MiB; input lines may be at most that long"
         );
     }
 }
