@@ -2,13 +2,12 @@
 """Fails when a module of the library imports from a layer above its own.
 
 Layers, each importing only those before it (../shared/notes/house-review.md):
-  core     value, event, expr, plan, temporal, changefeed, model, engine, error
+  core     value, event, expr, plan, temporal, model, engine, error
   dataflow operators, runtime
   app      sql, flow_builder, io, ingest, prepare, driver, state, durable, output, query, gen, bench
   cli      cli (the binary)
-`changefeed` is core: labelling a commit's updates as change-feed rows is a pure function of
-plan and values, used by the `ChangeFeed` operator and the runtime (per-process counts) as well
-as the driver, so that the feed is derived in exactly one place.
+Labelling a commit's updates as change-feed rows is a pure function of plan and values, used by
+the `ChangeFeed` operator, the runtime and the driver: it lives in `engine::changefeed`, core.
 A reference is a `crate::<module>` path (in `use` or inline) in a file under src/<module>/ or
 src/<module>.rs, outside test code. KNOWN lists upward imports allowed for a stated reason (none
 today: the engine saves through its own record traits and the runtime through its ShardFiles
@@ -20,7 +19,7 @@ import re
 import sys
 
 LAYERS = {
-    "core": ["value", "event", "expr", "plan", "temporal", "changefeed", "model", "engine", "error"],
+    "core": ["value", "event", "expr", "plan", "temporal", "model", "engine", "error"],
     "dataflow": ["operators", "runtime"],
     "app": ["sql", "flow_builder", "io", "ingest", "prepare", "driver", "state", "durable",
             "output", "query", "gen", "bench"],

@@ -11,7 +11,7 @@
 //!   [`operators::Scd2`]) over the per-key state machines of [`engine`]; [`runtime`] runs them on
 //!   long-lived timely workers, one timely time per commit, fed one commit at a time;
 //! - [`driver`] reads a pipeline's commits lazily and streams each commit's results to a sink,
-//!   [`changefeed`] labels a commit's updates as change-feed rows and [`output`] writes the
+//!   [`engine::changefeed`] labels a commit's updates as change-feed rows and [`output`] writes the
 //!   CLI's files (staged, then moved into place);
 //! - [`durable`] runs a pipeline against a state directory ([`state`]), so that each run
 //!   processes only new input and a crash loses and duplicates nothing;
@@ -25,7 +25,6 @@
 #![deny(missing_docs)]
 
 pub mod bench;
-pub mod changefeed;
 pub mod driver;
 pub mod durable;
 pub mod engine;

@@ -14,8 +14,8 @@
 //!
 //! Limits: into an existing `DIR`, the renames are atomic one by one, not as a group.
 
-use crate::changefeed;
 use crate::driver::{CommitLatency, CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};
+use crate::engine::changefeed;
 use crate::io::{self, OutputFormat};
 use crate::plan::Pipeline;
 use crate::runtime::RenderedTables;

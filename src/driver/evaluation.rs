@@ -3,7 +3,7 @@
 
 use super::run::{CommitOutput, Driver, Resume, Sink};
 use super::{commit, FlowCommitMetrics, FlowRef, Options, Quarantined, TableCommitMetrics};
-use crate::changefeed::{Change, ChangeType};
+use crate::engine::changefeed::{Change, ChangeType};
 use crate::plan::Pipeline;
 use crate::runtime::Progress;
 use crate::value::Row;

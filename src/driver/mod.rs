@@ -106,7 +106,7 @@ pub fn final_rows(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Row> {
 /// Sorts rows by key columns, then `__START_AT` (SCD2, bitemporal), then `__SYSTEM_START_AT`
 /// (bitemporal), then the whole row.
 pub fn sort_rows(target: &Target, rows: &mut [Row]) {
-    let starts = crate::changefeed::interval_starts(target);
+    let starts = crate::engine::changefeed::interval_starts(target);
     let order: Vec<usize> = target.keys.iter().copied().chain(starts).collect();
     sort_by_columns(rows, &order);
 }

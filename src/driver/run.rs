@@ -4,7 +4,7 @@
 //!
 //! Reading runs ahead of the engine by at most the engine's window, so memory is the states
 //! plus a few commits, never the input size. The change feed is labelled here, once, from each
-//! commit's consolidated updates ([`crate::changefeed::commit_changes`]); the tables are read
+//! commit's consolidated updates ([`crate::engine::changefeed::commit_changes`]); the tables are read
 //! from the states ([`Driver::tables`]). A run that fails part-way has delivered the commits
 //! before the failure: a sink that must write all or nothing stages what it receives.
 //!
@@ -19,7 +19,7 @@ use super::flows::{self, FlowRef};
 use super::metrics::{self, FlowCommitMetrics, TableCommitMetrics};
 use super::report::{self, CommitReport};
 use super::{new_input, now_micros, sort_rows, Options, Quarantined};
-use crate::changefeed::{self, ChangeType};
+use crate::engine::changefeed::{self, ChangeType};
 use crate::io::{self, OutputFormat};
 use crate::plan::{Pipeline, SourceInput, Target};
 use crate::runtime::{

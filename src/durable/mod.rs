@@ -32,6 +32,7 @@
 use crate::driver::{
     self, CommitLatency, CommitOutput, Driver, Options, Quarantined, Resume, Sink,
 };
+use crate::engine::changefeed;
 use crate::io::{self, OutputFormat};
 use crate::output::{self, Layout};
 use crate::plan::Pipeline;
@@ -39,7 +40,7 @@ use crate::runtime::{Checkpoint, Progress};
 use crate::state::store::Staged;
 use crate::state::store::METRICS_LOG;
 use crate::state::{appended, Appended, Fingerprint, Manifest, StateDir};
-use crate::{changefeed, Error, ErrorKind, Result};
+use crate::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

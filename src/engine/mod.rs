@@ -12,6 +12,7 @@
 //! restored, on any number of workers, at the start of the next.
 
 mod bitemporal;
+pub mod changefeed;
 mod durable;
 mod records;
 mod replace;

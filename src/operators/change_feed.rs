@@ -1,7 +1,7 @@
 //! `ChangeFeed`: a target's row updates → its change data feed (D14).
 
 use super::keyed::{stash_by_time, Stash};
-use crate::changefeed::{label, ChangeType};
+use crate::engine::changefeed::{label, ChangeType};
 use crate::value::Row;
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ use timely::progress::Timestamp;
 ///
 /// ```
 /// use differential_dataflow::input::Input;
-/// use scdflow::changefeed::ChangeType;
+/// use scdflow::engine::changefeed::ChangeType;
 /// use scdflow::operators::ChangeFeed;
 /// use scdflow::value::Value;
 /// use std::sync::{Arc, Mutex};
@@ -55,7 +55,7 @@ use timely::progress::Timestamp;
 /// ```
 pub trait ChangeFeed<'s, T: Timestamp> {
     /// The change feed of these row updates; `identity` maps a row to what identifies it
-    /// (keys for SCD1, keys and `__START_AT` for SCD2: [`crate::changefeed::identity`]).
+    /// (keys for SCD1, keys and `__START_AT` for SCD2: [`crate::engine::changefeed::identity`]).
     fn change_feed<F>(self, identity: F) -> VecCollection<'s, T, (ChangeType, Row)>
     where
         F: Fn(&Row) -> Row + Clone + 'static;

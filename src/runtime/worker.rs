@@ -434,7 +434,7 @@ fn gather(
     }
     if !shared.gather_rows {
         for (t, updates) in done.updates.iter().enumerate() {
-            let (up, down) = crate::changefeed::counts(&shared.targets[t], updates);
+            let (up, down) = crate::engine::changefeed::counts(&shared.targets[t], updates);
             notes.push(Note::Changed(t, up, down));
         }
     }
