@@ -474,20 +474,7 @@ pub fn lock(dir: &Path, suffix: &str) -> Result<File> {
     };
     std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, &e))?;
     let path = parent.join(format!(".{}{suffix}.scdflow-lock", name.to_string_lossy()));
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::write(&path, &e))?;
-    file.try_lock().map_err(|_| {
-        Error::new(
-            crate::ErrorKind::State,
-            "the output directory is in use by another scdflow run (its lock is held)",
-        )
-        .in_file(&dir)
-    })?;
-    Ok(file)
+    crate::state::store::lock_file(&path, &dir, "the output directory")
 }
 
 /// Removes the staging directories in `dir` (named from `prefix`) of runs that did not finish.

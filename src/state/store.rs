@@ -96,6 +96,26 @@ pub struct Appended {
     pub len: u64,
 }
 
+/// Takes the lock file at `path` for this process (until the file is dropped; it dies with the
+/// process however it ends); when another holds it, a `State` error saying that `what` (at
+/// `dir`) is in use.
+pub fn lock_file(path: &Path, dir: &Path, what: &str) -> Result<File> {
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::write(path, &e))?;
+    lock.try_lock().map_err(|_| {
+        Error::new(
+            ErrorKind::State,
+            format!("{what} is in use by another scdflow run"),
+        )
+        .in_file(dir)
+    })?;
+    Ok(lock)
+}
+
 /// An open state directory, locked for this run.
 #[derive(Debug)]
 pub struct StateDir {
@@ -108,20 +128,7 @@ impl StateDir {
     /// crashed run left. With `full_refresh` every trace of earlier runs is removed first.
     pub fn open(dir: &Path, full_refresh: bool) -> Result<(StateDir, Option<Manifest>)> {
         std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, &e))?;
-        let lock_path = dir.join(LOCK);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::write(&lock_path, &e))?;
-        lock.try_lock().map_err(|_| {
-            Error::new(
-                ErrorKind::State,
-                "the state directory is in use by another scdflow run",
-            )
-            .in_file(dir)
-        })?;
+        let lock = lock_file(&dir.join(LOCK), dir, "the state directory")?;
         let state = StateDir {
             dir: dir.to_path_buf(),
             _lock: lock,
