@@ -65,10 +65,15 @@ pub struct RunArgs {
     /// parsing the records in its share of it (0 = never split).
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
     pub split_files_over: u64,
-    /// With several processes: give up (exit 2) when the processes are not all connected
-    /// within this many seconds (0 = wait forever).
+    /// With several processes: give up (exit 2) when the processes are not all connected and
+    /// agreed within this many seconds (0 = wait forever).
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     pub connect_timeout: f64,
+    /// With several processes: a process that says nothing for this many seconds — not
+    /// answering the handshake, or sending no heartbeat during the run (stopped, hung,
+    /// unreachable) — is lost, and every other process exits 2 (0 = wait forever).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub peer_timeout: f64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
     pub format: FormatArg,

@@ -1,20 +1,21 @@
 //! Timely's cluster options (`-n`, `-p`, `-h`) as a `scdflow::runtime::Cluster`.
 
 use anyhow::{bail, Context};
-use scdflow::runtime::Cluster;
+use scdflow::runtime::{Cluster, Timeouts};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// First port of the default addresses, as in timely's own `-h` default.
 const FIRST_PORT: u16 = 2101;
 
-/// The cluster this process belongs to, or `None` for a single process.
+/// The cluster this process belongs to, or `None` for a single process. The timeouts are in
+/// seconds, 0 meaning none (`--connect-timeout`, `--peer-timeout`).
 pub fn cluster(
     processes: u16,
     process: u16,
     hostfile: Option<&Path>,
+    connect_timeout: f64,
+    peer_timeout: f64,
 ) -> anyhow::Result<Option<Cluster>> {
     if process >= processes {
         bail!("--process {process}: must be less than --processes {processes} (processes count from 0)");
@@ -29,40 +30,24 @@ pub fn cluster(
             .collect(),
         Some(path) => read_hostfile(path, n)?,
     };
+    let timeouts = Timeouts {
+        connect: timeout(connect_timeout, "--connect-timeout")?,
+        silence: timeout(peer_timeout, "--peer-timeout")?,
+    };
     Ok(Some(Cluster {
         process: usize::from(process),
         addresses,
+        timeouts,
     }))
 }
 
-/// Exits the process (status 2) unless `started` is set within `wait`: timely retries its
-/// connections forever, so a process that is never started would leave the others waiting.
-pub fn watch(cluster: &Cluster, wait: Duration, started: Arc<AtomicBool>) {
-    let others: Vec<String> = cluster
-        .addresses
-        .iter()
-        .enumerate()
-        .filter(|(p, _)| *p != cluster.process)
-        .map(|(p, a)| format!("{p} at {a}"))
-        .collect();
-    std::thread::spawn(move || {
-        let since = Instant::now();
-        while since.elapsed() < wait {
-            if started.load(Ordering::SeqCst) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if !started.load(Ordering::SeqCst) {
-            eprintln!(
-                "error: the cluster did not form within {:.0} s: the other processes ({}) are not \
-                 all running and reachable (see --connect-timeout)",
-                wait.as_secs_f64(),
-                others.join(", ")
-            );
-            std::process::exit(2);
-        }
-    });
+/// `seconds` as a timeout: 0 is none.
+fn timeout(seconds: f64, name: &str) -> anyhow::Result<Option<Duration>> {
+    match Duration::try_from_secs_f64(seconds) {
+        Ok(d) if d.is_zero() => Ok(None),
+        Ok(d) => Ok(Some(d)),
+        Err(_) => bail!("{name} must be a number of seconds (0 for none), not {seconds}"),
+    }
 }
 
 /// Keeps timely's network-thread panics to one line each: when a peer process goes away,

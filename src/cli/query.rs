@@ -15,7 +15,6 @@ pub fn query(args: QueryArgs) -> anyhow::Result<ExitCode> {
         cluster: None,
         partitioned_output: false,
         split_bytes: 0,
-        started: None,
     };
     let evaluation = super::evaluate::evaluate(&pipeline, &options)?;
     let rows = prepared.read(&pipeline, &evaluation);

@@ -11,7 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let cluster = super::cluster::cluster(args.processes, args.process, args.hostfile.as_deref())?;
+    let cluster = super::cluster::cluster(
+        args.processes,
+        args.process,
+        args.hostfile.as_deref(),
+        args.connect_timeout,
+        args.peer_timeout,
+    )?;
     let pipeline = super::evaluate::load(&args.pipeline)?;
     let options = scdflow::driver::Options {
         workers: usize::from(args.workers),
@@ -20,24 +26,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         cluster: cluster.clone(),
         partitioned_output: args.partitioned_output,
         split_bytes: args.split_files_over,
-        started: None,
     };
     if cluster.is_some() {
         super::cluster::quiet_network_panics();
     }
-    let options = match &cluster {
-        Some(c) if args.connect_timeout > 0.0 => {
-            let started = Arc::new(AtomicBool::new(false));
-            let wait = Duration::try_from_secs_f64(args.connect_timeout)
-                .map_err(|_| anyhow::anyhow!("--connect-timeout must be a number of seconds"))?;
-            super::cluster::watch(c, wait, Arc::clone(&started));
-            scdflow::driver::Options {
-                started: Some(started),
-                ..options
-            }
-        }
-        _ => options,
-    };
     if let Some(state) = &args.state {
         return run_durable(&pipeline, &options, state, &args);
     }

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// What a commit reads.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CommitSource {
     /// One input file of a `read_files` source table.
     Table {
@@ -45,7 +45,7 @@ pub enum CommitSource {
 }
 
 /// What part of a file a commit reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Span {
     /// All of it.
     Whole,

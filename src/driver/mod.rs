@@ -10,8 +10,9 @@
 //! nothing stages them); under [`OnInvalid::Quarantine`] they are set aside with their reason
 //! and the run goes on.
 //!
-//! In a cluster ([`Options::cluster`]) process `p` of `n` reads commits `p`, `p + n`, ... (in
-//! commit order, from 0), and what it learns of them (metrics, set-aside rows, warnings)
+//! In a cluster ([`Options::cluster`]) the processes first agree on the pipeline and the options
+//! that shape results, and each run on process 0's list of commits (`cluster`). Process `p` of
+//! `n` reads commits `p`, `p + n`, ... (in commit order, from 0), and what it learns of them (metrics, set-aside rows, warnings)
 //! travels to process 0 with the targets' updates, so process 0's sink sees the whole run and
 //! the others' see empty commits. With [`Options::partitioned_output`] each process's sink gets
 //! the change feeds of the keys its workers own instead, and process 0 still gets the metrics
@@ -19,6 +20,7 @@
 //! other process with [`crate::ErrorKind::Peer`]; under [`OnInvalid::Fail`] each process
 //! reports the first invalid row of its own share.
 
+mod cluster;
 mod commit;
 mod evaluation;
 pub(crate) mod expect;
@@ -82,8 +84,6 @@ pub struct Options {
     /// Files feeding snapshot flows are never split (a snapshot's keys are checked for
     /// duplicates as a whole).
     pub split_bytes: u64,
-    /// Set once this process's workers start (in a cluster: once every process is connected).
-    pub started: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// In a cluster: each process keeps the target rows of the keys its workers own (its
     /// partition) instead of gathering every target to process 0; metrics still reach process 0.
     pub partitioned_output: bool,

@@ -8,8 +8,8 @@
 //! from the states ([`Driver::tables`]). A run that fails part-way has delivered the commits
 //! before the failure: a sink that must write all or nothing stages what it receives.
 //!
-//! In a cluster ([`Options::cluster`]) process `p` of `n` reads commits `p`, `p + n`, ... (in
-//! commit order, from 0) and feeds `None` for the others; what it learns of its commits
+//! In a cluster ([`Options::cluster`]) every process runs the commits process 0 listed; process
+//! `p` of `n` reads commits `p`, `p + n`, ... (in commit order, from 0) and feeds `None` for the others; what it learns of its commits
 //! (metrics, set-aside rows, warnings) travels to process 0 with the commit, so process 0's
 //! sink sees the whole run and the others' see empty commits. A process that cannot read its
 //! share announces it, and every process stops at that commit.
@@ -116,7 +116,10 @@ impl<'p> Driver<'p> {
                 workers: options.workers,
                 cluster: options.cluster.clone(),
                 partitioned: options.partitioned_output,
-                started: options.started.clone(),
+                terms: match options.cluster {
+                    Some(_) => super::cluster::terms(pipeline, options),
+                    None => Vec::new(),
+                },
                 restore: resume.restore,
                 track_changes: resume.track_changes,
                 files: Some(Arc::new(ShardRecords)),
@@ -154,7 +157,8 @@ impl<'p> Driver<'p> {
     }
 
     /// Reads `sources` as the next commits, applies them and hands each commit's results to
-    /// `sink`; returns, per source, where a read of complete lines ended.
+    /// `sink`; returns, per source, where a read of complete lines ended. In a cluster every
+    /// process calls it at the same point and process 0's `sources` count.
     pub fn apply(
         &mut self,
         sources: &[CommitSource],
@@ -165,6 +169,15 @@ impl<'p> Driver<'p> {
             .cluster
             .as_ref()
             .map_or((1, 0), |c| (c.addresses.len(), c.process));
+        // Every process runs the commits process 0 listed.
+        let agreed;
+        let sources = match self.options.cluster {
+            Some(_) => {
+                agreed = super::cluster::agree_on_commits(&mut self.engine, sources)?;
+                &agreed[..]
+            }
+            None => sources,
+        };
         let mut ends = vec![None; sources.len()];
         for (c, source) in sources.iter().enumerate() {
             // The input is complete when it is read: its latency runs from here.

@@ -11,6 +11,7 @@
 //! the workers without letting the dataflow complete.
 
 use super::deal::deal;
+use super::mesh::Mesh;
 use super::shards::ShardFiles;
 use super::tables::{RenderRows, RenderedTable, RenderedTables};
 use super::worker::{self, Command, Done, Feed, Message, Shared};
@@ -21,11 +22,13 @@ use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use timely::communication::initialize::WorkerGuards;
+use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
+use timely::communication::allocator::{AllocatorBuilder, ProcessBuilder};
+use timely::communication::initialize::{Hooks, WorkerGuards};
+use timely::CommunicationConfig;
 
 /// Commits a worker may hold before it starts them.
 pub const WINDOW: usize = 2;
@@ -40,8 +43,10 @@ pub struct EngineConfig {
     /// In a cluster: each process keeps the updates and rows of the keys its workers own,
     /// instead of gathering them to process 0 (counters and reports still reach process 0).
     pub partitioned: bool,
-    /// Set once this process's workers start: in a cluster, once every process is connected.
-    pub started: Option<Arc<AtomicBool>>,
+    /// In a cluster: what every process must agree on besides the engine's own terms (the
+    /// version, processes, workers and partitioning), as `(name, value)`; a process whose
+    /// terms differ stops every process, naming the first difference.
+    pub terms: Vec<(String, String)>,
     /// A checkpoint to restore every state from before the first commit.
     pub restore: Option<Checkpoint>,
     /// Whether the states record the keys that change, so that [`Engine::save`] can write
@@ -82,6 +87,8 @@ pub struct Engine {
     guards: Option<WorkerGuards<()>>,
     targets: Vec<Target>,
     cluster: bool,
+    /// The cluster's connections; dropped (saying goodbye) after the workers are joined.
+    mesh: Option<Mesh>,
     /// In a cluster whose results go to process 0.
     gathers: bool,
     /// Commits handed over and not yet complete: version and when.
@@ -107,20 +114,11 @@ impl Engine {
             commands.push(sender);
             queues.push(Mutex::new(Some(receiver)));
         }
-        let timely_config = match &config.cluster {
-            Some(c) => timely::Config {
-                communication: timely::CommunicationConfig::Cluster {
-                    threads: workers,
-                    process: c.process,
-                    addresses: c.addresses.clone(),
-                    report: false,
-                    zerocopy: false,
-                },
-                worker: timely::WorkerConfig::default(),
-            },
-            None if workers == 1 => timely::Config::thread(),
-            None => timely::Config::process(workers),
+        let mesh = match &config.cluster {
+            Some(c) => Some(Mesh::form(c, terms(&config, workers))?),
+            None => None,
         };
+        let (builders, others) = communication(mesh.as_ref(), workers)?;
         let shared = Arc::new(Shared {
             targets: targets.to_vec(),
             commands: queues,
@@ -131,16 +129,24 @@ impl Engine {
             restore: config.restore,
             track_changes: config.track_changes,
             files: config.files,
-            started: config.started,
         });
-        let guards = timely::execute(timely_config, move |w| worker::work(w, &shared))
-            .map_err(|e| Error::new(ErrorKind::Internal, format!("cannot start workers: {e}")))?;
+        if let Some(mesh) = &mesh {
+            mesh.watch()?;
+        }
+        let guards = timely::execute::execute_from(
+            builders,
+            others,
+            timely::WorkerConfig::default(),
+            move |w| worker::work(w, &shared),
+        )
+        .map_err(|e| Error::new(ErrorKind::Internal, format!("cannot start workers: {e}")))?;
         Ok(Engine {
             commands,
             messages,
             guards: Some(guards),
             targets: targets.to_vec(),
             cluster: config.cluster.is_some(),
+            mesh,
             gathers: config.cluster.is_some() && !config.partitioned,
             in_flight: VecDeque::new(),
             finished: BTreeMap::new(),
@@ -258,7 +264,10 @@ impl Engine {
             match message {
                 Message::Done(done) => self.absorb(*done),
                 Message::Failed(e) => return Err(e),
-                Message::Saved(_) | Message::Tables(_) | Message::Rendered(_) => {
+                Message::Saved(_)
+                | Message::Tables(_)
+                | Message::Rendered(_)
+                | Message::Agreed(_) => {
                     return Err(Error::new(ErrorKind::Internal, "an answer out of turn"))
                 }
             }
@@ -342,6 +351,31 @@ impl Engine {
         Ok(tables)
     }
 
+    /// What process 0 of a cluster decided, in every process: process 0 passes its decision
+    /// (`mine`), the others' is ignored. Collective: every process asks at the same point of
+    /// its run. Outside a cluster, `mine`.
+    pub fn agree(&mut self, mine: Option<Vec<u8>>) -> Result<Vec<u8>> {
+        self.between_commits()?;
+        let leads = self.mesh.as_ref().is_none_or(|m| m.process() == 0);
+        let mine = mine.filter(|_| leads);
+        if !self.cluster {
+            return mine.ok_or_else(|| Error::new(ErrorKind::Internal, "nothing to agree on"));
+        }
+        let mut mine = mine;
+        for w in 0..self.commands.len() {
+            self.send(w, Command::Agree(mine.take()))?;
+        }
+        let mut agreed = None;
+        for _ in 0..self.commands.len() {
+            match self.messages.recv().map_err(|_| self.stopped())? {
+                Message::Agreed(said) => agreed = agreed.or(said),
+                Message::Failed(e) => return Err(e),
+                _ => return Err(Error::new(ErrorKind::Internal, "an answer out of turn")),
+            }
+        }
+        agreed.ok_or_else(|| Error::new(ErrorKind::Internal, "process 0 decided nothing"))
+    }
+
     fn between_commits(&self) -> Result<()> {
         match self.in_flight.is_empty() {
             true => Ok(()),
@@ -394,9 +428,9 @@ impl Engine {
         self.commands.clear();
         let guards = self.guards.take().expect("joined once");
         let joined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guards.join()));
-        let results = joined.map_err(|_| lost(self.cluster))?;
+        let results = joined.map_err(|_| self.lost())?;
         if results.iter().any(|r| r.is_err()) {
-            return Err(lost(self.cluster));
+            return Err(self.lost());
         }
         // A worker that failed while finishing said why.
         match self.messages.try_recv() {
@@ -412,7 +446,24 @@ impl Engine {
                 return e;
             }
         }
-        lost(self.cluster)
+        self.lost()
+    }
+
+    /// Timely's network threads panic when a peer process goes away: in a cluster that is a
+    /// lost peer (which one and why, when the heartbeats tell), not a bug.
+    fn lost(&self) -> Error {
+        if !self.cluster {
+            return Error::new(ErrorKind::Internal, "a worker stopped unexpectedly");
+        }
+        let who = self.mesh.as_ref().and_then(Mesh::lost);
+        let who = who.map_or_else(String::new, |who| format!(": {who}"));
+        Error::new(
+            ErrorKind::Peer,
+            format!(
+                "lost the connection to another process of the cluster{who} (it exited, stopped \
+                 or the network failed); nothing was written"
+            ),
+        )
     }
 }
 
@@ -434,18 +485,44 @@ enum Wait {
     Until(Instant),
 }
 
-/// Timely's network threads panic when a peer process goes away: in a cluster that is a lost
-/// peer, not a bug.
-fn lost(cluster: bool) -> Error {
-    if cluster {
-        Error::new(
-            ErrorKind::Peer,
-            "lost the connection to another process of the cluster (it exited, or the network \
-             failed); nothing was written",
-        )
-    } else {
-        Error::new(ErrorKind::Internal, "a worker stopped unexpectedly")
-    }
+/// The engine's terms of a cluster, then the caller's ([`EngineConfig::terms`]).
+fn terms(config: &EngineConfig, workers: usize) -> Vec<(String, String)> {
+    let processes = config.cluster.as_ref().map_or(1, |c| c.addresses.len());
+    let mut terms: Vec<(String, String)> = [
+        ("the scdflow version", env!("CARGO_PKG_VERSION").to_string()),
+        ("--processes", processes.to_string()),
+        ("--workers", workers.to_string()),
+        ("--partitioned-output", config.partitioned.to_string()),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_string(), value))
+    .collect();
+    terms.extend(config.terms.iter().cloned());
+    terms
+}
+
+/// Timely's allocators: on the cluster's connections, or within this process.
+fn communication(
+    mesh: Option<&Mesh>,
+    workers: usize,
+) -> Result<(Vec<AllocatorBuilder>, Box<dyn std::any::Any + Send>)> {
+    let started = |e: String| Error::new(ErrorKind::Internal, format!("cannot start workers: {e}"));
+    let Some(mesh) = mesh else {
+        let config = match workers {
+            1 => CommunicationConfig::Thread,
+            n => CommunicationConfig::Process(n),
+        };
+        return config.try_build().map_err(started);
+    };
+    let hooks = Hooks::default();
+    let local =
+        ProcessBuilder::new_typed_vector(workers, hooks.refill.clone(), hooks.spill.clone());
+    let connections = mesh.timely_connections()?;
+    let (builders, guard) =
+        initialize_networking_from_sockets(local, connections, mesh.process(), workers, hooks)
+            .map_err(|e| started(e.to_string()))?;
+    let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
+    Ok((builders, Box::new(guard)))
 }
 
 fn empty_shares(workers: usize, targets: usize) -> Vec<Vec<super::deal::TargetShare>> {

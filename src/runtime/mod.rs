@@ -10,7 +10,9 @@
 //! benchmarks and embedders that want the whole update stream).
 //!
 //! In a cluster ([`Cluster`]: timely's own TCP transport between processes, no other
-//! infrastructure) each process feeds the commits it read and passes `None` for the others;
+//! infrastructure) the processes first connect and check that they agree on everything that
+//! shapes the results, and then watch each other's heartbeats (`mesh`); each process feeds the
+//! commits it read and passes `None` for the others;
 //! the operators exchange events by key across the cluster. Each commit starts with a round in
 //! which the reading process announces its timestamp (the reading process's clock, made
 //! non-decreasing) or its failure to read it, so every process fails rather than waits. The
@@ -19,7 +21,8 @@
 //!
 //! Layout: `engine` (the caller's handle), `worker` (one worker's loop, rendering each target
 //! with [`crate::operators::TargetState`]), `deal` (a commit's input split among workers),
-//! `control` (collective rounds), `held` (the states a worker holds, restored, saved and read),
+//! `control` (collective rounds), `mesh` (the cluster's connections, handshake and heartbeats),
+//! `held` (the states a worker holds, restored, saved and read),
 //! `shards` (the trait through which the caller stores them), `tables` (tables rendered key by
 //! key from the states).
 
@@ -27,11 +30,13 @@ mod control;
 mod deal;
 mod engine;
 mod held;
+mod mesh;
 mod shards;
 mod tables;
 mod worker;
 
 pub use engine::{Engine, EngineConfig, Outcome, WINDOW};
+pub use mesh::{Timeouts, BEAT, MAGIC};
 pub use shards::{shard_name, ShardFiles, ShardWriter};
 pub use tables::{RenderRows, RenderedTable, RenderedTables};
 
@@ -107,6 +112,8 @@ pub struct Cluster {
     pub process: usize,
     /// `host:port` of every process, in process order (at least two).
     pub addresses: Vec<String>,
+    /// How long to wait for the other processes.
+    pub timeouts: Timeouts,
 }
 
 impl Cluster {

@@ -26,7 +26,6 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -45,6 +44,8 @@ pub(super) enum Command {
     Save(PathBuf, bool),
     /// Read every target's table.
     Tables,
+    /// Learn what process 0 decided (given to its first worker only).
+    Agree(Option<Vec<u8>>),
     /// Render every target's table (of the keys this worker owns).
     Render(RenderRows),
     /// No more commands: let the dataflow complete.
@@ -72,6 +73,8 @@ pub(super) enum Message {
     Tables(Vec<Vec<Row>>),
     /// This worker's rendered share of every target's table.
     Rendered(Result<Vec<RenderedTable>>),
+    /// What process 0 decided.
+    Agreed(Option<Vec<u8>>),
     /// The worker stopped.
     Failed(Error),
 }
@@ -111,7 +114,6 @@ pub(super) struct Shared {
     pub(super) track_changes: bool,
     /// Where shards are saved and restored from.
     pub(super) files: Option<Arc<dyn ShardFiles>>,
-    pub(super) started: Option<Arc<AtomicBool>>,
 }
 
 impl Shared {
@@ -184,9 +186,6 @@ pub(super) fn work(worker: &mut Worker, shared: &Shared) {
 }
 
 fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Result<()> {
-    if let Some(started) = &shared.started {
-        started.store(true, Ordering::SeqCst);
-    }
     let index = worker.index();
     let commands = shared.commands[index - shared.first]
         .lock()
@@ -252,6 +251,9 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
                     .map(|(t, h)| h.render_table(t, &render))
                     .collect(),
             ),
+            Command::Agree(mine) => {
+                Message::Agreed(tell_everyone(worker, mine.into_iter().collect()).pop())
+            }
             Command::Finish => break,
         };
         if messages.send(message).is_err() {

@@ -12,6 +12,8 @@ mod golden_snapshot;
 mod cli;
 // `scdflow run` as two processes on loopback.
 mod cluster;
+// Clusters whose processes differ, stay silent, stop, or see different files.
+mod cluster_faults;
 // Snapshot and REPLACE USING flows vs the model.
 mod prop_snapshot;
 // Tombstone retention through the dataflow.
