@@ -8,11 +8,13 @@
 //! commit to files in a staging directory beside `DIR` (`.<DIR name>.scdflow-staging-<pid>`, on
 //! the same file system), so nothing grows in memory with the number of updates; when the run
 //! succeeds the tables and `metrics.json` join them and the files move into place — the whole
-//! directory in one rename when `DIR` does not exist yet, file by file otherwise. A run that
-//! fails leaves `DIR` as it was (the staging directory is removed, or — after a crash — by the
-//! next run into the same `DIR`).
+//! directory in one rename when `DIR` does not exist yet, otherwise as a group that moves in
+//! whole or not at all ([`io::swap_in`]). A run that fails leaves `DIR` as it was (the staging
+//! directory is removed, or — after a crash — by the next run into the same `DIR`, which first
+//! completes a group that was moving in).
 //!
-//! Limits: into an existing `DIR`, the renames are atomic one by one, not as a group.
+//! Limits: into an existing `DIR`, a reader listing it during the renames (microseconds per
+//! file) can see some files new and others old.
 
 use crate::driver::{CommitLatency, CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};
 use crate::engine::changefeed;
@@ -260,12 +262,7 @@ impl<'p> StagedRun<'p> {
         let whole =
             !self.layout.dir.exists() && std::fs::rename(&self.stage.dir, &self.layout.dir).is_ok();
         if !whole {
-            for (from, to) in &staged {
-                if let Some(parent) = to.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, &e))?;
-                }
-                std::fs::rename(from, to).map_err(|e| Error::write(to, &e))?;
-            }
+            io::swap_in(&self.stage.dir, &staged)?;
             let _ = std::fs::remove_dir_all(&self.stage.dir);
         }
         crate::state::frames::sync_parent(&self.layout.metrics())?;
@@ -477,12 +474,14 @@ pub fn lock(dir: &Path, suffix: &str) -> Result<File> {
     crate::state::store::lock_file(&path, &dir, "the output directory")
 }
 
-/// Removes the staging directories in `dir` (named from `prefix`) of runs that did not finish.
+/// Removes the staging directories in `dir` (named from `prefix`) of runs that did not finish,
+/// after completing the move of any whose files were moving in when its process died.
 fn remove_stale_stages(dir: &Path, prefix: &str) -> Result<()> {
     for entry in std::fs::read_dir(dir).map_err(|e| Error::read(dir, &e))? {
         let entry = entry.map_err(|e| Error::read(dir, &e))?;
         if entry.file_name().to_string_lossy().starts_with(prefix) {
             let path = entry.path();
+            io::finish_swap(&path)?;
             std::fs::remove_dir_all(&path).map_err(|e| Error::write(&path, &e))?;
         }
     }

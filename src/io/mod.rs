@@ -22,7 +22,8 @@
 //! check that the part already read is still there and unchanged. Details in `tail`.
 //!
 //! Writing: [`write_rows`] writes a whole target or change-feed file (CSV or JSONL) atomically,
-//! [`append_quarantine`] appends invalid rows; value text forms are in [`format`](mod@format).
+//! [`append_quarantine`] appends invalid rows, [`swap_in`] moves a group of staged files into
+//! place all together or not at all; value text forms are in [`format`](mod@format).
 
 mod csv_read;
 mod csv_records;
@@ -34,6 +35,7 @@ mod json_read;
 pub(crate) mod parse_value;
 mod row;
 mod split;
+mod swap;
 mod tail;
 mod versioned;
 mod write;
@@ -42,6 +44,7 @@ pub use files::{crc_of_range, file_len, list_files};
 pub use format::{format_double, format_value_text, value_to_json, value_to_json_text};
 pub use row::{RowError, SourceRow};
 pub use split::split_points;
+pub use swap::{finish_swap, swap_in, JOURNAL};
 pub use tail::Tail;
 pub use versioned::{version_regex, versioned_files};
 pub(crate) use write::replace_file;

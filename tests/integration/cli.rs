@@ -416,3 +416,71 @@ fn a_duplicate_key_in_a_snapshot_fails_the_update() {
         "error: snaps/snapshot_1.csv:3: flow `f`: KEYS (userId): duplicate key in snapshot version 1 (first at line 2)"
     );
 }
+
+/// Every regular file under `dir` with its bytes, by relative path.
+fn snapshot_of(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(at) = todo.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), bytes);
+            }
+        }
+    }
+    files
+}
+
+/// Issue 13, item 6: a run that fails while moving its files into an existing `--out` (here the
+/// quarantine folder is on another file system, so its file cannot be renamed in, after the
+/// table and change feed were) leaves every file of `--out` as it was.
+#[test]
+fn a_run_that_fails_moving_its_files_in_changes_none() {
+    use std::os::unix::fs::MetadataExt;
+    let elsewhere = match tempfile::tempdir_in("/dev/shm") {
+        Ok(dir) => dir,
+        Err(e) => panic!("this test needs /dev/shm (a tmpfs) to be writable: {e}"),
+    };
+    let dir = scratch(KV_SQL, &[("data.csv", "k,v,seq\n1,a,1\n2,b,\n")]);
+    let device = |p: &Path| std::fs::metadata(p).unwrap().dev();
+    assert_ne!(
+        device(elsewhere.path()),
+        device(dir.path()),
+        "/dev/shm must be another file system than the temporary directory"
+    );
+    let quarantine = ["--on-invalid", "quarantine"];
+    let first = scdflow(
+        &[&["run", "p.sql", "--out", "out"][..], &quarantine].concat(),
+        dir.path(),
+    );
+    assert!(first.status.success(), "{}", stderr(&first));
+    let out = dir.path().join("out");
+    // The quarantine folder now lives on the other file system.
+    let moved = elsewhere.path().join("q");
+    std::fs::create_dir(&moved).unwrap();
+    std::fs::copy(out.join("_quarantine/f.jsonl"), moved.join("f.jsonl")).unwrap();
+    std::fs::remove_dir_all(out.join("_quarantine")).unwrap();
+    std::os::unix::fs::symlink(&moved, out.join("_quarantine")).unwrap();
+    let before = snapshot_of(&out);
+    std::fs::write(dir.path().join("data.csv"), "k,v,seq\n1,z,9\n3,c,\n").unwrap();
+    let second = scdflow(
+        &[&["run", "p.sql", "--out", "out"][..], &quarantine].concat(),
+        dir.path(),
+    );
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    let err = stderr(&second);
+    assert!(err.contains("cannot move f.jsonl there"), "{err}");
+    assert_eq!(snapshot_of(&out), before, "the failed run changed --out");
+    let staged = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().contains("scdflow-staging")
+        })
+        .count();
+    assert_eq!(staged, 0, "the staging directory is removed");
+}
