@@ -12,13 +12,15 @@
 //! - A file feeding a periodic snapshot flow (`FROM SNAPSHOT (SELECT ... FROM table)`) is a whole
 //!   snapshot: when its length or checksum changed, all of it is the next snapshot.
 //! - A versioned snapshot file (`FROM SNAPSHOT read_files(..., version => ...)`) is read once;
-//!   a new file whose version is not newer than the last applied one is skipped (D12).
+//!   a new file whose version is not newer than the last applied one is skipped (D12). A known
+//!   one whose length or checksum changed was rewritten after it was applied: that is an error,
+//!   as for a change source (a new snapshot takes a new version).
 
 use super::commit::{CommitSource, ReadFrom, Span};
 use crate::io;
 use crate::plan::{Pipeline, SnapshotSource, SourceInput};
 use crate::state::store::WINDOW;
-use crate::state::{InputProgress, Manifest};
+use crate::state::{Checks, InputProgress, Manifest};
 use crate::{Error, ErrorKind, Result};
 use std::collections::HashMap;
 use std::fs::File;
@@ -32,12 +34,15 @@ pub(crate) enum Consumed {
     Lines { file: PathBuf, from: ReadFrom },
     /// A whole file of `len` bytes with checksum `crc`.
     Whole { file: PathBuf, len: u64, crc: u32 },
-    /// A versioned snapshot file; `version` is applied unless the commit skips it.
+    /// A versioned snapshot file of `len` bytes with checksum `crc`; `version` is applied unless
+    /// the commit skips it.
     Snapshot {
         file: PathBuf,
         flow: String,
         version: i64,
         skipped: bool,
+        len: u64,
+        crc: u32,
     },
 }
 
@@ -126,9 +131,18 @@ pub(crate) fn find(
                 .map(|(_, v)| *v)
         });
         for (v, file) in io::versioned_files(path, version)? {
-            if known(&file).is_some() {
+            let meta = std::fs::metadata(&file).map_err(|e| Error::read(&file, &e))?;
+            if let Some(p) = known(&file) {
+                let look = Look::of(&meta, p.consumed);
+                if checked.0.get(&file) != Some(&look) {
+                    let crc = manifest.and_then(|m| Checks::of(&m.checks.snapshots, &file));
+                    check_snapshot_unchanged(&file, meta.len(), p.consumed, crc)?;
+                    checked.0.insert(file, look);
+                }
                 continue;
             }
+            let len = meta.len();
+            let crc = io::crc_of_range(&file, 0, len)?;
             let skipped = last.is_some_and(|l| v <= l);
             last = Some(last.map_or(v, |l| l.max(v)));
             let source = CommitSource::Snapshot {
@@ -142,6 +156,8 @@ pub(crate) fn find(
                 flow: sf.name.clone(),
                 version: v,
                 skipped,
+                len,
+                crc,
             };
             commits.push((source, consumed));
         }
@@ -176,6 +192,8 @@ pub(crate) fn record(
             flow,
             version,
             skipped,
+            len,
+            crc,
         } => {
             if !skipped {
                 let versions = &mut manifest.snapshot_versions;
@@ -184,12 +202,10 @@ pub(crate) fn record(
                     None => versions.push((flow.clone(), *version)),
                 }
             }
-            let len = std::fs::metadata(file)
-                .map_err(|e| Error::read(file, &e))?
-                .len();
+            Checks::set(&mut manifest.checks.snapshots, file, *crc);
             InputProgress {
                 file: file.clone(),
-                consumed: len,
+                consumed: *len,
                 next_line: 0,
                 window: 0,
             }
@@ -200,6 +216,26 @@ pub(crate) fn record(
         None => manifest.inputs.push(progress),
     }
     Ok(())
+}
+
+/// Fails when an applied versioned snapshot file no longer has the length it was applied with,
+/// or (when the state recorded it) its checksum.
+fn check_snapshot_unchanged(file: &Path, len: u64, applied: u64, crc: Option<u32>) -> Result<()> {
+    let changed =
+        len != applied || crc.is_some_and(|crc| io::crc_of_range(file, 0, len).ok() != Some(crc));
+    match changed {
+        false => Ok(()),
+        true => Err(Error::new(
+            ErrorKind::State,
+            format!(
+                "this snapshot file was applied ({applied} bytes) and has changed since \
+                 ({len} bytes now): a versioned snapshot is read once, so a new snapshot needs \
+                 a file with a new version; restore the file, or reprocess all input with \
+                 --full-refresh"
+            ),
+        )
+        .in_file(file)),
+    }
 }
 
 /// Whether file-backed table `t` feeds a periodic snapshot flow, directly or through tables

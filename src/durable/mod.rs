@@ -39,7 +39,7 @@ use crate::plan::Pipeline;
 use crate::runtime::{Checkpoint, Progress};
 use crate::state::store::Staged;
 use crate::state::store::METRICS_LOG;
-use crate::state::{appended, Appended, Fingerprint, Manifest, StateDir};
+use crate::state::{appended, Appended, Checks, Fingerprint, Manifest, StateDir};
 use crate::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -193,7 +193,7 @@ impl<'a> Session<'a> {
             }
             // The appended files are known by the spelling the state was written with.
             out = m.out.clone();
-            appended::recover(&m.appended)?;
+            appended::recover(&m.appended, &m.checks.appended)?;
         } else if !(durability.full_refresh || fresh.is_some_and(|f| same_dir(&f.out, &out))) {
             refuse_foreign_feeds(pipeline, &Layout::new(&out, durability.format), dir.path())?;
         }
@@ -213,6 +213,7 @@ impl<'a> Session<'a> {
                     snapshot_versions: Vec::new(),
                     appended: Vec::new(),
                     live_tombstones: Vec::new(),
+                    checks: Default::default(),
                 };
                 // A new state's empty manifest goes to disk before any output: from now on a
                 // state directory without a manifest is one whose manifest was lost, never one
@@ -611,13 +612,18 @@ fn refuse_foreign_feeds(pipeline: &Pipeline, layout: &Layout, state: &Path) -> R
 /// another run.
 fn append(manifest: &mut Manifest, path: &Path, text: &str) -> Result<()> {
     if !manifest.appended.iter().any(|a| a.path == path) {
-        appended::recover(&[Appended {
-            path: path.to_path_buf(),
-            len: 0,
-        }])?;
+        appended::recover(
+            &[Appended {
+                path: path.to_path_buf(),
+                len: 0,
+            }],
+            &[],
+        )?;
     }
     let len = appended::append(path, text.as_bytes())?;
     set_committed(manifest, path, len);
+    let tail = appended::tail_crc(path, len)?;
+    Checks::set(&mut manifest.checks.appended, path, tail);
     Ok(())
 }
 

@@ -18,4 +18,4 @@ pub mod store;
 
 pub use fingerprint::Fingerprint;
 pub use frames::{FileKind, FrameReader, FrameWriter, ShardRecords};
-pub use store::{Appended, InputProgress, Manifest, StateDir};
+pub use store::{Appended, Checks, InputProgress, Manifest, StateDir};

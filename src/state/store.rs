@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! DIR/LOCK                   held (flock) by the run using the directory
-//! DIR/MANIFEST               framed record file: the Manifest below
+//! DIR/MANIFEST               framed record file: the Manifest below, then its Checks
 //! DIR/ckpt-<version>/        the operators' shards of that commit: t<target>-<part>-w<worker>
 //! DIR/delta-<version>/       what changed in them from the save before to that commit
 //! DIR/metrics.jsonl          every commit's metrics, appended (committed length in the manifest)
@@ -68,6 +68,35 @@ pub struct Manifest {
     pub appended: Vec<Appended>,
     /// Per target (by name): tombstones held at the last commit.
     pub live_tombstones: Vec<(String, i64)>,
+    /// Checksums of what the manifest records by length; the manifest file's second record.
+    #[serde(skip)]
+    pub checks: Checks,
+}
+
+/// Checksums that let a run tell a file changed outside scdflow from one it may trust: the
+/// manifest's second record. States written before it existed have none until their next
+/// commit (their files are checked by length only).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checks {
+    /// Appended files: CRC-32 of the last [`WINDOW`] bytes of each one's committed length.
+    pub appended: Vec<(PathBuf, u32)>,
+    /// Applied versioned snapshot files: CRC-32 of the whole file.
+    pub snapshots: Vec<(PathBuf, u32)>,
+}
+
+impl Checks {
+    /// The checksum recorded for `path` in `list`.
+    pub fn of(list: &[(PathBuf, u32)], path: &Path) -> Option<u32> {
+        list.iter().find(|(p, _)| p == path).map(|(_, crc)| *crc)
+    }
+
+    /// Records `crc` for `path` in `list`.
+    pub fn set(list: &mut Vec<(PathBuf, u32)>, path: &Path, crc: u32) {
+        match list.iter_mut().find(|(p, _)| p == path) {
+            Some(entry) => entry.1 = crc,
+            None => list.push((path.to_path_buf(), crc)),
+        }
+    }
 }
 
 /// How much of one input file has been consumed.
@@ -143,9 +172,10 @@ impl StateDir {
         }
         let manifest = if manifest_path.exists() {
             let mut reader = FrameReader::open(&manifest_path, FileKind::Manifest)?;
-            let manifest: Manifest = reader.expect("the manifest")?;
+            let mut manifest: Manifest = reader.expect("the manifest")?;
+            manifest.checks = reader.read()?.unwrap_or_default();
             if reader.read::<()>()?.is_some() {
-                return Err(reader.damaged_at(0, "holds more than one manifest"));
+                return Err(reader.damaged_at(0, "holds more than a manifest and its checks"));
             }
             Some(manifest)
         } else {
@@ -248,7 +278,8 @@ impl StateDir {
             }
         }
         frames::write_atomically(&self.dir.join(MANIFEST), FileKind::Manifest, |w| {
-            w.write(&*manifest)
+            w.write(&*manifest)?;
+            w.write(&manifest.checks)
         })?;
         for old in replaced {
             let old = self.dir.join(old);

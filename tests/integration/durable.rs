@@ -1049,3 +1049,61 @@ fn later_runs_save_deltas_and_a_restart_restores_the_chain() {
     );
     assert_eq!(read(&d.join("out/t.csv")), read(&plain.join("t.csv")));
 }
+
+/// Issue 13, item 5: a plain run into a durable run's `--out` rewrites its change feed; the
+/// next durable run refuses it (by the committed bytes' checksum) instead of cutting it to a
+/// length that ends no commit, and leaves every output as it found it.
+#[test]
+fn a_change_feed_rewritten_by_another_run_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    two_kv_runs(d, 2);
+    kv_file(
+        d,
+        "b3.csv",
+        &["9,long value to make the feed longer,U,5"; 8],
+    );
+    succeed(d, &["run", "pipeline.sql", "--out", "out"]);
+    let before = snapshot(&d.join("out"));
+    let err = refused(&scdflow(
+        d,
+        &["run", "pipeline.sql", "--state", "state", "--out", "out"],
+    ));
+    assert!(
+        err.contains("t.changes.csv") && err.contains("changed outside scdflow"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&d.join("out")), before, "outputs untouched");
+    durable(d, "pipeline.sql", &["--full-refresh"]);
+}
+
+/// Issue 13, item 7: a versioned snapshot file rewritten after it was applied is refused (a
+/// fresh run would give another table), not skipped as "no new input".
+#[test]
+fn a_snapshot_file_rewritten_after_it_was_applied_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let v = seed("T5_snapshot_scd2");
+    let batches = v["batches"].as_array().unwrap();
+    std::fs::create_dir_all(d.join("snaps")).unwrap();
+    std::fs::write(d.join("pipeline.sql"), snapshot_sql(2)).unwrap();
+    let file = d.join(format!("snaps/snapshot_{}.csv", batches[0]["version"]));
+    std::fs::write(&file, snapshot_csv(&batches[0])).unwrap();
+    durable(d, "pipeline.sql", &[]);
+    let out = snapshot(&d.join("out"));
+    let args = ["run", "pipeline.sql", "--state", "state", "--out", "out"];
+    // The same length, other bytes; then another length.
+    let text = snapshot_csv(&batches[0]);
+    let swapped: String = text.chars().rev().collect();
+    for rewritten in [swapped, text.clone() + "99,Nowhere\n"] {
+        std::fs::write(&file, &rewritten).unwrap();
+        let err = refused(&scdflow(d, &args));
+        assert!(
+            err.contains("snapshot_") && err.contains("was applied") && err.contains("new version"),
+            "{err}"
+        );
+        assert_eq!(snapshot(&d.join("out")), out, "outputs untouched");
+    }
+    std::fs::write(&file, &text).unwrap();
+    assert!(durable(d, "pipeline.sql", &[]).contains("no new input"));
+}
