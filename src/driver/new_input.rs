@@ -81,8 +81,10 @@ pub(crate) fn find(
 ) -> Result<Vec<(CommitSource, Consumed)>> {
     let known = |file: &Path| manifest.and_then(|m| m.inputs.iter().find(|p| p.file == file));
     let mut commits = Vec::new();
-    for (table, file) in crate::ingest::input_files(pipeline)? {
-        let meta = std::fs::metadata(&file).map_err(|e| Error::read(&file, &e))?;
+    for (table, source) in crate::ingest::input_files(pipeline)? {
+        // Read by the pipeline's spelling, recorded by the file's one absolute spelling.
+        let meta = std::fs::metadata(&source).map_err(|e| Error::read(&source, &e))?;
+        let file = io::normal_path(&source)?;
         let len = meta.len();
         if feeds_periodic_snapshot(pipeline, table) {
             let crc = io::crc_of_range(&file, 0, len)?;
@@ -90,7 +92,7 @@ pub(crate) fn find(
             if !unchanged {
                 let source = CommitSource::Table {
                     table,
-                    file: file.clone(),
+                    file: source,
                     span: Span::Whole,
                 };
                 commits.push((source, Consumed::Whole { file, len, crc }));
@@ -114,7 +116,7 @@ pub(crate) fn find(
         if has_newline(&file, from.offset, len)? {
             let source = CommitSource::Table {
                 table,
-                file: file.clone(),
+                file: source,
                 span: Span::From(from),
             };
             commits.push((source, Consumed::Lines { file, from }));
@@ -130,8 +132,9 @@ pub(crate) fn find(
                 .find(|(name, _)| *name == sf.name)
                 .map(|(_, v)| *v)
         });
-        for (v, file) in io::versioned_files(path, version)? {
-            let meta = std::fs::metadata(&file).map_err(|e| Error::read(&file, &e))?;
+        for (v, source) in io::versioned_files(path, version)? {
+            let meta = std::fs::metadata(&source).map_err(|e| Error::read(&source, &e))?;
+            let file = io::normal_path(&source)?;
             if let Some(p) = known(&file) {
                 let look = Look::of(&meta, p.consumed);
                 if checked.0.get(&file) != Some(&look) {
@@ -148,7 +151,7 @@ pub(crate) fn find(
             let source = CommitSource::Snapshot {
                 flow,
                 version: v,
-                file: file.clone(),
+                file: source,
                 skipped,
             };
             let consumed = Consumed::Snapshot {

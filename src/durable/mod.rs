@@ -162,7 +162,12 @@ impl<'a> Session<'a> {
         output::refuse_input_folder(pipeline, &durability.out, "--out")?;
         output::refuse_input_folder(pipeline, &durability.state, "--state")?;
         let out_lock = output::lock(&durability.out, "")?;
-        let (dir, manifest) = StateDir::open(&durability.state, durability.full_refresh)?;
+        // Absolute, so that the state works from any working directory.
+        let state = crate::io::normal_path(&durability.state)?;
+        let (dir, mut manifest) = StateDir::open(&state, durability.full_refresh)?;
+        if let Some(m) = manifest.as_mut() {
+            absolute_paths(m, &state)?;
+        }
         // The empty manifest of a state that never committed, if that is what there is.
         let fresh = manifest
             .as_ref()
@@ -577,6 +582,34 @@ pub fn follow(
 
 /// Whether `a` and `b` name one directory: the same path, or the same once the file system
 /// resolves them (`../x/out`, a symlink).
+/// Makes the paths of a manifest written before they were recorded absolute. Of the appended
+/// files only the metrics log could be relative (it lives in the state directory, `--out` was
+/// always recorded absolute); any other relative path was relative to the working directory of
+/// the run that wrote it, which a state used from the same place still has.
+fn absolute_paths(manifest: &mut Manifest, state: &Path) -> Result<()> {
+    let normal = |path: &mut PathBuf| -> Result<()> {
+        if path.is_relative() {
+            *path = crate::io::normal_path(path)?;
+        }
+        Ok(())
+    };
+    let log = |path: &mut PathBuf| {
+        if path.is_relative() {
+            *path = state.join(METRICS_LOG);
+        }
+    };
+    let Manifest {
+        inputs,
+        appended,
+        checks,
+        ..
+    } = manifest;
+    inputs.iter_mut().try_for_each(|p| normal(&mut p.file))?;
+    appended.iter_mut().for_each(|a| log(&mut a.path));
+    checks.appended.iter_mut().for_each(|(p, _)| log(p));
+    checks.snapshots.iter_mut().try_for_each(|(p, _)| normal(p))
+}
+
 fn same_dir(a: &Path, b: &Path) -> bool {
     a == b
         || matches!(

@@ -133,3 +133,45 @@ fn a_rewritten_input_file_is_refused() {
     assert!(e.to_string().contains("live/a.csv"), "{e}");
     assert!(e.to_string().contains("--full-refresh"), "{e}");
 }
+
+/// Issue 13, item 13: a manifest written before paths were recorded absolute reads its
+/// relative paths from the working directory (inputs) or the state directory (the metrics log).
+#[test]
+fn relative_paths_of_older_manifests_become_absolute() {
+    use crate::state::{Appended, Checks, InputProgress};
+    let state = Path::new("/srv/st");
+    let mut m = Manifest {
+        version: 3,
+        last_timestamp: 0,
+        fingerprint: Fingerprint::of(&Fixture::new().pipeline),
+        out: PathBuf::from("/srv/out"),
+        format: "csv".into(),
+        workers: 1,
+        checkpoint: None,
+        deltas: Vec::new(),
+        inputs: vec![InputProgress {
+            file: PathBuf::from("data/../data/a.csv"),
+            consumed: 10,
+            next_line: 2,
+            window: 7,
+        }],
+        snapshot_versions: Vec::new(),
+        appended: vec![
+            Appended {
+                path: PathBuf::from("st/metrics.jsonl"),
+                len: 5,
+            },
+            Appended {
+                path: PathBuf::from("/srv/out/t.changes.csv"),
+                len: 9,
+            },
+        ],
+        live_tombstones: Vec::new(),
+        checks: Checks::default(),
+    };
+    absolute_paths(&mut m, state).unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    assert_eq!(m.inputs[0].file, cwd.join("data/a.csv"));
+    assert_eq!(m.appended[0].path, state.join("metrics.jsonl"));
+    assert_eq!(m.appended[1].path, Path::new("/srv/out/t.changes.csv"));
+}

@@ -86,6 +86,26 @@ pub(crate) fn decode(path: &Path, bytes: Vec<u8>, first_line: u64) -> Result<Str
     })
 }
 
+/// `path` made absolute against the working directory, with `.` and `..` folded away
+/// lexically: one spelling per file for records that outlive a working directory (a durable
+/// state's consumed inputs). Symbolic links are not resolved, so a link that later points
+/// elsewhere is still the same path.
+pub fn normal_path(path: &Path) -> Result<std::path::PathBuf> {
+    use std::path::Component;
+    let absolute = std::path::absolute(path).map_err(|e| Error::read(path, &e))?;
+    let mut normal = std::path::PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    Ok(normal)
+}
+
 /// The size of `path` in bytes; an `Io` error naming it when it cannot be read.
 pub fn file_len(path: &Path) -> Result<u64> {
     Ok(std::fs::metadata(path)

@@ -40,7 +40,7 @@ mod tail;
 mod versioned;
 mod write;
 
-pub use files::{crc_of_range, file_len, list_files};
+pub use files::{crc_of_range, file_len, list_files, normal_path};
 pub use format::{format_double, format_value_text, value_to_json, value_to_json_text};
 pub use row::{RowError, SourceRow};
 pub use split::split_points;

@@ -12,6 +12,10 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 
+/// What the errors say of `--full-refresh`, which is no repair: it throws the state away.
+const REBUILD: &str = "--full-refresh would instead rebuild every output from all input, \
+                       starting the change feeds over at version 1";
+
 /// CRC-32 of the last [`WINDOW`] bytes of `path`'s first `len` bytes.
 pub fn tail_crc(path: &Path, len: u64) -> Result<u32> {
     crate::io::crc_of_range(path, len.saturating_sub(WINDOW), len)
@@ -30,8 +34,7 @@ pub fn recover(files: &[Appended], checks: &[(std::path::PathBuf, u32)]) -> Resu
                     ErrorKind::State,
                     format!(
                         "cannot read this output, which holds {} committed bytes ({e}); it was \
-                         moved or removed outside scdflow: restore it, or rebuild everything \
-                         with --full-refresh",
+                         moved or removed outside scdflow: restore it ({REBUILD})",
                         file.len
                     ),
                 )
@@ -43,7 +46,7 @@ pub fn recover(files: &[Appended], checks: &[(std::path::PathBuf, u32)]) -> Resu
                 ErrorKind::State,
                 format!(
                     "this output has {len} bytes but {} were committed; it was changed outside \
-                     scdflow: restore it, or rebuild everything with --full-refresh",
+                     scdflow: restore it ({REBUILD})",
                     file.len
                 ),
             )
@@ -56,7 +59,7 @@ pub fn recover(files: &[Appended], checks: &[(std::path::PathBuf, u32)]) -> Resu
                 format!(
                     "the {} committed bytes of this output were changed outside scdflow (by \
                      another program, or a run without this --state into the same --out): \
-                     restore it, or rebuild everything with --full-refresh",
+                     restore it ({REBUILD})",
                     file.len
                 ),
             )

@@ -1107,3 +1107,31 @@ fn a_snapshot_file_rewritten_after_it_was_applied_is_refused() {
     std::fs::write(&file, &text).unwrap();
     assert!(durable(d, "pipeline.sql", &[]).contains("no new input"));
 }
+
+/// Issue 13, item 13: a state made with a relative `--state` (and relative pipeline paths) is
+/// the same state from another working directory: nothing is applied twice.
+#[test]
+fn a_relative_state_works_from_another_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::create_dir_all(&a).unwrap();
+    two_kv_runs(&a, 2);
+    let before = read(&a.join("out/t.changes.csv"));
+    let args = [
+        "run",
+        "../a/pipeline.sql",
+        "--state",
+        "../a/state",
+        "--out",
+        "../a/out",
+    ];
+    let stdout = succeed(&b, &args);
+    assert!(stdout.contains("no new input"), "{stdout}");
+    assert_eq!(read(&a.join("out/t.changes.csv")), before);
+    kv_file(&a, "b3.csv", &["5,e,U,1"]);
+    let stdout = succeed(&b, &args);
+    assert!(stdout.contains("commit 3 is new"), "{stdout}");
+    let commits = versions(&feed(&a.join("out/t.changes.csv")));
+    assert_eq!(commits, [1, 2, 3]);
+}
