@@ -86,6 +86,34 @@ pub(crate) fn decode(path: &Path, bytes: Vec<u8>, first_line: u64) -> Result<Str
     })
 }
 
+/// `bytes` as UTF-8 text, their first byte on line `first_line`, with every byte that is not
+/// valid UTF-8 replaced by one U+001A (SUBSTITUTE, one byte: offsets into the text stay offsets
+/// into the file), and the `(line, column)` of each run of such bytes. A reader turns the
+/// records on those lines into bad records, so that one damaged record need not fail a file.
+pub(crate) fn decode_marking(bytes: &[u8], first_line: u64) -> (String, Vec<(u64, u64)>) {
+    let mut text = String::with_capacity(bytes.len());
+    let mut bad = Vec::new();
+    let (mut line, mut line_start) = (first_line, 0usize);
+    for chunk in bytes.utf8_chunks() {
+        let valid = chunk.valid();
+        for (i, b) in valid.bytes().enumerate() {
+            if b == b'\n' {
+                line += 1;
+                line_start = text.len() + i + 1;
+            }
+        }
+        text.push_str(valid);
+        if !chunk.invalid().is_empty() {
+            bad.push((line, (text.len() - line_start + 1) as u64));
+            text.extend(std::iter::repeat_n(SUBSTITUTE, chunk.invalid().len()));
+        }
+    }
+    (text, bad)
+}
+
+/// What [`decode_marking`] puts for each byte that is not UTF-8.
+pub(crate) const SUBSTITUTE: char = '\u{1a}';
+
 /// `path` made absolute against the working directory, with `.` and `..` folded away
 /// lexically: one spelling per file for records that outlive a working directory (a durable
 /// state's consumed inputs). Symbolic links are not resolved, so a link that later points

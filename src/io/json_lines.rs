@@ -2,8 +2,8 @@
 //!
 //! A JSON-lines file is one object per line; blank (all-whitespace) lines are skipped and a
 //! trailing `\r` is part of the line ending. Lines are numbered from 1 by `\n`. Anything on a
-//! non-blank line other than one JSON object is a `Format` error for the whole file: unlike a
-//! bad value, a broken line has no columns to report and may be a truncated or binary file.
+//! non-blank line other than one JSON object is a `Format` error at that line, which the reader
+//! turns into a bad record (schema inference fails the file on it).
 
 use crate::{Error, ErrorKind, Result};
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};

@@ -1,11 +1,13 @@
 //! Reading a JSON-lines file into typed rows.
 //!
-//! Each non-blank line is one object (see [`super::json_lines`]); a line that is not is a
-//! `Format` error for the whole file. Schema columns are found among the keys by name, exact
-//! match first, then case-insensitively; keys the schema lacks are ignored. A missing key and
-//! `null` are both NULL. A value of the wrong JSON type or out of range is a [`RowError`]
-//! (rules in [`super::parse_value`]), and the other rows still count. The text may be the end of
-//! a file; lines are numbered as in the whole file.
+//! Each non-blank line is one object (see [`super::json_lines`]). Schema columns are found among
+//! the keys by name, exact match first, then case-insensitively; keys the schema lacks are
+//! ignored. A missing key and `null` are both NULL. A line that is not one JSON object, a schema
+//! column's key given twice (`{"a":1,"a":2}`, or `a` and `A`: which one counts would be a
+//! guess), or a value of the wrong JSON type or out of range (rules in [`super::parse_value`])
+//! is a [`RowError`]: the flow's `--on-invalid` fails the run on it or sets the line aside, and
+//! the other rows still count. The text may be the end of a file; lines are numbered as in the
+//! whole file.
 
 use super::json_lines::{json_lines_from, parse_object, JsonObject};
 use super::parse_value::json_to_value;
@@ -21,14 +23,37 @@ pub(crate) fn read_json_from(
     first_line: u64,
     schema: &Schema,
 ) -> Result<Vec<Result<SourceRow, RowError>>> {
-    json_lines_from(text, first_line)
-        .map(|(line, text)| Ok(to_row(line, &parse_object(path, line, text)?, schema)))
-        .collect()
+    let rows = json_lines_from(text, first_line).map(|(line, text)| {
+        match parse_object(path, line, text) {
+            Ok(object) => to_row(line, &object, schema),
+            Err(e) => Err(RowError {
+                line,
+                column: None,
+                reason: e.message().to_string(),
+                raw: serde_json::Value::String(text.to_string()),
+            }),
+        }
+    });
+    Ok(rows.collect())
 }
 
 fn to_row(line: u64, object: &JsonObject, schema: &Schema) -> Result<SourceRow, RowError> {
     let mut row = Vec::with_capacity(schema.len());
     for column in &schema.columns {
+        let mut named = object
+            .0
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(&column.name));
+        if let (Some((first, _)), Some((second, _))) = (named.next(), named.next()) {
+            return Err(RowError {
+                line,
+                column: Some(column.name.clone()),
+                reason: format!(
+                    "the object gives this column twice (keys `{first}` and `{second}`)"
+                ),
+                raw: object.to_json(),
+            });
+        }
         let value = match object.get(&column.name) {
             None => Value::Null,
             Some(json) => json_to_value(json, &column.ty).map_err(|reason| RowError {
@@ -119,10 +144,34 @@ mod tests {
         }
     }
 
+    /// Issue 13, item 15: a broken line is one bad record, which quarantine can set aside.
     #[test]
-    fn a_line_that_is_not_an_object_fails_the_file() {
-        let err = read("{\"userId\":1}\n[1]\n").unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Format);
-        assert_eq!(err.location().line, Some(2));
+    fn a_line_that_is_not_an_object_is_a_bad_record() {
+        let rows = read("{\"userId\":1}\n[1]\n{\"userId\":\n{\"userId\":2}\n").unwrap();
+        assert_eq!(rows.len(), 4);
+        assert!(rows[0].is_ok() && rows[3].is_ok());
+        let bad = rows[1].as_ref().unwrap_err();
+        assert_eq!((bad.line, bad.column.as_deref()), (2, None));
+        assert!(
+            bad.reason.starts_with("not a JSON object"),
+            "{}",
+            bad.reason
+        );
+        assert_eq!(bad.raw, json!("[1]"));
+        assert_eq!(rows[2].as_ref().unwrap_err().line, 3);
+    }
+
+    /// Issue 13, item 15: which of two keys for one column counts would be a guess.
+    #[test]
+    fn a_column_given_twice_is_a_bad_record() {
+        let rows = read("{\"userId\":1,\"userId\":2}\n{\"userId\":1,\"USERID\":2}\n").unwrap();
+        for (row, keys) in rows
+            .iter()
+            .zip(["`userId` and `userId`", "`userId` and `USERID`"])
+        {
+            let bad = row.as_ref().unwrap_err();
+            assert_eq!(bad.column.as_deref(), Some("userId"));
+            assert!(bad.reason.contains(keys), "{}", bad.reason);
+        }
     }
 }

@@ -3,11 +3,12 @@
 //! Reading: [`list_files`] finds a source's files (a directory's visible files in name order),
 //! [`read_file`] turns one file into typed rows against a schema, and [`infer_schema`] guesses a
 //! schema from a source's first file (D17). Two kinds of failure are kept apart:
-//! - a file that cannot be read as its format at all (unreadable, invalid UTF-8, a CSV header
-//!   missing a schema column, a JSON line that is not an object) is an [`Error`](crate::Error)
-//!   of kind `Io` or `Format` naming file and line;
-//! - a record that does not fit the schema (a bad value, the wrong number of CSV fields) is a
-//!   [`RowError`] among the rows, so the caller can fail the update or quarantine it (D3).
+//! - a file that cannot be read as its format at all (unreadable, a CSV header missing a schema
+//!   column or holding bytes that are not UTF-8, a CSV quote never closed) is an
+//!   [`Error`](crate::Error) of kind `Io` or `Format` naming file and line;
+//! - a record that does not fit (a bad value, the wrong number of CSV fields, a JSON line that is
+//!   not an object or gives a column twice, bytes that are not UTF-8) is a [`RowError`] among the
+//!   rows, so the caller can fail the update or quarantine it (D3).
 //!
 //! NULL on input: an empty unquoted CSV field, a JSON `null`, a missing JSON key. `""` in CSV is
 //! the empty string. Line numbers are 1-based physical lines (counted by `\n`) where a record
@@ -194,10 +195,14 @@ mod tests {
         std::fs::write(&path, format!("{{\"a\":{}}}\n", "9".repeat(30))).unwrap();
         let rows = read_file(&path, Format::Json, true, &schema).unwrap();
         assert!(rows[0].is_err());
-        // Beyond f64 range serde_json rejects the number, and so the line.
+        // Beyond f64 range serde_json rejects the number, and so the line (one bad record).
         std::fs::write(&path, format!("{{\"a\":{}}}\n", "9".repeat(5000))).unwrap();
-        let err = read_file(&path, Format::Json, true, &schema).unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Format);
+        let rows = read_file(&path, Format::Json, true, &schema).unwrap();
+        assert!(rows[0]
+            .as_ref()
+            .unwrap_err()
+            .reason
+            .starts_with("not a JSON object"));
     }
 
     #[test]

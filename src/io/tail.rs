@@ -77,36 +77,50 @@ pub(crate) fn read(
         let cut = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         bytes.truncate(cut);
     }
-    let text = files::decode(path, bytes, first_line)?;
+    let (text, invalid) = files::decode_marking(&bytes, first_line);
+    drop(bytes);
     let skip = match text.strip_prefix(BOM) {
         Some(_) if from == 0 => BOM.len_utf8(),
         _ => 0,
     };
     let body = &text[skip..];
-    let (rows, consumed, end_line) = match format {
-        Format::Json => {
-            let rows = read_json_from(path, body, first_line, schema)?;
-            let lines = body.bytes().filter(|&b| b == b'\n').count() as u64;
-            (rows, body.len(), first_line + lines)
-        }
-        Format::Csv => {
-            let header = match (header, from) {
-                (false, _) => Header::None,
-                (true, 0) => Header::First,
-                (true, _) => Header::Known(header_record(path, from)?),
-            };
-            let mut records = CsvRecords::starting_at(path, body, first_line, ending);
-            match read_records(path, &mut records, header, schema)? {
-                // No complete header yet: nothing is consumed, not even blank lines, so that a
-                // later read from a nonzero offset always finds the header before it.
-                None => (Vec::new(), 0, first_line),
-                Some(rows) => {
-                    let (consumed, line) = records.consumed();
-                    (rows, consumed, line)
+    let read = || -> Result<_> {
+        Ok(match format {
+            Format::Json => {
+                let rows = read_json_from(path, body, first_line, schema)?;
+                let lines = body.bytes().filter(|&b| b == b'\n').count() as u64;
+                (rows, body.len(), first_line + lines)
+            }
+            Format::Csv => {
+                let header = match (header, from) {
+                    (false, _) => Header::None,
+                    (true, 0) => Header::First,
+                    (true, _) => Header::Known(header_record(path, from)?),
+                };
+                let mut records = CsvRecords::starting_at(path, body, first_line, ending);
+                match read_records(path, &mut records, header, schema)? {
+                    // No complete header yet: nothing is consumed, not even blank lines, so that a
+                    // later read from a nonzero offset always finds the header before it.
+                    None => (Vec::new(), 0, first_line),
+                    Some(rows) => {
+                        let (consumed, line) = records.consumed();
+                        (rows, consumed, line)
+                    }
                 }
             }
-        }
+        })
     };
+    // A file-level error on a line with bytes that are not UTF-8 (a header, say) is theirs.
+    let (mut rows, consumed, end_line) = read().map_err(|e| match invalid.first() {
+        Some(&(line, column)) if e.location().line.is_none_or(|l| l == line) => Error::new(
+            ErrorKind::Format,
+            format!("invalid UTF-8 at column {column}"),
+        )
+        .at_line(line)
+        .in_file(path),
+        _ => e,
+    })?;
+    mark_invalid_utf8(path, &text, first_line, &invalid, &mut rows)?;
     let end = match consumed {
         0 => from,
         _ => from + (skip + consumed) as u64,
@@ -116,6 +130,56 @@ pub(crate) fn read(
         end,
         end_line,
     })
+}
+
+/// Turns the record on each line `invalid` names (`(line, column)` of bytes that are not UTF-8;
+/// a record with a multi-line field is the one that starts last at or before the line) into a
+/// bad record. Bytes before the first record (a CSV header) are a `Format` error for the file.
+fn mark_invalid_utf8(
+    path: &Path,
+    text: &str,
+    first_line: u64,
+    invalid: &[(u64, u64)],
+    rows: &mut [std::result::Result<SourceRow, RowError>],
+) -> Result<()> {
+    let start = |r: &std::result::Result<SourceRow, RowError>| match r {
+        Ok(row) => row.line,
+        Err(e) => e.line,
+    };
+    // `invalid` is in line order: one pass over the text's lines.
+    let mut lines = text.split('\n').zip(first_line..);
+    let mut last = None;
+    for &(line, column) in invalid {
+        if last == Some(line) {
+            continue;
+        }
+        last = Some(line);
+        let at = rows.partition_point(|r| start(r) <= line);
+        let Some(record) = at.checked_sub(1).map(|i| &mut rows[i]) else {
+            return Err(Error::new(
+                ErrorKind::Format,
+                format!("invalid UTF-8 at column {column}"),
+            )
+            .at_line(line)
+            .in_file(path));
+        };
+        let shown = lines
+            .find(|(_, n)| *n == line)
+            .map_or_else(String::new, |(l, _)| {
+                l.replace(files::SUBSTITUTE, "\u{fffd}")
+            });
+        let reason = match start(record) == line {
+            true => format!("invalid UTF-8 at column {column}"),
+            false => format!("invalid UTF-8 at line {line}, column {column}"),
+        };
+        *record = Err(RowError {
+            line: start(record),
+            column: None,
+            reason,
+            raw: serde_json::Value::String(shown),
+        });
+    }
+    Ok(())
 }
 
 /// The header of the CSV file `path`: its first complete record, which must end within its
@@ -377,20 +441,35 @@ mod tests {
     #[test]
     fn bad_input_is_an_error_naming_file_and_line() {
         let file = File::new("a.jsonl");
-        file.write(b"{\"id\":1}\n\n{\"id\":\xff}\n{");
-        let err = read_file_from(&file.path, Format::Json, false, &schema(), 9, 2).unwrap_err();
+        // Bytes that are not UTF-8, or a line that is not an object: one bad record each
+        // (issue 13, item 15), at its line of the whole file.
+        file.write(b"{\"id\":1}\n\n{\"id\":\xff}\n{\"id\":2}\n");
+        let tail = read_file_from(&file.path, Format::Json, false, &schema(), 9, 2).unwrap();
+        let bad = tail.rows[0].as_ref().unwrap_err();
         assert_eq!(
-            (err.kind(), err.location().line),
-            (ErrorKind::Format, Some(3))
+            (bad.line, bad.reason.as_str()),
+            (3, "invalid UTF-8 at column 7")
         );
-        assert_eq!(err.message(), "invalid UTF-8 at column 7");
-        assert_eq!(err.location().file.as_deref(), Some(file.path.as_path()));
+        assert_eq!(bad.raw, serde_json::json!("{\"id\":\u{fffd}}"));
+        assert!(tail.rows[1].is_ok());
         file.write(b"{\"id\":1}\n[]\n");
-        let err = read_file_from(&file.path, Format::Json, false, &schema(), 9, 2).unwrap_err();
+        let tail = read_file_from(&file.path, Format::Json, false, &schema(), 9, 2).unwrap();
+        let bad = tail.rows[0].as_ref().unwrap_err();
+        assert_eq!(bad.line, 2);
+        assert!(
+            bad.reason.starts_with("not a JSON object"),
+            "{}",
+            bad.reason
+        );
+        // Bytes that are not UTF-8 in a CSV header fail the file.
+        let csv = File::new("h.csv");
+        csv.write(b"id,na\xffme\n1,a\n");
+        let err = read_file_from(&csv.path, Format::Csv, true, &schema(), 0, 1).unwrap_err();
         assert_eq!(
             (err.kind(), err.location().line),
-            (ErrorKind::Format, Some(2))
+            (ErrorKind::Format, Some(1))
         );
+        assert_eq!(err.message(), "invalid UTF-8 at column 6");
         // A file now shorter than what was read before.
         let err = read_file_from(&file.path, Format::Json, false, &schema(), 100, 9).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Io);

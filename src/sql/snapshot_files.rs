@@ -30,13 +30,22 @@ pub(crate) fn snapshot_files(spec: &ReadFiles, base: &Path) -> Result<(SnapshotS
     let path = base.join(&spec.path);
     let format = file_format(spec, &path)?;
     let header = spec.header.unwrap_or(true);
+    // A pattern that matches none of the files there is a mistake in the pipeline: said at its
+    // line. (No files yet is fine when the schema is given.)
+    let files = match path.exists() {
+        true => crate::io::versioned_files(&path, &regex).map_err(|e| match e.kind() {
+            crate::ErrorKind::Validation => invalid(
+                spec.line,
+                format!("FROM SNAPSHOT read_files: `{}`: {}", spec.path, e.message()),
+            ),
+            _ => e,
+        })?,
+        false => Vec::new(),
+    };
     let file_schema = match &spec.schema {
         Some(text) => parse_schema_text(text, spec.line)?,
         None => {
-            let Some((_, first)) = crate::io::versioned_files(&path, &regex)?
-                .into_iter()
-                .next()
-            else {
+            let Some((_, first)) = files.into_iter().next() else {
                 let message = format!(
                     "FROM SNAPSHOT read_files: no file in `{}` matches version => '{pattern}', so there is no file to infer the schema from; add schema => '...' or a matching file",
                     spec.path

@@ -484,3 +484,61 @@ fn a_run_that_fails_moving_its_files_in_changes_none() {
         .count();
     assert_eq!(staged, 0, "the staging directory is removed");
 }
+
+/// Issue 13, item 15: under `--on-invalid quarantine` a broken JSON line, bytes that are not
+/// UTF-8 (JSON or CSV) and a column given twice are set aside like any bad record; the good
+/// records around them count.
+#[test]
+fn quarantine_sets_aside_broken_lines_and_bytes() {
+    let sql = KV_SQL.replace(
+        "'data.csv', format => 'csv'",
+        "'data.jsonl', format => 'json'",
+    );
+    let json: &[u8] = b"{\"k\":1,\"v\":\"a\",\"seq\":1}\n{\"k\":2,\n{\"k\":3,\"v\":\"\xff\",\"seq\":3}\n\
+                        {\"k\":4,\"v\":\"d\",\"seq\":4,\"SEQ\":5}\n{\"k\":5,\"v\":\"e\",\"seq\":5}\n";
+    let dir = scratch(&sql, &[]);
+    std::fs::write(dir.path().join("data.jsonl"), json).unwrap();
+    let args = ["run", "p.sql", "--out", "out", "--on-invalid", "quarantine"];
+    let out = scdflow(&args, dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out_dir = dir.path().join("out");
+    assert_eq!(read(&out_dir, "t.csv"), "k,v,seq\n1,a,1\n5,e,5\n");
+    let set_aside: Vec<serde_json::Value> = read(&out_dir.join("_quarantine"), "f.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let lines: Vec<u64> = set_aside
+        .iter()
+        .map(|r| r["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, [2, 3, 4]);
+    assert!(set_aside[0]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("not a JSON object"));
+    assert_eq!(set_aside[1]["reason"], "invalid UTF-8 at column 13");
+    assert_eq!(set_aside[2]["column"], "seq");
+    let csv = scratch(KV_SQL, &[]);
+    std::fs::write(
+        csv.path().join("data.csv"),
+        b"k,v,seq\n1,a,1\n2,\"b\n\xc3\",2\n3,c,3\n".as_slice(),
+    )
+    .unwrap();
+    let out = scdflow(&args, csv.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out_dir = csv.path().join("out");
+    assert_eq!(read(&out_dir, "t.csv"), "k,v,seq\n1,a,1\n3,c,3\n");
+    let set_aside = read(&out_dir.join("_quarantine"), "f.jsonl");
+    assert!(
+        set_aside.contains("\"line\":3") && set_aside.contains("invalid UTF-8 at line 4, column 1"),
+        "{set_aside}"
+    );
+    // Without quarantine the first such record fails the run, naming file and line.
+    let out = scdflow(&["run", "p.sql", "--out", "out2"], csv.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("error: data.csv:3: "),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -233,7 +233,8 @@ fn version_pattern_errors() {
     // Anchored: `snapshot_([0-9]+)` alone matches no whole file name.
     let e = super::parse_err(&read(", version => 'snapshot_([0-9]+)'"));
     let expected = format!(
-        "FROM SNAPSHOT read_files: no file in `{}` matches version => 'snapshot_([0-9]+)'",
+        "FROM SNAPSHOT read_files: `{}`: none of its 3 file(s) (such as `a_notes.csv`) \
+         matches the version pattern `snapshot_([0-9]+)`",
         dir.path().display()
     );
     assert!(e.message().starts_with(&expected), "{e}");
