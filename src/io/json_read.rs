@@ -72,7 +72,6 @@ fn to_row(line: u64, object: &JsonObject, schema: &Schema) -> Result<SourceRow, 
 mod tests {
     use super::*;
     use crate::value::DataType;
-    use crate::ErrorKind;
     use serde_json::json;
 
     fn schema() -> Schema {
