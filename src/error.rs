@@ -159,9 +159,15 @@ fn tame(message: String) -> String {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.location.file, self.location.line) {
-            (Some(file), Some(line)) => write!(f, "{}:{}: {}", file.display(), line, self.message),
-            (Some(file), None) => write!(f, "{}: {}", file.display(), self.message),
+        // A file's name comes from user input too (a path in the pipeline's SQL).
+        let file = self
+            .location
+            .file
+            .as_ref()
+            .map(|p| tame(p.display().to_string()));
+        match (file, self.location.line) {
+            (Some(file), Some(line)) => write!(f, "{file}:{line}: {}", self.message),
+            (Some(file), None) => write!(f, "{file}: {}", self.message),
             (None, Some(line)) => write!(f, "line {}: {}", line, self.message),
             (None, None) => f.write_str(&self.message),
         }
@@ -193,6 +199,11 @@ mod tests {
         assert!(e.message().starts_with("unknown column `xxx") && e.message().ends_with("x` here"));
         let plain = "KEYS: unknown column `usrId`";
         assert_eq!(Error::new(ErrorKind::Validation, plain).message(), plain);
+        let e = Error::new(ErrorKind::Io, "cannot read").in_file(Path::new(
+            "da
+ta",
+        ));
+        assert_eq!(e.to_string(), "da\u{000a}ta: cannot read");
     }
 
     #[test]

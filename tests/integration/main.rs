@@ -30,3 +30,5 @@ mod util;
 mod durable;
 // Durable runs killed (SIGKILL) at random instants vs one uninterrupted run.
 mod crash;
+// Mutated pipelines, inputs and states: no panic or hang, one error line, outputs untouched.
+mod fuzz;
