@@ -203,7 +203,7 @@ mod tests {
             "da
 ta",
         ));
-        assert_eq!(e.to_string(), "da\u{000a}ta: cannot read");
+        assert_eq!(e.to_string(), "da\\u{000a}ta: cannot read");
     }
 
     #[test]

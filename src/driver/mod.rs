@@ -12,9 +12,9 @@
 //!
 //! In a cluster ([`Options::cluster`]) the processes first agree on the pipeline and the options
 //! that shape results, and each run on process 0's list of commits (`cluster`). Process `p` of
-//! `n` reads commits `p`, `p + n`, ... (in commit order, from 0), and what it learns of them (metrics, set-aside rows, warnings)
-//! travels to process 0 with the targets' updates, so process 0's sink sees the whole run and
-//! the others' see empty commits. With [`Options::partitioned_output`] each process's sink gets
+//! `n` reads commits `p`, `p + n`, ... (in commit order, from 0), and what it learns of them
+//! (metrics, set-aside rows, warnings) travels to process 0 with the targets' updates, so
+//! process 0's sink sees the whole run and the others' see empty commits. With [`Options::partitioned_output`] each process's sink gets
 //! the change feeds of the keys its workers own instead, and process 0 still gets the metrics
 //! of the whole run. A process that cannot read its share fails with its own error, and every
 //! other process with [`crate::ErrorKind::Peer`]; under [`OnInvalid::Fail`] each process

@@ -9,9 +9,10 @@
 //! before the failure: a sink that must write all or nothing stages what it receives.
 //!
 //! In a cluster ([`Options::cluster`]) every process runs the commits process 0 listed; process
-//! `p` of `n` reads commits `p`, `p + n`, ... (in commit order, from 0) and feeds `None` for the others; what it learns of its commits
-//! (metrics, set-aside rows, warnings) travels to process 0 with the commit, so process 0's
-//! sink sees the whole run and the others' see empty commits. A process that cannot read its
+//! `p` of `n` reads commits `p`, `p + n`, ... (in commit order, from 0) and feeds `None` for
+//! the others; what it learns of its commits (metrics, set-aside rows, warnings) travels to
+//! process 0 with the commit, so process 0's sink sees the whole run and the others' see empty
+//! commits. A process that cannot read its
 //! share announces it, and every process stops at that commit.
 
 use super::commit::{CommitSource, ReadFrom, Span};

@@ -357,11 +357,10 @@ impl Engine {
     pub fn agree(&mut self, mine: Option<Vec<u8>>) -> Result<Vec<u8>> {
         self.between_commits()?;
         let leads = self.mesh.as_ref().is_none_or(|m| m.process() == 0);
-        let mine = mine.filter(|_| leads);
+        let mut mine = mine.filter(|_| leads);
         if !self.cluster {
             return mine.ok_or_else(|| Error::new(ErrorKind::Internal, "nothing to agree on"));
         }
-        let mut mine = mine;
         for w in 0..self.commands.len() {
             self.send(w, Command::Agree(mine.take()))?;
         }
@@ -455,13 +454,14 @@ impl Engine {
         if !self.cluster {
             return Error::new(ErrorKind::Internal, "a worker stopped unexpectedly");
         }
-        let who = self.mesh.as_ref().and_then(Mesh::lost);
-        let who = who.map_or_else(String::new, |who| format!(": {who}"));
+        let who = match self.mesh.as_ref().and_then(Mesh::lost) {
+            Some(who) => format!(": {who}"),
+            None => " (it exited, stopped or the network failed)".to_string(),
+        };
         Error::new(
             ErrorKind::Peer,
             format!(
-                "lost the connection to another process of the cluster{who} (it exited, stopped \
-                 or the network failed); nothing was written"
+                "lost the connection to another process of the cluster{who}; nothing was written"
             ),
         )
     }
