@@ -4,7 +4,7 @@
 Layers, each importing only those before it (../shared/notes/house-review.md):
   core     value, event, expr, plan, temporal, model, engine, error
   dataflow operators, runtime
-  app      sql, flow_builder, io, ingest, prepare, driver, state, durable, output, query, gen, bench
+  app      sql, flow_builder, io, ingest, prepare, driver, persist, output, query, gen, bench
   cli      cli (the binary)
 Labelling a commit's updates as change-feed rows is a pure function of plan and values, used by
 the `ChangeFeed` operator, the runtime and the driver: it lives in `engine::changefeed`, core.
@@ -21,8 +21,8 @@ import sys
 LAYERS = {
     "core": ["value", "event", "expr", "plan", "temporal", "model", "engine", "error"],
     "dataflow": ["operators", "runtime"],
-    "app": ["sql", "flow_builder", "io", "ingest", "prepare", "driver", "state", "durable",
-            "output", "query", "gen", "bench"],
+    "app": ["sql", "flow_builder", "io", "ingest", "prepare", "driver", "persist", "output",
+            "query", "gen", "bench"],
     "cli": ["cli"],
 }
 RANK = {m: i for i, (_, mods) in enumerate(LAYERS.items()) for m in mods}

@@ -4,7 +4,7 @@
 //! Command: `cargo bench --bench durable [-- EVENTS KEYS COMMITS]` (defaults 1000000 100000 100).
 //! Workload (`scdflow::gen`, seed 42, as `scdflow generate` writes it): EVENTS events over KEYS
 //! keys (10% deletes, sequences displaced by up to 1,000 positions), as COMMITS CSV files, and
-//! the generator's SCD2 pipeline over them. Steps, each a `durable::run` on 1 worker:
+//! the generator's SCD2 pipeline over them. Steps, each a `persist::run` on 1 worker:
 //! 1. replay: a plain run (no state) over all files but the last: what a restart without
 //!    persisted state costs;
 //! 2. first durable run over the same files: the same work plus saving the state;
@@ -22,10 +22,10 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use scdflow::driver::Options;
-use scdflow::durable::{self, Durability, DurableRun};
 use scdflow::gen::{self, Workload};
 use scdflow::io::OutputFormat;
 use scdflow::output::Layout;
+use scdflow::persist::{self, Durability, DurableRun};
 use scdflow::plan::ScdType;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -128,7 +128,7 @@ fn timed(
     durability: &Durability,
 ) -> (DurableRun, Duration) {
     let started = Instant::now();
-    let run = durable::run(pipeline, options, durability, None).expect("durable run");
+    let run = persist::run(pipeline, options, durability, None).expect("durable run");
     (run, started.elapsed())
 }
 

@@ -13,8 +13,8 @@
 //! - [`driver`] reads a pipeline's commits lazily and streams each commit's results to a sink,
 //!   [`engine::changefeed`] labels a commit's updates as change-feed rows and [`output`] writes the
 //!   CLI's files (staged, then moved into place);
-//! - [`durable`] runs a pipeline against a state directory ([`state`]), so that each run
-//!   processes only new input and a crash loses and duplicates nothing;
+//! - [`persist`] runs a pipeline against a state directory, so that each run processes only new
+//!   input and a crash loses and duplicates nothing;
 //! - [`model`] is the reference model: the specification as plain functions of the event set;
 //! - [`gen`] generates seeded workloads, and [`bench`](mod@bench) measures per-commit latency
 //!   under reordering against baselines (`scdflow bench`).
@@ -26,7 +26,6 @@
 
 pub mod bench;
 pub mod driver;
-pub mod durable;
 pub mod engine;
 pub mod error;
 pub mod event;
@@ -38,12 +37,12 @@ pub mod io;
 pub mod model;
 pub mod operators;
 pub mod output;
+pub mod persist;
 pub mod plan;
 pub mod prepare;
 pub mod query;
 pub mod runtime;
 pub mod sql;
-pub mod state;
 pub mod temporal;
 pub mod value;
 

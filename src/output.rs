@@ -265,8 +265,8 @@ impl<'p> StagedRun<'p> {
             io::swap_in(&self.stage.dir, &staged)?;
             let _ = std::fs::remove_dir_all(&self.stage.dir);
         }
-        crate::state::frames::sync_parent(&self.layout.metrics())?;
-        crate::state::frames::sync_parent(&self.layout.dir)?;
+        crate::persist::frames::sync_parent(&self.layout.metrics())?;
+        crate::persist::frames::sync_parent(&self.layout.dir)?;
         Ok(self
             .pipeline
             .targets
@@ -471,7 +471,7 @@ pub fn lock(dir: &Path, suffix: &str) -> Result<File> {
     };
     std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, &e))?;
     let path = parent.join(format!(".{}{suffix}.scdflow-lock", name.to_string_lossy()));
-    crate::state::store::lock_file(&path, &dir, "the output directory")
+    crate::persist::store::lock_file(&path, &dir, "the output directory")
 }
 
 /// Removes the staging directories in `dir` (named from `prefix`) of runs that did not finish,

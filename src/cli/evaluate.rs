@@ -3,7 +3,7 @@
 
 use super::progress::Progress;
 use scdflow::driver::{Evaluation, Options, Quarantined};
-use scdflow::durable::{DurableRun, Session};
+use scdflow::persist::{DurableRun, Session};
 use scdflow::plan::Pipeline;
 use std::path::Path;
 

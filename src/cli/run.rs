@@ -2,7 +2,7 @@
 
 use super::args::RunArgs;
 use super::progress::Progress;
-use scdflow::durable::{Durability, DurableRun, Session};
+use scdflow::persist::{Durability, DurableRun, Session};
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -115,7 +115,7 @@ fn run_durable(
              SIGTERM stops after the current commit",
             args.poll, args.tables_every
         );
-        scdflow::durable::follow(&mut session, poll, tables_every, &stop, |run| {
+        scdflow::persist::follow(&mut session, poll, tables_every, &stop, |run| {
             super::evaluate::report(&run.warnings, &run.quarantined);
             print_step(run).map_err(|e| scdflow::Error::new(scdflow::ErrorKind::Io, e.to_string()))
         })?;

@@ -18,9 +18,9 @@
 
 use super::commit::{CommitSource, ReadFrom, Span};
 use crate::io;
+use crate::persist::store::WINDOW;
+use crate::persist::{Checks, InputProgress, Manifest};
 use crate::plan::{Pipeline, SnapshotSource, SourceInput};
-use crate::state::store::WINDOW;
-use crate::state::{Checks, InputProgress, Manifest};
 use crate::{Error, ErrorKind, Result};
 use std::collections::HashMap;
 use std::fs::File;

@@ -22,11 +22,11 @@ use super::report::{self, CommitReport};
 use super::{new_input, now_micros, sort_rows, Options, Quarantined};
 use crate::engine::changefeed::{self, ChangeType};
 use crate::io::{self, OutputFormat};
+use crate::persist::ShardRecords;
 use crate::plan::{Pipeline, SourceInput, Target};
 use crate::runtime::{
     Checkpoint, Engine, EngineConfig, Outcome, Progress, RenderRows, RenderedTable, RenderedTables,
 };
-use crate::state::ShardRecords;
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use std::collections::VecDeque;

@@ -15,8 +15,8 @@ use super::{
 };
 use crate::event::{Event, EventKind};
 use crate::model;
+use crate::persist::{FileKind, FrameReader, FrameWriter};
 use crate::plan::{ScdType, Target, TargetKind};
-use crate::state::{FileKind, FrameReader, FrameWriter};
 use crate::value::{DataType, Row, Schema, Value};
 use crate::ErrorKind;
 use rand::rngs::ChaCha8Rng;

@@ -2,7 +2,7 @@
 //! records in postcard's encoding, one at a time.
 //!
 //! The engine defines these two traits and nothing about where the bytes go: files, framing,
-//! checksums and names belong to the caller (`crate::state::frames` puts each record in a
+//! checksums and names belong to the caller (`crate::persist::frames` puts each record in a
 //! checksummed frame of a record file). So the states depend on no file format, and a damaged
 //! record is reported by the source that knows where it came from.
 //!

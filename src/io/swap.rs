@@ -69,7 +69,7 @@ pub fn swap_in(stage: &Path, moves: &[(PathBuf, PathBuf)]) -> Result<()> {
     let text = serde_json::to_vec(&moves)
         .map_err(|e| Error::new(ErrorKind::Internal, format!("the swap journal: {e}")))?;
     super::replace_file(&journal, &text)?;
-    crate::state::frames::sync_dir(stage)?;
+    crate::persist::frames::sync_dir(stage)?;
     let result = apply(&moves);
     if result.is_err() {
         let _ = std::fs::remove_file(&journal);

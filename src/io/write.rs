@@ -272,7 +272,7 @@ fn replace_file_with(
         .map_err(|e| Error::write(&tmp, &e));
     let renamed = written
         .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::write(path, &e)))
-        .and_then(|()| crate::state::frames::sync_parent(path));
+        .and_then(|()| crate::persist::frames::sync_parent(path));
     if renamed.is_err() {
         // Best effort: the error that matters is the one being returned.
         let _ = std::fs::remove_file(&tmp);

@@ -135,7 +135,7 @@ pub(crate) fn stash_by_time<T: Timestamp, D>(
 mod tests {
     use super::*;
     use crate::engine::Scd1State;
-    use crate::state::{FileKind, FrameReader, FrameWriter};
+    use crate::persist::{FileKind, FrameReader, FrameWriter};
     use crate::value::Value;
     use differential_dataflow::input::Input;
     use std::sync::{Arc, Mutex};

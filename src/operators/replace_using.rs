@@ -117,7 +117,7 @@ where
 mod tests {
     use super::*;
     use crate::engine::Durable;
-    use crate::state::{FileKind, FrameReader, FrameWriter};
+    use crate::persist::{FileKind, FrameReader, FrameWriter};
     use crate::value::Value;
     use differential_dataflow::input::Input;
     use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! Where the workers' shards are kept. The runtime decides which shards exist and what they are
 //! called (one per target, part and worker, [`shard_name`]); how a shard is stored — the file
 //! format, its checksums, syncing — is the caller's, behind [`ShardFiles`], so the runtime
-//! depends on no file format (the CLI's is `crate::state::frames`).
+//! depends on no file format (the CLI's is `crate::persist::frames`).
 
 use crate::engine::{RecordIn, RecordOut};
 use crate::Result;

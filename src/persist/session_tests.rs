@@ -138,7 +138,7 @@ fn a_rewritten_input_file_is_refused() {
 /// relative paths from the working directory (inputs) or the state directory (the metrics log).
 #[test]
 fn relative_paths_of_older_manifests_become_absolute() {
-    use crate::state::{Appended, Checks, InputProgress};
+    use crate::persist::{Appended, Checks, InputProgress};
     let state = Path::new("/srv/st");
     let mut m = Manifest {
         version: 3,

@@ -35,11 +35,11 @@ use crate::driver::{
 use crate::engine::changefeed;
 use crate::io::{self, OutputFormat};
 use crate::output::{self, Layout};
+use crate::persist::store::Staged;
+use crate::persist::store::METRICS_LOG;
+use crate::persist::{appended, Appended, Checks, Fingerprint, Manifest, StateDir};
 use crate::plan::Pipeline;
 use crate::runtime::{Checkpoint, Progress};
-use crate::state::store::Staged;
-use crate::state::store::METRICS_LOG;
-use crate::state::{appended, Appended, Checks, Fingerprint, Manifest, StateDir};
 use crate::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -720,4 +720,5 @@ fn dir_size(dir: &Path) -> Result<u64> {
 }
 
 #[cfg(test)]
+#[path = "session_tests.rs"]
 mod tests;

@@ -1,0 +1,26 @@
+//! Durable pipelines (`scdflow run PIPELINE --state DIR`), in one place: what a run persists so
+//! that the next run processes only new input, continues the commit numbering and the change
+//! feed, and survives a crash at any instant — and the sessions that run against it.
+//!
+//! - [`Session`] (`session`): a durable run, step by step, and [`follow`] for `--follow`;
+//! - [`store`]: the state directory, its manifest (the commit point) and checkpoints;
+//! - [`frames`]: the on-disk record format (versioned, checksummed, serde), and the shard files
+//!   the runtime saves the operators' states through ([`ShardRecords`]);
+//! - [`appended`]: outputs appended exactly once, verified by checksum;
+//! - [`fingerprint`]: what a state depends on in the pipeline, checked on every run.
+//!
+//! The operators' states themselves are saved per worker by [`crate::engine::Durable`] (through
+//! the engine's record traits) and restored on any number of workers, so a restart costs time
+//! proportional to the state, never to the input history. Where a run starts is the driver's
+//! [`crate::driver::Resume`], which a session fills from the manifest.
+
+pub mod appended;
+pub mod fingerprint;
+pub mod frames;
+mod session;
+pub mod store;
+
+pub use fingerprint::Fingerprint;
+pub use frames::{FileKind, FrameReader, FrameWriter, ShardRecords};
+pub use session::{follow, run, Durability, DurableRun, NewInput, Session, MAX_DELTAS};
+pub use store::{Appended, Checks, InputProgress, Manifest, StateDir};
