@@ -63,6 +63,10 @@ fn build(text: &str, given: &Path) -> Result<Pipeline> {
     let (tables, sources) = sources::build_sources(&catalog, base)?;
     let mut warnings = Vec::new();
     let built = targets::build_targets(&catalog, &tables, &sources, base, &mut warnings)?;
+    for table in &catalog.tables {
+        targets::unknown_properties(table, &mut warnings);
+    }
+    warnings.sort_by_key(|(line, _)| *line);
     if tables.is_empty() && built.targets.is_empty() {
         // An empty file (or only comments) would run, write nothing and exit 0.
         let message = "the pipeline declares no table (CREATE STREAMING TABLE): there is \

@@ -309,6 +309,28 @@ fn target(catalog: &Catalog, t: usize, first: Option<First>) -> Result<Target> {
     })
 }
 
+/// Warns of each `TBLPROPERTIES` key of `table` that scdflow does not act on: a Lakeflow
+/// pipeline's Delta and pipeline settings (`delta.enableChangeDataFeed`, ...) parse, but only
+/// [`TOMBSTONE_PROPERTY`] changes what scdflow does, and a silently ignored key reads as one
+/// that took effect.
+pub(crate) fn unknown_properties(
+    table: &super::syntax::TableStmt,
+    warnings: &mut Vec<(u64, String)>,
+) {
+    for (key, _, line) in &table.properties {
+        if !key.eq_ignore_ascii_case(TOMBSTONE_PROPERTY) {
+            warnings.push((
+                *line,
+                format!(
+                    "TBLPROPERTIES `{key}` of `{}` has no effect in scdflow (only \
+                     {TOMBSTONE_PROPERTY} is read); ignored",
+                    table.name.text
+                ),
+            ));
+        }
+    }
+}
+
 /// `pipelines.cdc.tombstoneGCThresholdInSeconds`: a non-negative whole number of seconds.
 fn tombstone_gc(properties: &[(String, String, u64)]) -> Result<u64> {
     let Some((_, value, line)) = properties

@@ -220,6 +220,23 @@ fn track_history_on_an_unknown_column_is_a_warning() {
     );
 }
 
+/// Issue 15: a Lakeflow pipeline's Delta and pipeline settings parse, but a key scdflow does not
+/// act on is said to be ignored rather than silently dropped.
+#[test]
+fn table_properties_scdflow_does_not_read_are_warned_of() {
+    let sql = "CREATE STREAMING TABLE s AS SELECT * FROM STREAM read_files('s.csv', schema => 'id INT, seq INT');\n\
+CREATE STREAMING TABLE t TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true',\n\
+  pipelines.cdc.tombstoneGCThresholdInSeconds = '5');\n\
+CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(s) KEYS (id) SEQUENCE BY seq;";
+    let p = parse_ok(sql);
+    assert_eq!(p.targets[0].tombstone_gc_seconds, 5);
+    assert_eq!(
+        p.warnings,
+        ["/p/pipeline.sql:2: TBLPROPERTIES `delta.enableChangeDataFeed` of `t` has no effect in \
+          scdflow (only pipelines.cdc.tombstoneGCThresholdInSeconds is read); ignored"]
+    );
+}
+
 #[test]
 fn ignore_null_update_masks_cover_non_key_image_columns() {
     let mask = |clause: &str| match &parse_ok(&flow_with(&format!(
