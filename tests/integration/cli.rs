@@ -417,24 +417,6 @@ fn a_duplicate_key_in_a_snapshot_fails_the_update() {
     );
 }
 
-/// Every regular file under `dir` with its bytes, by relative path.
-fn snapshot_of(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = std::collections::BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(at) = todo.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                todo.push(path);
-            } else {
-                let bytes = std::fs::read(&path).unwrap();
-                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), bytes);
-            }
-        }
-    }
-    files
-}
-
 /// Issue 13, item 6: a run that fails while moving its files into an existing `--out` (here the
 /// quarantine folder is on another file system, so its file cannot be renamed in, after the
 /// table and change feed were) leaves every file of `--out` as it was.
@@ -465,7 +447,7 @@ fn a_run_that_fails_moving_its_files_in_changes_none() {
     std::fs::copy(out.join("_quarantine/f.jsonl"), moved.join("f.jsonl")).unwrap();
     std::fs::remove_dir_all(out.join("_quarantine")).unwrap();
     std::os::unix::fs::symlink(&moved, out.join("_quarantine")).unwrap();
-    let before = snapshot_of(&out);
+    let before = crate::durable::snapshot(&out);
     std::fs::write(dir.path().join("data.csv"), "k,v,seq\n1,z,9\n3,c,\n").unwrap();
     let second = scdflow(
         &[&["run", "p.sql", "--out", "out"][..], &quarantine].concat(),
@@ -474,7 +456,11 @@ fn a_run_that_fails_moving_its_files_in_changes_none() {
     assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
     let err = stderr(&second);
     assert!(err.contains("cannot move f.jsonl there"), "{err}");
-    assert_eq!(snapshot_of(&out), before, "the failed run changed --out");
+    assert_eq!(
+        crate::durable::snapshot(&out),
+        before,
+        "the failed run changed --out"
+    );
     let staged = std::fs::read_dir(dir.path())
         .unwrap()
         .filter(|e| {

@@ -501,12 +501,9 @@ pub(crate) fn established(port: u16) -> bool {
     })
 }
 
-/// A process killed once the cluster has formed, in the middle of the run, makes the other
-/// exit 2 with one line saying so, without a panic backtrace, writing nothing.
-#[test]
-fn a_process_killed_mid_run_fails_the_other_cleanly() {
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path();
+/// Generates into `work` a workload whose cluster run lasts long enough to be interrupted:
+/// 1M events over 50,000 keys in 8 commits.
+pub(crate) fn long_workload(work: &Path) {
     let args = [
         "generate",
         "--events",
@@ -522,6 +519,15 @@ fn a_process_killed_mid_run_fails_the_other_cleanly() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A process killed once the cluster has formed, in the middle of the run, makes the other
+/// exit 2 with one line saying so, without a panic backtrace, writing nothing.
+#[test]
+fn a_process_killed_mid_run_fails_the_other_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path();
+    long_workload(work);
     let hosts = hostfile(work);
     let pipeline = work.join("scd2.sql");
     let (out0, out1) = (work.join("o0"), work.join("o1"));

@@ -3,7 +3,8 @@
 //! between the starts of two processes (which must change nothing).
 
 use super::cluster::{
-    bad_second_commit, established, finish, free_ports, member, outcome, read, scdflow,
+    bad_second_commit, established, finish, free_ports, long_workload, member, outcome, read,
+    scdflow,
 };
 use std::io::Write;
 use std::net::TcpListener;
@@ -225,17 +226,7 @@ fn a_file_that_lands_between_the_starts_changes_nothing() {
 fn a_stopped_peer_fails_the_others_after_the_peer_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path();
-    let args = [
-        "generate",
-        "--events",
-        "1000000",
-        "--keys",
-        "50000",
-        "--commits",
-        "8",
-    ];
-    let generated = scdflow(&args).arg("--out").arg(work).output().unwrap();
-    assert!(generated.status.success());
+    long_workload(work);
     let ports = free_ports(2);
     let hosts = hosts_on(work, &ports);
     let pipeline = work.join("scd2.sql");
