@@ -90,7 +90,12 @@ pub(crate) fn decode(path: &Path, bytes: Vec<u8>, first_line: u64) -> Result<Str
 /// valid UTF-8 replaced by one U+001A (SUBSTITUTE, one byte: offsets into the text stay offsets
 /// into the file), and the `(line, column)` of each run of such bytes. A reader turns the
 /// records on those lines into bad records, so that one damaged record need not fail a file.
-pub(crate) fn decode_marking(bytes: &[u8], first_line: u64) -> (String, Vec<(u64, u64)>) {
+pub(crate) fn decode_marking(bytes: Vec<u8>, first_line: u64) -> (String, Vec<(u64, u64)>) {
+    // Valid text, nearly always: no copy and no scan beyond the validation.
+    let bytes = match String::from_utf8(bytes) {
+        Ok(text) => return (text, Vec::new()),
+        Err(e) => e.into_bytes(),
+    };
     let mut text = String::with_capacity(bytes.len());
     let mut bad = Vec::new();
     let (mut line, mut line_start) = (first_line, 0usize);

@@ -77,8 +77,7 @@ pub(crate) fn read(
         let cut = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         bytes.truncate(cut);
     }
-    let (text, invalid) = files::decode_marking(&bytes, first_line);
-    drop(bytes);
+    let (text, invalid) = files::decode_marking(bytes, first_line);
     let skip = match text.strip_prefix(BOM) {
         Some(_) if from == 0 => BOM.len_utf8(),
         _ => 0,
