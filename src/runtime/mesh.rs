@@ -15,7 +15,9 @@
 //!   cluster's shape, and the caller's terms: pipeline and options). A process goes on only once
 //!   it has exchanged hellos with every other and every term is equal; otherwise it fails, naming
 //!   the peer and the first term that differs with both values. Every pair compares, so a cluster
-//!   with any difference fails in every process.
+//!   with any difference fails in every process — with two processes, both naming it; with more,
+//!   a process whose peers left first may only see the cluster not form within the connect
+//!   timeout.
 //! - A process answers hellos from the start (its listener runs beside its own connects), so a
 //!   peer that connects and says nothing for [`Timeouts::silence`], or an address that accepts
 //!   and never answers, is not an scdflow process of this cluster (or is stopped).
