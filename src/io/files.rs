@@ -88,9 +88,9 @@ pub(crate) fn decode(path: &Path, bytes: Vec<u8>, first_line: u64) -> Result<Str
 
 /// `bytes` as UTF-8 text, their first byte on line `first_line`, with every byte that is not
 /// valid UTF-8 replaced by one U+001A (SUBSTITUTE, one byte: offsets into the text stay offsets
-/// into the file), and the `(line, column)` of each run of such bytes. A reader turns the
+/// into the file), and where each run of such bytes starts ([`Invalid`]). A reader turns the
 /// records on those lines into bad records, so that one damaged record need not fail a file.
-pub(crate) fn decode_marking(bytes: Vec<u8>, first_line: u64) -> (String, Vec<(u64, u64)>) {
+pub(crate) fn decode_marking(bytes: Vec<u8>, first_line: u64) -> (String, Vec<Invalid>) {
     // Valid text, nearly always: no copy and no scan beyond the validation.
     let bytes = match String::from_utf8(bytes) {
         Ok(text) => return (text, Vec::new()),
@@ -109,11 +109,26 @@ pub(crate) fn decode_marking(bytes: Vec<u8>, first_line: u64) -> (String, Vec<(u
         }
         text.push_str(valid);
         if !chunk.invalid().is_empty() {
-            bad.push((line, (text.len() - line_start + 1) as u64));
+            bad.push(Invalid {
+                offset: text.len(),
+                line,
+                column: (text.len() - line_start + 1) as u64,
+            });
             text.extend(std::iter::repeat_n(SUBSTITUTE, chunk.invalid().len()));
         }
     }
     (text, bad)
+}
+
+/// Where a run of bytes that are not UTF-8 starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Invalid {
+    /// Byte offset in the decoded text (and so in the bytes).
+    pub(crate) offset: usize,
+    /// Its line.
+    pub(crate) line: u64,
+    /// Its 1-based byte column.
+    pub(crate) column: u64,
 }
 
 /// What [`decode_marking`] puts for each byte that is not UTF-8.

@@ -111,15 +111,19 @@ pub(crate) fn read(
     };
     // A file-level error on a line with bytes that are not UTF-8 (a header, say) is theirs.
     let (mut rows, consumed, end_line) = read().map_err(|e| match invalid.first() {
-        Some(&(line, column)) if e.location().line.is_none_or(|l| l == line) => Error::new(
+        Some(bad) if e.location().line.is_none_or(|l| l == bad.line) => Error::new(
             ErrorKind::Format,
-            format!("invalid UTF-8 at column {column}"),
+            format!("invalid UTF-8 at column {}", bad.column),
         )
-        .at_line(line)
+        .at_line(bad.line)
         .in_file(path),
         _ => e,
     })?;
-    mark_invalid_utf8(path, &text, first_line, &invalid, &mut rows)?;
+    // Bytes past what this read consumed (a record still being written) are a later read's.
+    let read_part = invalid
+        .iter()
+        .take_while(|bad| bad.offset < skip + consumed);
+    mark_invalid_utf8(path, &text, first_line, read_part, &mut rows)?;
     let end = match consumed {
         0 => from,
         _ => from + (skip + consumed) as u64,
@@ -134,11 +138,11 @@ pub(crate) fn read(
 /// Turns the record on each line `invalid` names (`(line, column)` of bytes that are not UTF-8;
 /// a record with a multi-line field is the one that starts last at or before the line) into a
 /// bad record. Bytes before the first record (a CSV header) are a `Format` error for the file.
-fn mark_invalid_utf8(
+fn mark_invalid_utf8<'i>(
     path: &Path,
     text: &str,
     first_line: u64,
-    invalid: &[(u64, u64)],
+    invalid: impl Iterator<Item = &'i files::Invalid>,
     rows: &mut [std::result::Result<SourceRow, RowError>],
 ) -> Result<()> {
     let start = |r: &std::result::Result<SourceRow, RowError>| match r {
@@ -148,7 +152,7 @@ fn mark_invalid_utf8(
     // `invalid` is in line order: one pass over the text's lines.
     let mut lines = text.split('\n').zip(first_line..);
     let mut last = None;
-    for &(line, column) in invalid {
+    for &files::Invalid { line, column, .. } in invalid {
         if last == Some(line) {
             continue;
         }
@@ -434,6 +438,25 @@ mod tests {
         assert_eq!(
             err.to_string(),
             format!("{}:1: CSV header has no column `id`", file.path.display())
+        );
+    }
+
+    /// Bytes that are not UTF-8 in a record still being written (a quoted field open at the
+    /// end) belong to the later read that completes it, not to the record before.
+    #[test]
+    fn bad_bytes_past_the_read_part_wait_with_it() {
+        let file = File::new("g.csv");
+        file.write(b"id,name\n1,a\n2,\"b\xff\nc");
+        let tail = read_file_from(&file.path, Format::Csv, true, &schema(), 0, 1).unwrap();
+        assert_eq!(tail.rows.len(), 1);
+        assert!(tail.rows[0].is_ok(), "{:?}", tail.rows[0]);
+        assert_eq!(tail.end, 12);
+        file.write(b"id,name\n1,a\n2,\"b\xff\nc\"\n");
+        let tail = read_file_from(&file.path, Format::Csv, true, &schema(), 12, 3).unwrap();
+        let bad = tail.rows[0].as_ref().unwrap_err();
+        assert_eq!(
+            (bad.line, bad.reason.as_str()),
+            (3, "invalid UTF-8 at column 5")
         );
     }
 
