@@ -72,18 +72,10 @@ pub fn read_text(path: &Path) -> Result<String> {
 /// `bytes` of `path` as UTF-8 text, their first byte on line `first_line`. Invalid UTF-8 is a
 /// `Format` error at the (whole-file) line and column of the first bad byte.
 pub(crate) fn decode(path: &Path, bytes: Vec<u8>, first_line: u64) -> Result<String> {
-    String::from_utf8(bytes).map_err(|e| {
-        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let line = first_line + valid.iter().filter(|&&b| b == b'\n').count() as u64;
-        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let column = valid.len() - line_start + 1;
-        Error::new(
-            ErrorKind::Format,
-            format!("invalid UTF-8 at column {column}"),
-        )
-        .at_line(line)
-        .in_file(path)
-    })
+    match decode_marking(bytes, first_line) {
+        (_, invalid) if !invalid.is_empty() => Err(invalid[0].error(path)),
+        (text, _) => Ok(text),
+    }
 }
 
 /// `bytes` as UTF-8 text, their first byte on line `first_line`, with every byte that is not
@@ -129,6 +121,18 @@ pub(crate) struct Invalid {
     pub(crate) line: u64,
     /// Its 1-based byte column.
     pub(crate) column: u64,
+}
+
+impl Invalid {
+    /// The `Format` error that fails a file at these bytes.
+    pub(crate) fn error(&self, path: &Path) -> Error {
+        Error::new(
+            ErrorKind::Format,
+            format!("invalid UTF-8 at column {}", self.column),
+        )
+        .at_line(self.line)
+        .in_file(path)
+    }
 }
 
 /// What [`decode_marking`] puts for each byte that is not UTF-8.

@@ -111,12 +111,7 @@ pub(crate) fn read(
     };
     // A file-level error on a line with bytes that are not UTF-8 (a header, say) is theirs.
     let (mut rows, consumed, end_line) = read().map_err(|e| match invalid.first() {
-        Some(bad) if e.location().line.is_none_or(|l| l == bad.line) => Error::new(
-            ErrorKind::Format,
-            format!("invalid UTF-8 at column {}", bad.column),
-        )
-        .at_line(bad.line)
-        .in_file(path),
+        Some(bad) if e.location().line.is_none_or(|l| l == bad.line) => bad.error(path),
         _ => e,
     })?;
     // Bytes past what this read consumed (a record still being written) are a later read's.
@@ -152,19 +147,15 @@ fn mark_invalid_utf8<'i>(
     // `invalid` is in line order: one pass over the text's lines.
     let mut lines = text.split('\n').zip(first_line..);
     let mut last = None;
-    for &files::Invalid { line, column, .. } in invalid {
+    for bad in invalid {
+        let files::Invalid { line, column, .. } = *bad;
         if last == Some(line) {
             continue;
         }
         last = Some(line);
         let at = rows.partition_point(|r| start(r) <= line);
         let Some(record) = at.checked_sub(1).map(|i| &mut rows[i]) else {
-            return Err(Error::new(
-                ErrorKind::Format,
-                format!("invalid UTF-8 at column {column}"),
-            )
-            .at_line(line)
-            .in_file(path));
+            return Err(bad.error(path));
         };
         let shown = lines
             .find(|(_, n)| *n == line)
