@@ -209,13 +209,16 @@ pub(crate) fn hosts_port(path: &str, p: usize) -> u16 {
     line.rsplit_once(':').unwrap().1.parse().unwrap()
 }
 
+/// A hostfile of two free ports on loopback, in `dir`.
 pub(crate) fn hostfile(dir: &Path) -> String {
+    hosts_on(dir, &free_ports(2))
+}
+
+/// A hostfile of `ports` on loopback, in `dir`.
+pub(crate) fn hosts_on(dir: &Path, ports: &[u16]) -> String {
     let path = dir.join("hosts.txt");
-    let hosts: String = free_ports(2)
-        .iter()
-        .map(|p| format!("127.0.0.1:{p}\n"))
-        .collect();
-    std::fs::write(&path, hosts).unwrap();
+    let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
+    std::fs::write(&path, text).unwrap();
     path.to_str().unwrap().to_string()
 }
 

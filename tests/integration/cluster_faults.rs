@@ -3,21 +3,13 @@
 //! between the starts of two processes (which must change nothing).
 
 use super::cluster::{
-    bad_second_commit, established, finish, free_ports, long_workload, member, outcome, read,
-    scdflow,
+    bad_second_commit, established, finish, free_ports, hosts_on, long_workload, member, outcome,
+    read, scdflow,
 };
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// A hostfile of `ports` on loopback, in `dir`.
-fn hosts_on(dir: &Path, ports: &[u16]) -> String {
-    let path = dir.join("hosts.txt");
-    let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    path.to_str().unwrap().to_string()
-}
 
 /// Whether something listens on local port `port` (Linux `/proc/net/tcp`, state `0A`).
 fn listening(port: u16) -> bool {
@@ -30,6 +22,15 @@ fn listening(port: u16) -> bool {
             })
         })
     })
+}
+
+/// Waits (a minute at most) until process 0 of `ports` listens: it lists its input first.
+fn wait_listening(ports: &[u16]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !listening(ports[0]) {
+        assert!(Instant::now() < deadline, "process 0 does not listen");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The last line of a failed process's stderr, after checking it failed with status 2 and
@@ -177,11 +178,7 @@ fn a_stray_silent_connection_holds_nothing_up() {
     let out = dir.path().join("out");
     let quarantine = ["--on-invalid", "quarantine", "--peer-timeout", "5"];
     let first = member(pipeline, out.to_str().unwrap(), "0", &hosts, &quarantine);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !listening(ports[0]) {
-        assert!(Instant::now() < deadline, "process 0 does not listen");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_listening(&ports);
     // A stranger connects first, and one that speaks nonsense.
     let _silent = std::net::TcpStream::connect(("127.0.0.1", ports[0])).unwrap();
     let mut noisy = std::net::TcpStream::connect(("127.0.0.1", ports[0])).unwrap();
@@ -207,12 +204,7 @@ fn a_file_that_lands_between_the_starts_changes_nothing() {
     let hosts = hosts_on(dir.path(), &ports);
     let out = dir.path().join("out");
     let first = member(pipeline, out.to_str().unwrap(), "0", &hosts, &[]);
-    // Process 0 lists its input before it listens.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !listening(ports[0]) {
-        assert!(Instant::now() < deadline, "process 0 does not listen");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_listening(&ports);
     std::fs::write(data.join("batch_0.csv"), "id,v,seq\n1,z,9\n7,z,9\n").unwrap();
     let second = member(pipeline, "unused", "1", &hosts, &[]);
     finish(first, "process 0");
