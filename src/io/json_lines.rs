@@ -17,13 +17,14 @@ use std::path::Path;
 pub(crate) struct JsonObject(pub Vec<(String, Json)>);
 
 impl JsonObject {
-    /// The member named `name`: the last exact match (JSON's usual "last one wins"), else the
-    /// last case-insensitive match, as column names are case-insensitive.
-    pub(crate) fn get(&self, name: &str) -> Option<&Json> {
-        let find = |pred: &dyn Fn(&str) -> bool| {
-            self.0.iter().rev().find(|(k, _)| pred(k)).map(|(_, v)| v)
-        };
-        find(&|k| k == name).or_else(|| find(&|k| k.eq_ignore_ascii_case(name)))
+    /// The member named `name`, case-insensitively as column names are; when two members are
+    /// (`a` twice, or `a` and `A`), their keys: which one a column means would be a guess.
+    pub(crate) fn get(&self, name: &str) -> Result<Option<&Json>, (&str, &str)> {
+        let mut named = self.0.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name));
+        match (named.next(), named.next()) {
+            (Some((first, _)), Some((second, _))) => Err((first, second)),
+            (found, _) => Ok(found.map(|(_, v)| v)),
+        }
     }
 
     /// The object as a plain JSON value (for quarantine records).
@@ -105,10 +106,13 @@ mod tests {
         let obj = parse_object(Path::new("f"), 1, r#"{"b":1,"A":2,"a":3,"b":4}"#).unwrap();
         let keys: Vec<_> = obj.0.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["b", "A", "a", "b"]);
-        assert_eq!(obj.get("b"), Some(&json!(4)));
-        assert_eq!(obj.get("a"), Some(&json!(3)));
-        assert_eq!(obj.get("B"), Some(&json!(4)));
-        assert_eq!(obj.get("c"), None);
+        assert_eq!(obj.get("b"), Err(("b", "b")));
+        assert_eq!(obj.get("a"), Err(("A", "a")));
+        assert_eq!(obj.get("B"), Err(("b", "b")));
+        assert_eq!(obj.get("c"), Ok(None));
+        let obj = parse_object(Path::new("f"), 1, r#"{"A":2,"b":4}"#).unwrap();
+        assert_eq!(obj.get("a"), Ok(Some(&json!(2))));
+        assert_eq!(obj.get("B"), Ok(Some(&json!(4))));
     }
 
     #[test]

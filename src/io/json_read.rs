@@ -40,28 +40,20 @@ pub(crate) fn read_json_from(
 fn to_row(line: u64, object: &JsonObject, schema: &Schema) -> Result<SourceRow, RowError> {
     let mut row = Vec::with_capacity(schema.len());
     for column in &schema.columns {
-        let mut named = object
-            .0
-            .iter()
-            .filter(|(k, _)| k.eq_ignore_ascii_case(&column.name));
-        if let (Some((first, _)), Some((second, _))) = (named.next(), named.next()) {
-            return Err(RowError {
-                line,
-                column: Some(column.name.clone()),
-                reason: format!(
-                    "the object gives this column twice (keys `{first}` and `{second}`)"
-                ),
-                raw: object.to_json(),
-            });
-        }
+        let bad = |reason| RowError {
+            line,
+            column: Some(column.name.clone()),
+            reason,
+            raw: object.to_json(),
+        };
         let value = match object.get(&column.name) {
-            None => Value::Null,
-            Some(json) => json_to_value(json, &column.ty).map_err(|reason| RowError {
-                line,
-                column: Some(column.name.clone()),
-                reason,
-                raw: object.to_json(),
-            })?,
+            Err((first, second)) => {
+                return Err(bad(format!(
+                    "the object gives this column twice (keys `{first}` and `{second}`)"
+                )))
+            }
+            Ok(None) => Value::Null,
+            Ok(Some(json)) => json_to_value(json, &column.ty).map_err(bad)?,
         };
         row.push(value);
     }
