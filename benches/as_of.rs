@@ -28,7 +28,7 @@ use scdflow::operators::AsOf;
 use scdflow::plan::AsOfLayout;
 use scdflow::plan::{ScdType, Target, TargetKind};
 use scdflow::query::visible;
-use scdflow::value::{DataType, Row, Schema, Value};
+use scdflow::value::{DataType, Datum, Row, Schema, Value};
 use std::time::{Duration, Instant};
 
 const SEED: u64 = 42;
@@ -68,11 +68,11 @@ fn events(keys: i64, versions: i64, rng: &mut ChaCha8Rng) -> Vec<Event> {
     let slot = 980 / versions.max(1);
     let mut out = Vec::new();
     for k in 0..keys {
-        let event = |seq: i64, kind: EventKind, image: Row, system: i64| Event {
+        let event = |seq: i64, kind: EventKind, image: Vec<Value>, system: i64| Event {
             seq: Value::Int(seq),
             kind,
-            key: vec![Value::Int(k)],
-            image,
+            key: Row::from([Value::Int(k)]),
+            image: Row::from(image),
             authored: None,
             system: Value::Int(system),
         };
@@ -106,7 +106,7 @@ fn points(n: usize, keys: i64, rng: &mut ChaCha8Rng) -> Vec<Point> {
         .map(|_| {
             let s = (rng.random_range(0..10) > 0).then(|| Value::Int(rng.random_range(0..1000)));
             let b = Value::Int(rng.random_range(0..1000));
-            (s, b, vec![Value::Int(rng.random_range(0..keys))])
+            (s, b, Row::from([Value::Int(rng.random_range(0..keys))]))
         })
         .collect()
 }
@@ -114,10 +114,7 @@ fn points(n: usize, keys: i64, rng: &mut ChaCha8Rng) -> Vec<Point> {
 fn images(rows: Vec<Row>) -> Vec<Row> {
     let mut images: Vec<Row> = rows
         .into_iter()
-        .map(|mut r| {
-            r.truncate(2);
-            r
-        })
+        .map(|r| r.iter().take(2).collect())
         .collect();
     images.sort();
     images
@@ -172,9 +169,12 @@ impl Reads {
 }
 
 /// The rows of `sorted` (sorted by key) with key `key`: a binary search.
-fn key_range<'a>(sorted: &'a [Row], key: &Value) -> &'a [Row] {
-    let start = sorted.partition_point(|r| &r[0] < key);
-    let end = start + sorted[start..].partition_point(|r| &r[0] == key);
+fn key_range<'a>(sorted: &'a [Row], key: Datum<'_>) -> &'a [Row] {
+    fn first(r: &Row) -> Datum<'_> {
+        r.get(0).expect("a row has a key")
+    }
+    let start = sorted.partition_point(|r| first(r) < key);
+    let end = start + sorted[start..].partition_point(|r| first(r) == key);
     &sorted[start..end]
 }
 
@@ -256,14 +256,15 @@ fn main() {
     let scanned: Vec<Vec<Row>> = points[..SCAN_READS.min(queries)]
         .iter()
         .map(|(s, b, key)| {
-            scan.time(|| visible(&rows, &layout, s.as_ref(), Some(b), &[(0, key[0].clone())]))
+            scan.time(|| visible(&rows, &layout, s.as_ref(), Some(b), &[(0, key.value(0))]))
         })
         .collect();
     let mut search = Reads::new();
     let searched: Vec<Vec<Row>> = points
         .iter()
         .map(|(s, b, key)| {
-            search.time(|| visible(key_range(&rows, &key[0]), &layout, s.as_ref(), Some(b), &[]))
+            let key = key.get(0).expect("a point has a key");
+            search.time(|| visible(key_range(&rows, key), &layout, s.as_ref(), Some(b), &[]))
         })
         .collect();
     let mut whole_stab = Reads::new();

@@ -40,7 +40,7 @@ fn target() -> Target {
 }
 
 fn row(k: i64, city: String) -> Row {
-    vec![Value::Int(k), Value::Str(city)]
+    Row::from(vec![Value::Int(k), Value::Str(city)])
 }
 
 fn versions(rows: i64, percent: i64) -> (Vec<Row>, Vec<Row>) {

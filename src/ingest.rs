@@ -7,7 +7,7 @@ use crate::driver::{ReadFrom, Span};
 use crate::expr::Expr;
 use crate::io::{self, RowError, SourceRow};
 use crate::plan::{Pipeline, SourceInput};
-use crate::value::{Row, Schema, Value};
+use crate::value::{Schema, Value};
 use crate::Result;
 use std::path::PathBuf;
 
@@ -196,7 +196,7 @@ pub fn project(
     filter: Option<&Expr>,
     output: &Schema,
     row: &[Value],
-) -> Result<Option<Row>, (String, String)> {
+) -> Result<Option<Vec<Value>>, (String, String)> {
     if let Some(filter) = filter {
         match filter.eval(row) {
             Ok(Value::Bool(true)) => {}
@@ -211,7 +211,7 @@ pub fn project(
         .iter()
         .zip(&output.columns)
         .map(|(e, c)| e.eval(row).map_err(|err| (c.name.clone(), err)))
-        .collect::<Result<Row, _>>()
+        .collect::<Result<Vec<Value>, _>>()
         .map(Some)
 }
 

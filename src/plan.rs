@@ -5,7 +5,7 @@
 //! fails on the pipeline's shape, only on data.
 
 use crate::expr::Expr;
-use crate::value::{DataType, Row, Schema, Value};
+use crate::value::{DataType, Row, Schema};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -332,7 +332,7 @@ impl AsOfLayout {
     }
 
     /// The key values of `row`, in `KEYS` order.
-    pub fn key(&self, row: &[Value]) -> Row {
-        self.keys.iter().map(|&k| row[k].clone()).collect()
+    pub fn key(&self, row: &Row) -> Row {
+        row.project(&self.keys)
     }
 }

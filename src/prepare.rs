@@ -7,7 +7,7 @@
 
 use crate::event::{Event, EventKind};
 use crate::plan::{CdcFlow, PartialUpdates, Target};
-use crate::value::{Schema, Value};
+use crate::value::{Row, Schema, Value};
 use serde::{Deserialize, Serialize};
 
 /// Why a row cannot become an event. Ordered, hashable and serializable so that rejected rows
@@ -62,14 +62,13 @@ pub fn to_event(
         return Ok(Event {
             seq,
             kind: EventKind::Truncate,
-            key: Vec::new(),
-            image: Vec::new(),
+            key: Row::new(),
+            image: Row::new(),
             authored: None,
             system: Value::Null,
         });
     }
-    let key: Vec<Value> = flow.keys.iter().map(|&k| row[k].clone()).collect();
-    if let Some(i) = key.iter().position(Value::is_null) {
+    if let Some(i) = flow.keys.iter().position(|&k| row[k].is_null()) {
         let name = &schema.columns[flow.keys[i]].name;
         return Err(InvalidRow::new(
             format!("KEYS ({name})"),
@@ -80,22 +79,26 @@ pub fn to_event(
         return Ok(Event {
             seq,
             kind: EventKind::Delete,
-            key,
-            image: Vec::new(),
+            key: key(flow, row),
+            image: Row::new(),
             authored: None,
             system,
         });
     }
-    let image: Vec<Value> = flow.columns.iter().map(|&c| row[c].clone()).collect();
-    let authored = authored(flow, target, &image, row)?;
+    let authored = authored(flow, target, row)?;
+    let image: Row = flow.columns.iter().map(|&c| &row[c]).collect();
     Ok(Event {
         seq,
         kind: EventKind::Upsert,
-        key,
+        key: key(flow, row),
         image,
         authored,
         system,
     })
+}
+
+fn key(flow: &CdcFlow, row: &[Value]) -> Row {
+    flow.keys.iter().map(|&k| &row[k]).collect()
 }
 
 fn holds(
@@ -116,15 +119,14 @@ fn holds(
 fn authored(
     flow: &CdcFlow,
     target: &Target,
-    image: &[Value],
     row: &[Value],
 ) -> Result<Option<Vec<bool>>, InvalidRow> {
     let mut mask = match &flow.partial {
         PartialUpdates::Off => return Ok(None),
         PartialUpdates::IgnoreNull(ignore) => ignore
             .iter()
-            .zip(image)
-            .map(|(ignored, v)| !(*ignored && v.is_null()))
+            .zip(&flow.columns)
+            .map(|(ignored, &c)| !(*ignored && row[c].is_null()))
             .collect(),
         PartialUpdates::ColumnsToUpdate(c) => listed_columns(&row[*c], target)?,
     };

@@ -105,16 +105,18 @@ fn fold(
 ) -> Row {
     let row = match rows.entry(key) {
         Entry::Occupied(o) => o.into_mut(),
-        Entry::Vacant(v) => v.insert(vec![Value::Null; image_len]),
+        Entry::Vacant(v) => v.insert(std::iter::repeat_n(Value::Null, image_len).collect()),
     };
     match authored {
         None => *row = image,
         Some(mask) => {
-            for ((slot, value), set) in row.iter_mut().zip(image).zip(mask) {
-                if set {
-                    *slot = value;
-                }
-            }
+            let folded: Row = row
+                .iter()
+                .zip(&image)
+                .zip(mask)
+                .map(|((old, new), set)| if set { new } else { old })
+                .collect();
+            *row = folded;
         }
     }
     row.clone()

@@ -208,11 +208,11 @@ fn upsert(key: i64, city: Option<&str>, authored: Option<Vec<bool>>) -> Event {
     Event {
         seq: Value::Int(0),
         kind: EventKind::Upsert,
-        key: vec![Value::Int(key)],
-        image: vec![
+        key: Row::from([Value::Int(key)]),
+        image: Row::from([
             Value::Int(key),
             city.map_or(Value::Null, |c| Value::Str(c.into())),
-        ],
+        ]),
         authored,
         system: Value::Null,
     }
@@ -232,7 +232,7 @@ fn snapshot_of(batch: Batch) -> Vec<(Row, Row)> {
 fn snapshots_are_the_source_table_after_each_commit() {
     let delete = Event {
         kind: EventKind::Delete,
-        image: Vec::new(),
+        image: Row::new(),
         ..upsert(1, None, None)
     };
     let commits = vec![
@@ -253,8 +253,8 @@ fn snapshots_are_the_source_table_after_each_commit() {
         .collect();
     let row = |k: i64, city: &str| {
         (
-            vec![Value::Int(k)],
-            vec![Value::Int(k), Value::Str(city.into())],
+            Row::from([Value::Int(k)]),
+            Row::from([Value::Int(k), Value::Str(city.into())]),
         )
     };
     let mut share = deal(Commits::snapshots(commits, 2), 1).pop().unwrap();

@@ -427,7 +427,7 @@ impl Step<'_> {
             if !self.expect(sf.target, &sf.expectations, &mut counts, &row, &sf.schema)? {
                 continue;
             }
-            let key: Row = sf.keys.iter().map(|&k| row.row[k].clone()).collect();
+            let key: Row = sf.keys.iter().map(|&k| &row.row[k]).collect();
             if let Some(first) = seen.get(&key) {
                 let names: Vec<&str> = sf
                     .keys
@@ -442,7 +442,7 @@ impl Step<'_> {
                 continue;
             }
             seen.insert(key, row.line);
-            kept.push(row.row);
+            kept.push(Row::from(row.row));
         }
         entry.expectations = counts;
         self.prepared.input.snapshots[sf.target] = Some(Snapshot {
@@ -495,7 +495,7 @@ impl Step<'_> {
                 &projected,
                 &target.schema,
             )? {
-                self.prepared.input.rows[rf.target].push(projected.row);
+                self.prepared.input.rows[rf.target].push(Row::from(projected.row));
             }
         }
         entry.expectations = counts;

@@ -53,7 +53,7 @@ use super::scd2::{History, Shape, Stored};
 use super::sorted_map::SortedMap;
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
-use crate::value::{Row, Value};
+use crate::value::{Packer, Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::{consolidate, consolidate_from};
 use serde::{Deserialize, Serialize};
@@ -491,11 +491,11 @@ fn emit_difference(row: &Row, old: &[Interval], new: &[Interval], out: &mut Vec<
 
 /// The output row: the business row, then `__SYSTEM_START_AT`, `__SYSTEM_END_AT`.
 fn versioned(row: &Row, (start, end): &Interval) -> Row {
-    let mut out = Vec::with_capacity(row.len() + 2);
-    out.extend_from_slice(row);
-    out.push(start.clone());
-    out.push(end.clone().unwrap_or(Value::Null));
-    out
+    Packer::new()
+        .extend_from(row.as_row_ref())
+        .push(start)
+        .push(end.as_ref().unwrap_or(&Value::Null))
+        .finish()
 }
 
 #[cfg(test)]
@@ -627,8 +627,8 @@ mod tests {
         Event {
             seq: bt,
             kind: EventKind::Upsert,
-            key: vec![a()],
-            image: vec![a(), Value::Str(value.into())],
+            key: Row::from(vec![a()]),
+            image: Row::from(vec![a(), Value::Str(value.into())]),
             authored: None,
             system: st,
         }
@@ -643,8 +643,8 @@ mod tests {
             Event {
                 seq: at(12, 30, 0),
                 kind: EventKind::Delete,
-                key: vec![a()],
-                image: vec![],
+                key: Row::from(vec![a()]),
+                image: Row::new(),
                 authored: None,
                 system: at(12, 30, 0),
             },
@@ -655,7 +655,14 @@ mod tests {
     fn t8_row(value: &str, bt: [Value; 2], st: [Value; 2]) -> Row {
         let [start, end] = bt;
         let [sstart, send] = st;
-        vec![a(), Value::Str(value.into()), start, end, sstart, send]
+        Row::from(vec![
+            a(),
+            Value::Str(value.into()),
+            start,
+            end,
+            sstart,
+            send,
+        ])
     }
 
     /// The tables after each of T8's four steps, as printed in the spec.
@@ -731,14 +738,14 @@ mod tests {
         let ev = |x: &str, y: &str, bt: i64, st: i64| Event {
             seq: Value::Int(bt),
             kind: EventKind::Upsert,
-            key: vec![Value::Int(1)],
-            image: vec![
+            key: Row::from(vec![Value::Int(1)]),
+            image: Row::from(vec![
                 Value::Int(1),
                 Value::Str(x.into()),
                 Value::Str(y.into()),
                 Value::Int(bt),
                 Value::Int(st),
-            ],
+            ]),
             authored: None,
             system: Value::Int(st),
         };
@@ -806,7 +813,8 @@ mod tests {
                     events.push(again);
                     continue;
                 }
-                let key = vec![Value::Int(rng.random_range(0..3))];
+                let k = Value::Int(rng.random_range(0..3));
+                let key = Row::from([k.clone()]);
                 let seq = Value::Int(rng.random_range(1..=6));
                 let system = Value::Int(rng.random_range(1..=5));
                 let event = if rng.random_bool(0.2) {
@@ -814,16 +822,16 @@ mod tests {
                         seq,
                         kind: EventKind::Delete,
                         key,
-                        image: vec![],
+                        image: Row::new(),
                         authored: None,
                         system,
                     }
                 } else {
-                    let image = vec![
-                        key[0].clone(),
+                    let image = Row::from(vec![
+                        k,
                         pick(&mut rng, &["x", "y", ""]),
                         pick(&mut rng, &["p", "q"]),
-                    ];
+                    ]);
                     let authored = (partial && rng.random_bool(0.7))
                         .then(|| vec![true, rng.random_bool(0.5), rng.random_bool(0.5)]);
                     Event {
@@ -863,22 +871,22 @@ mod tests {
             Event {
                 seq: i(8),
                 kind: EventKind::Delete,
-                key: vec![a()],
-                image: vec![],
+                key: Row::from(vec![a()]),
+                image: Row::new(),
                 authored: None,
                 system: i(30),
             },
         ];
         let row = |start: i64, end: Option<i64>, sstart: i64, send: Option<i64>| {
             let opt = |v: Option<i64>| v.map_or(Value::Null, Value::Int);
-            vec![
+            Row::from(vec![
                 a(),
                 Value::Str("z".into()),
                 i(start),
                 opt(end),
                 i(sstart),
                 opt(send),
-            ]
+            ])
         };
         let mut expected = vec![
             row(1, None, 10, Some(15)),

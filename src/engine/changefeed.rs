@@ -81,12 +81,8 @@ pub fn identity(target: &Target) -> impl Fn(&Row) -> Row + Clone + 'static {
         _ => target.keys.clone(),
     };
     let starts = interval_starts(target);
-    move |row: &Row| {
-        keys.iter()
-            .chain(&starts)
-            .map(|&i| row[i].clone())
-            .collect()
-    }
+    let columns: Vec<usize> = keys.into_iter().chain(starts).collect();
+    move |row: &Row| row.project(&columns)
 }
 
 /// Positions of the interval starts: `__START_AT` (SCD2 and bitemporal), then
@@ -177,7 +173,7 @@ pub fn changes(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Change> {
 mod tests {
     use super::*;
     use crate::plan::Target;
-    use crate::value::Value;
+    use crate::value::{Row, Value};
 
     fn target(scd: ScdType) -> Target {
         let mut cols = vec![
@@ -207,9 +203,9 @@ mod tests {
     #[test]
     fn scd1_update_is_a_pre_post_pair() {
         let t = target(ScdType::Type1);
-        let a = vec![Value::Int(1), Value::Str("a".into())];
-        let b = vec![Value::Int(1), Value::Str("b".into())];
-        let c = vec![Value::Int(2), Value::Str("c".into())];
+        let a = Row::from(vec![Value::Int(1), Value::Str("a".into())]);
+        let b = Row::from(vec![Value::Int(1), Value::Str("b".into())]);
+        let c = Row::from(vec![Value::Int(2), Value::Str("c".into())]);
         let feed = changes(
             &t,
             &[
@@ -235,12 +231,12 @@ mod tests {
     fn scd2_close_and_open_is_update_plus_insert() {
         let t = target(ScdType::Type2);
         let r = |v: &str, s: i64, e: Option<i64>| {
-            vec![
+            Row::from(vec![
                 Value::Int(1),
                 Value::Str(v.into()),
                 Value::Int(s),
                 e.map_or(Value::Null, Value::Int),
-            ]
+            ])
         };
         let feed = changes(
             &t,

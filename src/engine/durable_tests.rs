@@ -339,7 +339,7 @@ fn upsert(key: i64, seq: i64, image: Row, authored: Option<Vec<bool>>, system: V
     Event {
         seq: Value::Int(seq),
         kind: EventKind::Upsert,
-        key: vec![Value::Int(key)],
+        key: Row::from(vec![Value::Int(key)]),
         image,
         authored,
         system,
@@ -350,8 +350,8 @@ fn delete(key: i64, seq: i64, system: Value) -> Event {
     Event {
         seq: Value::Int(seq),
         kind: EventKind::Delete,
-        key: vec![Value::Int(key)],
-        image: Vec::new(),
+        key: Row::from(vec![Value::Int(key)]),
+        image: Row::new(),
         authored: None,
         system,
     }
@@ -387,19 +387,19 @@ fn events(
                 Event {
                     seq: Value::Int(seq),
                     kind: EventKind::Truncate,
-                    key: Vec::new(),
-                    image: Vec::new(),
+                    key: Row::new(),
+                    image: Row::new(),
                     authored: None,
                     system,
                 }
             } else if rng.random_bool(0.3) {
                 delete(key, seq, system)
             } else {
-                let image = vec![
+                let image = Row::from(vec![
                     Value::Int(key),
                     pick(rng, &["x", "y", ""]),
                     pick(rng, &["p", "q"]),
-                ];
+                ]);
                 let authored = (partial && rng.random_bool(0.7))
                     .then(|| vec![true, rng.random_bool(0.5), rng.random_bool(0.5)]);
                 upsert(key, seq, image, authored, system)
@@ -523,8 +523,9 @@ fn snapshot_state_restores_on_any_worker_count() {
                 let mut inputs = vec![Snap::Version(c + 1)];
                 for key in 0..8 {
                     if rng.random_bool(0.6) {
-                        let image = vec![Value::Int(key), pick(&mut rng, &["a", "b", ""])];
-                        inputs.push(Snap::Row(vec![Value::Int(key)], image));
+                        let image =
+                            Row::from(vec![Value::Int(key), pick(&mut rng, &["a", "b", ""])]);
+                        inputs.push(Snap::Row(Row::from([Value::Int(key)]), image));
                     }
                 }
                 (10 * (c + 1), inputs)
@@ -555,7 +556,7 @@ fn replace_state_restores_on_any_worker_count() {
                             r => Value::Int(r),
                         };
                         let device = pick(&mut rng, &["iOS", "Android"]);
-                        vec![region, device, Value::Int(rng.random_range(1..=4))]
+                        Row::from(vec![region, device, Value::Int(rng.random_range(1..=4))])
                     })
                     .collect();
                 (10 * (c + 1), rows)
@@ -577,7 +578,13 @@ fn replace_state_restores_on_any_worker_count() {
 #[test]
 fn tombstones_age_across_a_restore() {
     const RETENTION: i64 = 25;
-    let image = |v: &str| vec![Value::Int(9), Value::Str(v.into()), Value::Str("p".into())];
+    let image = |v: &str| {
+        Row::from(vec![
+            Value::Int(9),
+            Value::Str(v.into()),
+            Value::Str("p".into()),
+        ])
+    };
     let commits: Vec<(i64, Vec<Event>)> = vec![
         (10, vec![upsert(1, 1, image("a"), None, Value::Null)]),
         (20, vec![delete(9, 7, Value::Null)]),

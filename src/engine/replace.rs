@@ -14,7 +14,7 @@ use super::durable::{
 };
 use super::records::{RecordIn, RecordOut};
 use super::KeyMap;
-use crate::value::{Row, Value};
+use crate::value::{Datum, Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::consolidate_from;
 use std::collections::BTreeMap;
@@ -31,7 +31,7 @@ pub struct ReplaceConfig {
 impl ReplaceConfig {
     /// The replace-key values of `row` (rows are exchanged and held by them).
     pub(crate) fn key(&self, row: &Row) -> Row {
-        self.keys.iter().map(|&k| row[k].clone()).collect()
+        row.project(&self.keys)
     }
 
     /// The number of columns a row needs for this configuration.
@@ -98,10 +98,21 @@ impl ReplaceState {
     /// Applies one commit's rows of one key against the stored rows of that key.
     fn replace(&mut self, key: Row, rows: Vec<Row>, out: &mut Vec<(Row, isize)>) {
         let sequence = self.config.sequence;
-        let Some(top) = rows.iter().map(|r| &r[sequence]).max().cloned() else {
+        fn at(r: &Row, sequence: usize) -> Datum<'_> {
+            r.get(sequence).unwrap_or(Datum::Null)
+        }
+        let Some(top) = rows
+            .iter()
+            .map(|r| at(r, sequence))
+            .max()
+            .map(Datum::to_value)
+        else {
             return;
         };
-        let winners: Vec<Row> = rows.into_iter().filter(|r| r[sequence] == top).collect();
+        let winners: Vec<Row> = rows
+            .into_iter()
+            .filter(|r| at(r, sequence) == top)
+            .collect();
         self.changed.mark(&key);
         let stored = self
             .keys

@@ -457,13 +457,16 @@ impl Fields {
             stats.sequence_ties += 1;
         }
         let mut changed = false;
-        for (i, column) in self.columns.iter_mut().enumerate() {
+        for ((i, column), value) in self.columns.iter_mut().enumerate().zip(&event.image) {
             if !event.authors(i) {
                 continue;
             }
-            let candidate = (&event.seq, &event.image[i]);
-            if column.as_ref().is_none_or(|(s, v)| candidate > (s, v)) {
-                *column = Some((event.seq.clone(), event.image[i].clone()));
+            let value = value.to_value();
+            if column
+                .as_ref()
+                .is_none_or(|(s, v)| (&event.seq, &value) > (s, v))
+            {
+                *column = Some((event.seq.clone(), value));
                 changed = true;
             }
         }
@@ -485,8 +488,8 @@ mod tests {
         Event {
             seq: Value::Int(seq),
             kind: EventKind::Upsert,
-            key: vec![Value::Int(key)],
-            image: vec![Value::Int(key), Value::Str(name.into())],
+            key: Row::from(vec![Value::Int(key)]),
+            image: Row::from(vec![Value::Int(key), Value::Str(name.into())]),
             authored: None,
             system: Value::Null,
         }
@@ -496,8 +499,8 @@ mod tests {
         Event {
             seq: Value::Int(seq),
             kind: EventKind::Delete,
-            key: vec![Value::Int(key)],
-            image: Vec::new(),
+            key: Row::from(vec![Value::Int(key)]),
+            image: Row::new(),
             authored: None,
             system: Value::Null,
         }
@@ -507,8 +510,8 @@ mod tests {
         Event {
             seq: Value::Int(seq),
             kind: EventKind::Truncate,
-            key: Vec::new(),
-            image: Vec::new(),
+            key: Row::new(),
+            image: Row::new(),
             authored: None,
             system: Value::Null,
         }
@@ -551,7 +554,7 @@ mod tests {
         s.apply(vec![upsert(1, "old", 2)], 112, &mut out, &mut stats);
         assert_eq!(
             out,
-            vec![(vec![Value::Int(1), Value::Str("old".into())], 1)]
+            vec![(Row::from(vec![Value::Int(1), Value::Str("old".into())]), 1)]
         );
     }
 
@@ -560,7 +563,10 @@ mod tests {
         let mut s = Scd1State::new(2, false, None);
         run(&mut s, vec![upsert(1, "a", 1), upsert(2, "b", 5)]);
         let out = run(&mut s, vec![truncate(3)]);
-        assert_eq!(out, vec![(vec![Value::Int(1), Value::Str("a".into())], -1)]);
+        assert_eq!(
+            out,
+            vec![(Row::from(vec![Value::Int(1), Value::Str("a".into())]), -1)]
+        );
         assert_eq!(s.len(), 1);
         assert!(run(&mut s, vec![upsert(3, "c", 2)]).is_empty());
     }

@@ -40,7 +40,7 @@ use super::sorted_map::SortedMap;
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
-use crate::value::{Row, Value};
+use crate::value::{Packer, Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::consolidate_from;
 use serde::{Deserialize, Serialize};
@@ -66,6 +66,8 @@ pub struct Scd2State {
 pub(super) struct Shape {
     image_len: usize,
     tracked: Vec<bool>,
+    /// Every column is tracked: versions compare whole images (as bytes).
+    all_tracked: bool,
     partial: bool,
 }
 
@@ -304,6 +306,7 @@ impl Shape {
     pub(super) fn new(image_len: usize, tracked: Vec<bool>, partial: bool) -> Self {
         Shape {
             image_len,
+            all_tracked: tracked.iter().all(|t| *t),
             tracked,
             partial,
         }
@@ -315,10 +318,13 @@ impl Shape {
     }
 
     fn tracked_eq(&self, a: &Row, b: &Row) -> bool {
-        self.tracked
-            .iter()
-            .enumerate()
-            .all(|(i, t)| !t || a[i] == b[i])
+        if self.all_tracked {
+            return a == b;
+        }
+        a.iter()
+            .zip(b)
+            .zip(&self.tracked)
+            .all(|((a, b), t)| !t || a == b)
     }
 
     fn fold(&self, before: &Row, e: &Stored) -> Row {
@@ -327,7 +333,7 @@ impl Shape {
                 .iter()
                 .zip(&e.image)
                 .zip(mask)
-                .map(|((old, new), set)| if *set { new.clone() } else { old.clone() })
+                .map(|((old, new), set)| if *set { new } else { old })
                 .collect(),
             _ => e.image.clone(),
         }
@@ -579,7 +585,7 @@ impl History {
             let before = match open {
                 Some(last) => last.folded(),
                 None => {
-                    nulls = vec![Value::Null; shape.image_len];
+                    nulls = Row::nulls(shape.image_len);
                     &nulls
                 }
             };
@@ -677,7 +683,7 @@ impl History {
     ) -> (Value, Vec<(Value, Run)>, Bound<Value>, Vec<(Value, Row)>) {
         let History { events, runs } = self;
         // Only partial targets fold into NULLs.
-        let nulls = || vec![Value::Null; if shape.partial { shape.image_len } else { 0 }];
+        let nulls = || Row::nulls(if shape.partial { shape.image_len } else { 0 });
         // The open run as `(start, last upsert)`, and the folded image before the current event:
         // the open run's image, or (partial targets) all NULL after a delete. Whole images are
         // borrowed from the events, never copied.
@@ -766,11 +772,11 @@ fn folded_at<'a>(events: &'a SortedMap<Value, Stored>, seq: &Value) -> &'a Row {
 }
 
 fn row(start: &Value, run: &Run, image: &Row) -> Row {
-    let mut row = Vec::with_capacity(image.len() + 2);
-    row.extend_from_slice(image);
-    row.push(start.clone());
-    row.push(run.end.clone().unwrap_or(Value::Null));
-    row
+    Packer::new()
+        .extend_from(image.as_row_ref())
+        .push(start)
+        .push(run.end.as_ref().unwrap_or(&Value::Null))
+        .finish()
 }
 
 #[cfg(test)]
@@ -781,14 +787,14 @@ mod tests {
         let (kind, image) = match city {
             Some(c) => (
                 EventKind::Upsert,
-                vec![Value::Int(key), Value::Str(c.into())],
+                Row::from(vec![Value::Int(key), Value::Str(c.into())]),
             ),
-            None => (EventKind::Delete, Vec::new()),
+            None => (EventKind::Delete, Row::new()),
         };
         Event {
             seq: Value::Int(seq),
             kind,
-            key: vec![Value::Int(key)],
+            key: Row::from(vec![Value::Int(key)]),
             image,
             authored: None,
             system: Value::Null,
@@ -808,12 +814,12 @@ mod tests {
     }
 
     fn r(key: i64, city: &str, start: i64, end: Option<i64>) -> Row {
-        vec![
+        Row::from(vec![
             Value::Int(key),
             Value::Str(city.into()),
             Value::Int(start),
             end.map_or(Value::Null, Value::Int),
-        ]
+        ])
     }
 
     #[test]

@@ -93,7 +93,7 @@ impl SnapshotState {
                 return true;
             }
             changed.mark(key);
-            events.push(event(EventKind::Delete, key.clone(), Vec::new()));
+            events.push(event(EventKind::Delete, key.clone(), Row::new()));
             false
         });
         events

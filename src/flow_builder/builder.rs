@@ -31,7 +31,7 @@ pub(super) enum Sequence {
 /// use differential_dataflow::input::Input;
 /// use scdflow::flow_builder::{AutoCdc, AutoCdcFlow};
 /// use scdflow::plan::ScdType;
-/// use scdflow::value::{DataType, Schema, Value};
+/// use scdflow::value::{DataType, Row, Schema, Value};
 /// use std::collections::BTreeMap;
 /// use std::sync::{Arc, Mutex};
 ///
@@ -54,7 +54,7 @@ pub(super) enum Sequence {
 ///
 /// let text = |s: &str| if s.is_empty() { Value::Null } else { Value::Str(s.into()) };
 /// let user = |id: i64, name: &str, city: &str, op: &str, seq: i64| {
-///     vec![Value::Int(id), text(name), text(city), text(op), Value::Int(seq)]
+///     Row::from([Value::Int(id), text(name), text(city), text(op), Value::Int(seq)])
 /// };
 /// let first = vec![
 ///     user(124, "Raul", "Oaxaca", "INSERT", 1),
@@ -94,7 +94,7 @@ pub(super) enum Sequence {
 /// table.retain(|_, count| *count != 0);
 /// let version = |id: i64, name: &str, city: &str, start: i64, end: Option<i64>| {
 ///     let end = end.map_or(Value::Null, Value::Int);
-///     vec![Value::Int(id), text(name), text(city), Value::Int(start), end]
+///     Row::from([Value::Int(id), text(name), text(city), Value::Int(start), end])
 /// };
 /// let expected: BTreeMap<_, _> = [
 ///     version(123, "Isabel", "Monterrey", 1, Some(5)),

@@ -23,7 +23,7 @@ use timely::progress::Timestamp;
 /// ```
 /// use differential_dataflow::input::Input;
 /// use scdflow::flow_builder::{AutoCdc, AutoCdcFlow};
-/// use scdflow::value::{DataType, Schema, Value};
+/// use scdflow::value::{DataType, Row, Schema, Value};
 /// use std::sync::{Arc, Mutex};
 ///
 /// let schema = Schema::new([
@@ -34,7 +34,9 @@ use timely::progress::Timestamp;
 /// let flow = AutoCdcFlow::new("cities", schema, ["id"], "seq")
 ///     .except_column_list(["seq"])
 ///     .build()?;
-/// let row = |id: Value, city: &str, seq: i64| vec![id, Value::Str(city.into()), Value::Int(seq)];
+/// let row = |id: Value, city: &str, seq: i64| {
+///     Row::from([id, Value::Str(city.into()), Value::Int(seq)])
+/// };
 ///
 /// let (table, rejected) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(Vec::new())));
 /// let (table_sink, rejected_sink) = (Arc::clone(&table), Arc::clone(&rejected));
@@ -53,7 +55,7 @@ use timely::progress::Timestamp;
 /// });
 ///
 /// // SCD type 1: the latest image of key 1, written once at commit 0.
-/// let city = vec![Value::Int(1), Value::Str("Cancun".into())];
+/// let city = Row::from([Value::Int(1), Value::Str("Cancun".into())]);
 /// assert_eq!(*table.lock().unwrap(), vec![(city, 0, 1)]);
 /// let rejected = rejected.lock().unwrap();
 /// assert_eq!(rejected.len(), 1);
@@ -89,12 +91,12 @@ where
         let (events, invalid): (
             Stream<'s, T, Vec<(Event, T, isize)>>,
             Stream<'s, T, Vec<((Row, InvalidRow), T, isize)>>,
-        ) = self
-            .inner
-            .ok_err(move |(row, time, diff)| match prepare.to_event(&row) {
+        ) = self.inner.ok_err(
+            move |(row, time, diff)| match prepare.to_event(&row.to_values()) {
                 Ok(event) => Ok((event, time, diff)),
                 Err(why) => Err(((row, why), time, diff)),
-            });
+            },
+        );
         let events = events.as_collection();
         let table = ScdState::new(flow.target()).render(events, |_| 0, |_, _| {});
         (table, invalid.as_collection())

@@ -98,7 +98,7 @@ pub use pipeline::{pipeline, EVENTS_DIR};
 use crate::event::{Event, EventKind};
 use crate::plan::{ScdType, Target, TargetKind, DEFAULT_TOMBSTONE_GC_SECONDS};
 use crate::runtime::CommitEvents;
-use crate::value::{DataType, Row, Schema, Value};
+use crate::value::{DataType, Datum, Packer, Row, Schema, Value};
 use crate::{Error, ErrorKind, Result};
 use draw::{value_text, Change};
 use std::fmt;
@@ -415,7 +415,7 @@ impl Change {
         row.push(seq_value(self.seq));
         row.push(seq_value(self.system));
         row.push(cols.unwrap_or(Value::Null));
-        row
+        row.into()
     }
 
     /// The engine event (src/event.rs conventions: deletes and truncates have empty images,
@@ -432,16 +432,16 @@ impl Change {
             EventKind::Truncate => Event {
                 seq,
                 kind: EventKind::Truncate,
-                key: Vec::new(),
-                image: Vec::new(),
+                key: Row::new(),
+                image: Row::new(),
                 authored: None,
                 system: Value::Null,
             },
             EventKind::Delete => Event {
                 seq,
                 kind: EventKind::Delete,
-                key: vec![key_value(self.key)],
-                image: Vec::new(),
+                key: Row::from([key_value(self.key)]),
+                image: Row::new(),
                 authored: None,
                 system,
             },
@@ -451,16 +451,19 @@ impl Change {
                         .chain(self.payload.iter().map(Option::is_some))
                         .collect()
                 });
-                let mut image = vec![key_value(self.key)];
-                image.extend(
-                    self.payload
-                        .into_iter()
-                        .map(|v| v.map_or(Value::Null, |n| Value::Str(value_text(n)))),
-                );
+                let mut image = Packer::new();
+                image.push(&key_value(self.key));
+                for v in self.payload {
+                    match v {
+                        Some(n) => image.push_datum(Datum::Str(&value_text(n))),
+                        None => image.push_datum(Datum::Null),
+                    };
+                }
+                let image = image.finish();
                 Event {
                     seq,
                     kind: EventKind::Upsert,
-                    key: vec![key_value(self.key)],
+                    key: Row::from([key_value(self.key)]),
                     image,
                     authored,
                     system,

@@ -1,5 +1,6 @@
 use super::*;
 use crate::io::OutputFormat;
+use crate::value::Datum;
 use std::path::Path;
 
 /// Column indices in `schema(w)` for a workload of width `width`.
@@ -38,24 +39,34 @@ fn small() -> Workload {
 }
 
 fn seq(row: &Row, c: &Cols) -> u64 {
-    match row[c.seq] {
+    match row.value(c.seq) {
         Value::Int(s) => s as u64,
-        ref other => panic!("sequence {other:?}"),
+        other => panic!("sequence {other:?}"),
     }
 }
 
 fn st(row: &Row, c: &Cols) -> u64 {
-    match row[c.st] {
+    match row.value(c.st) {
         Value::Int(s) => s as u64,
-        ref other => panic!("system time {other:?}"),
+        other => panic!("system time {other:?}"),
     }
 }
 
 fn op<'a>(row: &'a Row, c: &Cols) -> &'a str {
-    match &row[c.op] {
-        Value::Str(s) => s,
+    match row.get(c.op) {
+        Some(Datum::Str(s)) => s,
         other => panic!("op {other:?}"),
     }
+}
+
+/// `row` without its value at `index` (panics when the row is shorter, as `Vec::remove` does).
+fn without(row: &Row, index: usize) -> Row {
+    assert!(index < row.len(), "removing value {index} of {row:?}");
+    row.iter()
+        .enumerate()
+        .filter(|&(i, _)| i != index)
+        .map(|(_, d)| d)
+        .collect()
 }
 
 #[test]
@@ -80,10 +91,7 @@ fn order_knobs_reorder_the_same_events() {
     let sorted = |w: &Workload| {
         let mut all: Vec<Row> = rows(w).into_iter().flatten().collect();
         all.sort_by_key(|r| seq(r, &c));
-        for r in &mut all {
-            r.remove(c.st);
-        }
-        all
+        all.iter().map(|r| without(r, c.st)).collect::<Vec<_>>()
     };
     assert_eq!(sorted(&w), sorted(&reordered));
 }
@@ -133,11 +141,7 @@ fn system_times_are_arrival_positions_unless_late_and_change_nothing_else() {
             late += 1;
             assert!(s < p && p - s <= w.system_lag, "position {p}: st {s}");
         }
-        let without_st = |r: &Row| {
-            let mut r = r.clone();
-            r.remove(c.st);
-            r
-        };
+        let without_st = |r: &Row| without(r, c.st);
         assert_eq!(without_st(row), without_st(plain));
     }
     // 5% of 2,000.
@@ -222,7 +226,7 @@ fn fractions_hold_within_tolerance_over_ten_thousand_events() {
     let full = Value::Str("c0,c1,c2".into());
     let deletes = share(&|r| op(r, &c) == "DELETE");
     let truncates = share(&|r| op(r, &c) == "TRUNCATE");
-    let partial = share(&|r| op(r, &c) == "UPSERT" && r[c.cols] != full);
+    let partial = share(&|r| op(r, &c) == "UPSERT" && r.value(c.cols) != full);
     assert!(near(deletes, 0.1), "{deletes}");
     assert!(near(truncates, 0.05), "{truncates}");
     // A partial upsert sets all three columns with probability 1/8 and then looks full.
@@ -243,7 +247,7 @@ fn fractions_hold_within_tolerance_over_ten_thousand_events() {
         .count() as f64
         / all.len() as f64;
     assert!((system_late - 0.01).abs() < 0.004, "{system_late}");
-    let keys: std::collections::BTreeSet<&Value> = all.iter().map(|r| &r[0]).collect();
+    let keys: std::collections::BTreeSet<Value> = all.iter().map(|r| r.value(0)).collect();
     assert_eq!(keys.len(), 1_001, "every key and NULL (truncates)");
 }
 
@@ -254,24 +258,28 @@ fn rows_follow_the_op_conventions() {
     let payload = 1..=w.width;
     for row in rows(&w).iter().flatten() {
         assert_eq!(row.len(), schema(&w).len());
-        let nulls = row[payload.clone()].iter().filter(|v| v.is_null()).count();
+        let values = row.unpack();
+        let nulls = values[payload.clone()]
+            .iter()
+            .filter(|v| v.is_null())
+            .count();
         match op(row, &c) {
             "TRUNCATE" => {
-                assert!(row[0].is_null() && row[c.cols].is_null());
+                assert!(values[0].is_null() && values[c.cols].is_null());
                 assert_eq!(nulls, w.width);
             }
             "DELETE" => {
-                assert!(!row[0].is_null() && row[c.cols].is_null());
+                assert!(!values[0].is_null() && values[c.cols].is_null());
                 assert_eq!(nulls, w.width);
             }
             "UPSERT" => {
-                let Value::Str(listed) = &row[c.cols] else {
+                let Datum::Str(listed) = values[c.cols] else {
                     panic!("upsert without cols: {row:?}")
                 };
                 assert!(!listed.is_empty());
                 for j in 0..w.width {
                     let set = listed.split(',').any(|n| n == format!("c{j}"));
-                    assert_eq!(set, !row[1 + j].is_null(), "{row:?}");
+                    assert_eq!(set, !values[1 + j].is_null(), "{row:?}");
                 }
             }
             other => panic!("op {other}"),
@@ -401,10 +409,11 @@ fn rows_through_the_pipeline_are_the_events() {
                             source
                                 .filter
                                 .as_ref()
-                                .is_none_or(|f| f.eval_predicate(row).unwrap())
+                                .is_none_or(|f| f.eval_predicate(&row.to_values()).unwrap())
                         })
                         .map(|row| {
-                            crate::prepare::to_event(flow, parsed, &source.schema, row).unwrap()
+                            crate::prepare::to_event(flow, parsed, &source.schema, &row.to_values())
+                                .unwrap()
                         })
                         .collect()
                 })

@@ -14,7 +14,7 @@
 //! failing.
 
 use crate::temporal::{format_date, format_timestamp};
-use crate::value::{DataType, Value};
+use crate::value::{DataType, Datum, Value};
 use serde_json::Value as Json;
 use std::fmt::Write;
 
@@ -116,6 +116,18 @@ pub(crate) fn write_json(out: &mut String, v: &Value, ty: &DataType) {
             None => write_json_array(out, values, &DataType::Null),
         },
         Value::Array(items) => write_json_array(out, items, element_type(ty)),
+    }
+}
+
+/// [`write_json`] for a value borrowed from a packed row.
+pub(crate) fn write_json_datum(out: &mut String, v: Datum<'_>, ty: &DataType) {
+    match v {
+        Datum::Null => out.push_str("null"),
+        Datum::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Datum::Str(s) => write_json_string(out, s),
+        other => write_json(out, &other.to_value(), ty),
     }
 }
 

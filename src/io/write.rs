@@ -16,9 +16,9 @@
 //! A CSV row of a one-column table whose value is NULL is an empty line, which CSV readers skip;
 //! that one shape does not round-trip.
 
-use super::format::{format_value_text, write_json, write_json_string};
+use super::format::{format_value_text, write_json_datum, write_json_string};
 use super::row::RowError;
-use crate::value::{Row, Schema, Value};
+use crate::value::{Datum, Row, Schema, Value};
 use crate::{Error, ErrorKind, Result};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -144,7 +144,7 @@ pub fn push_row<'v>(
     out: &mut String,
     format: OutputFormat,
     schema: &Schema,
-    values: impl Iterator<Item = &'v Value>,
+    values: impl Iterator<Item = Datum<'v>>,
 ) {
     push_row_with_tail(out, format, &schema.columns, values, "");
 }
@@ -156,7 +156,7 @@ pub fn push_row_with_tail<'v>(
     out: &mut String,
     format: OutputFormat,
     columns: &[crate::value::Column],
-    values: impl Iterator<Item = &'v Value>,
+    values: impl Iterator<Item = Datum<'v>>,
     tail: &str,
 ) {
     match format {
@@ -178,7 +178,7 @@ pub fn push_row_with_tail<'v>(
                 }
                 write_json_string(out, &column.name);
                 out.push(':');
-                write_json(out, v, &column.ty);
+                write_json_datum(out, v, &column.ty);
             }
             out.push_str(tail);
             out.push_str("}\n");
@@ -194,7 +194,7 @@ pub fn row_tail(
     values: &[Value],
 ) -> String {
     let mut tail = String::new();
-    push_row_with_tail(&mut tail, format, columns, values.iter(), "");
+    push_row_with_tail(&mut tail, format, columns, Row::from(values).iter(), "");
     // Drop the row's own opening and ending; what is left follows other fields.
     let body = match format {
         OutputFormat::Csv => &tail[..tail.len() - 1],
@@ -204,14 +204,14 @@ pub fn row_tail(
 }
 
 /// One CSV cell: NULL is empty; other values as [`format_value_text`], quoted when needed.
-fn push_csv_cell(out: &mut String, v: &Value, ty: &crate::value::DataType) {
+fn push_csv_cell(out: &mut String, v: Datum<'_>, ty: &crate::value::DataType) {
     match v {
-        Value::Null => {}
-        Value::Int(i) => {
+        Datum::Null => {}
+        Datum::Int(i) => {
             let _ = write!(out, "{i}");
         }
-        Value::Str(text) => push_csv_text(out, text),
-        other => push_csv_text(out, &format_value_text(other, ty)),
+        Datum::Str(text) => push_csv_text(out, text),
+        other => push_csv_text(out, &format_value_text(&other.to_value(), ty)),
     }
 }
 
@@ -306,7 +306,7 @@ mod tests {
     }
 
     fn rows() -> Vec<Row> {
-        vec![
+        [
             vec![
                 Value::Int(1),
                 Value::Str(String::new()),
@@ -321,6 +321,9 @@ mod tests {
                 Value::Null,
             ],
         ]
+        .into_iter()
+        .map(Row::from)
+        .collect()
     }
 
     #[test]
@@ -346,7 +349,7 @@ mod tests {
         let back: Vec<Row> = read_file(&path, Format::Csv, true, &schema())
             .unwrap()
             .into_iter()
-            .map(|r| r.unwrap().row)
+            .map(|r| Row::from(r.unwrap().row))
             .collect();
         assert_eq!(back, rows());
     }
@@ -364,7 +367,7 @@ mod tests {
         let back: Vec<Row> = read_file(&path, Format::Json, true, &schema())
             .unwrap()
             .into_iter()
-            .map(|r| r.unwrap().row)
+            .map(|r| Row::from(r.unwrap().row))
             .collect();
         assert_eq!(back, rows());
     }
@@ -392,7 +395,7 @@ mod tests {
             &dir.path().join("t.csv"),
             OutputFormat::Csv,
             &schema(),
-            &[vec![]],
+            &[Row::new()],
         )
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Internal);

@@ -141,7 +141,7 @@ pub use snapshot::{snapshots, snapshots_with_skips, SnapshotError, SnapshotOutco
 
 use crate::event::{Event, EventKind};
 use crate::plan::{ScdType, Target};
-use crate::value::{Row, Value};
+use crate::value::{Datum, Packer, Row, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The table `target` holds after `events` (in any order, duplicates allowed), by SCD type.
@@ -198,12 +198,11 @@ fn authors(target: &Target, e: &Event, i: usize) -> bool {
 /// Sorts rows by (key columns in `KEYS` order, then the columns at `then`, then the whole row).
 fn sort_rows(target: &Target, rows: &mut [Row], then: &[usize]) {
     let columns: Vec<usize> = target.keys.iter().chain(then).copied().collect();
-    let project = |r: &Row| -> Vec<Value> { columns.iter().map(|&i| r[i].clone()).collect() };
-    rows.sort_by_cached_key(|r| (project(r), r.clone()));
+    rows.sort_by_cached_key(|r| (r.project(&columns), r.clone()));
 }
 
 /// The tracked columns of an image (`target.tracked`).
-pub(crate) fn tracked<'a>(target: &Target, image: &'a Row) -> Vec<&'a Value> {
+pub(crate) fn tracked<'a>(target: &Target, image: &'a Row) -> Vec<Datum<'a>> {
     image
         .iter()
         .zip(&target.tracked)
@@ -213,8 +212,10 @@ pub(crate) fn tracked<'a>(target: &Target, image: &'a Row) -> Vec<&'a Value> {
 }
 
 /// An output row: the image, then `__START_AT`, `__END_AT`.
-pub(crate) fn version(mut image: Row, start: Value, end: Value) -> Row {
-    image.push(start);
-    image.push(end);
-    image
+pub(crate) fn version(image: Row, start: Value, end: Value) -> Row {
+    Packer::new()
+        .extend_from(image.as_row_ref())
+        .push(&start)
+        .push(&end)
+        .finish()
 }

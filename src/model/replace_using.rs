@@ -13,18 +13,18 @@ use std::collections::BTreeMap;
 /// sequence equals the greatest sequence offered for that key, duplicates kept. Sorted by the
 /// key columns, then the whole row.
 pub fn replace_using(target: &Target, sequence: usize, rows: &[Row]) -> Vec<Row> {
-    let key = |row: &Row| -> Row { target.keys.iter().map(|&k| row[k].clone()).collect() };
-    let mut max_seq: BTreeMap<Row, &Value> = BTreeMap::new();
+    let key = |row: &Row| -> Row { row.project(&target.keys) };
+    let mut max_seq: BTreeMap<Row, Value> = BTreeMap::new();
     for row in rows {
-        let seq = &row[sequence];
+        let seq = row.value(sequence);
         max_seq
             .entry(key(row))
-            .and_modify(|m| *m = (*m).max(seq))
+            .and_modify(|m| *m = m.clone().max(seq.clone()))
             .or_insert(seq);
     }
     let mut table: Vec<Row> = rows
         .iter()
-        .filter(|row| max_seq[&key(row)] == &row[sequence])
+        .filter(|row| max_seq[&key(row)] == row.value(sequence))
         .cloned()
         .collect();
     sort_rows(target, &mut table, &[]);

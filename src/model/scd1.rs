@@ -51,9 +51,9 @@ fn partial_row(target: &Target, group: &BTreeSet<&Event>, t_star: Option<&Value>
         .map(|i| {
             live.iter()
                 .filter(|e| authors(target, e, i))
-                .map(|e| (&e.seq, &e.image[i]))
+                .map(|e| (&e.seq, e.image.value(i)))
                 .max()
-                .map_or(Value::Null, |(_, v)| v.clone())
+                .map_or(Value::Null, |(_, v)| v)
         })
         .collect();
     Some(row)

@@ -19,7 +19,7 @@ pub fn scd2(target: &Target, events: &[Event]) -> Vec<Row> {
 
 /// Folds one key's surviving events (ascending by sequence) into versions, appended to `out`.
 fn history(target: &Target, events: &[&Event], out: &mut Vec<Row>) {
-    let nulls = vec![Value::Null; target.image_len];
+    let nulls = Row::nulls(target.image_len);
     let mut folded: Row = nulls.clone();
     let mut open: Option<(Value, Row)> = None;
     for e in events {
@@ -60,9 +60,9 @@ fn overlay(target: &Target, folded: &Row, e: &Event) -> Row {
     (0..target.image_len)
         .map(|i| {
             if authors(target, e, i) {
-                e.image[i].clone()
+                e.image.value(i)
             } else {
-                folded[i].clone()
+                folded.value(i)
             }
         })
         .collect()

@@ -161,7 +161,7 @@ fn by_key<'a>(
 ) -> Result<BTreeMap<Row, &'a Row>, SnapshotError> {
     let mut keyed = BTreeMap::new();
     for row in rows {
-        let key: Row = target.keys.iter().map(|&k| row[k].clone()).collect();
+        let key: Row = row.project(&target.keys);
         if keyed.contains_key(&key) {
             return Err(SnapshotError::DuplicateKey { version, key });
         }

@@ -48,12 +48,12 @@ fn users(scd: ScdType) -> Target {
 
 /// `(userId, city)` rows.
 fn cities(rows: &[(i64, &str)]) -> Vec<Row> {
-    rows.iter().map(|&(k, c)| vec![i(k), s(c)]).collect()
+    rows.iter().map(|&(k, c)| Row::from([i(k), s(c)])).collect()
 }
 
 /// An SCD2 `(userId, city, __START_AT, __END_AT)` row; `end` `None` is NULL (the open version).
 fn v(k: i64, city: &str, start: i64, end: Option<i64>) -> Row {
-    vec![i(k), s(city), i(start), end.map_or(N, i)]
+    Row::from([i(k), s(city), i(start), end.map_or(N, i)])
 }
 
 /// T5 run 1 (version 0) and run 2 (version 1).
@@ -217,7 +217,8 @@ fn t16_snapshot_scd2_partial_tracking() {
         ScdType::Type2,
         Some(vec![false, false, true]),
     );
-    let snap = |version, name: &str, city: &str| (version, vec![vec![i(1), s(name), s(city)]]);
+    let snap =
+        |version, name: &str, city: &str| (version, vec![Row::from([i(1), s(name), s(city)])]);
     let all = [snap(1, "Ann", "Oslo"), snap(2, "Anna", "Oslo")];
     assert_eq!(
         snapshots(&t, &all).unwrap(),
@@ -243,7 +244,7 @@ fn duplicate_key_fails() {
         all.push((4, cities(&[(1, "Oaxaca")])));
         let expected = SnapshotError::DuplicateKey {
             version: 3,
-            key: vec![i(1)],
+            key: Row::from([i(1)]),
         };
         assert_eq!(snapshots(&t, &all), Err(expected.clone()));
         assert_eq!(snapshots_with_skips(&t, &all), Err(expected));
@@ -282,7 +283,10 @@ fn composite_keys_sort_in_keys_order() {
         ScdType::Type1,
         None,
     );
-    let rows = vec![vec![i(1), i(2), s("x")], vec![i(2), i(1), s("y")]];
+    let rows = vec![
+        Row::from([i(1), i(2), s("x")]),
+        Row::from([i(2), i(1), s("y")]),
+    ];
     assert_eq!(
         snapshots(&t, &[(1, rows.clone())]).unwrap(),
         vec![rows[1].clone(), rows[0].clone()]
@@ -307,7 +311,7 @@ const SEQ: usize = 3;
 
 /// A `(region_id, device_type, event_type, seq)` row; `region` `None` is a NULL key.
 fn r(region: Option<i64>, device: &str, event: &str, seq: i64) -> Row {
-    vec![region.map_or(N, i), s(device), s(event), i(seq)]
+    Row::from([region.map_or(N, i), s(device), s(event), i(seq)])
 }
 
 /// Asserts `replace_using` gives `expected` for `rows`, every rotation of them and their
@@ -396,7 +400,7 @@ fn t7_lower_sequence_is_ignored() {
 fn t7_drop_sets_no_floor() {
     // `expect_or_drop("valid", "event_type <> 'bad'")` runs before the model: the rows it
     // drops are never offered.
-    let valid = |row: &Row| row[2] != s("bad");
+    let valid = |row: &Row| row.value(2) != s("bad");
     let mut offered = t7_rows();
     offered.push(r(Some(2), "iOS", "bad", 9));
     let kept: Vec<Row> = offered.iter().filter(|row| valid(row)).cloned().collect();

@@ -48,7 +48,7 @@
 //!   stabbing the flat rows ([`crate::query::visible`]); see `benches/as_of.rs`.
 
 use crate::plan::AsOfLayout;
-use crate::value::{Row, Value};
+use crate::value::{Datum, Row, Value};
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::lattice::Lattice;
 use differential_dataflow::operators::arrange::TraceAgent;
@@ -130,12 +130,12 @@ pub type AsOfTrace = TraceAgent<ValSpine<Row, Row, AsOfTime, isize>>;
 /// use scdflow::operators::AsOf;
 /// use scdflow::plan::AsOfLayout;
 /// use scdflow::temporal::parse_timestamp;
-/// use scdflow::value::Value;
+/// use scdflow::value::{Row, Value};
 ///
 /// let t = |hms: &str| Value::Timestamp(parse_timestamp(&format!("2025-07-18 {hms}")).unwrap());
 /// let open = || Value::Null;
 /// let row = |v: &str, b: (Value, Value), s: (Value, Value)| {
-///     vec![Value::Str("A".into()), Value::Str(v.into()), b.0, b.1, s.0, s.1]
+///     Row::from([Value::Str("A".into()), Value::Str(v.into()), b.0, b.1, s.0, s.1])
 /// };
 /// let step4 = vec![
 ///     row("XFv1", (t("10:01:00"), open()), (t("10:05:00"), t("12:20:00"))),
@@ -161,7 +161,7 @@ pub type AsOfTrace = TraceAgent<ValSpine<Row, Row, AsOfTime, isize>>;
 ///     }
 ///     let mut seen = |s: &str, b: &str| {
 ///         let rows = index.as_of(Some(&t(s)), &t(b), None).unwrap();
-///         rows.iter().map(|r| r[1].clone()).collect::<Vec<_>>()
+///         rows.iter().map(|r| r.value(1)).collect::<Vec<_>>()
 ///     };
 ///     let value = |v: &str| vec![Value::Str(v.into())];
 ///     assert_eq!(seen("10:06:00", "13:00:00"), value("XFv1"));
@@ -201,14 +201,15 @@ impl AsOf for VecCollection<'_, u64, Row> {
 }
 
 /// The four corner updates of a row (fewer with open ends), as `((point, (key, image)), sign)`.
-fn corners(layout: &AsOfLayout, mut row: Row) -> Vec<((AsOfPoint, (Row, Row)), isize)> {
-    let (b1, b2) = (&row[layout.business.0], &row[layout.business.1]);
+fn corners(layout: &AsOfLayout, row: Row) -> Vec<((AsOfPoint, (Row, Row)), isize)> {
+    let values = row.unpack();
+    let (b1, b2) = (values[layout.business.0], values[layout.business.1]);
     // SCD2 rows are believed from the beginning of system time, forever.
     let (s1, s2) = match layout.system {
-        Some((start, end)) => (&row[start], &row[end]),
-        None => (&Value::Null, &Value::Null),
+        Some((start, end)) => (values[start], values[end]),
+        None => (Datum::Null, Datum::Null),
     };
-    let at = |s: &Value, b: &Value| Product::new(Instant(s.clone()), Instant(b.clone()));
+    let at = |s: Datum, b: Datum| Product::new(Instant(s.to_value()), Instant(b.to_value()));
     let mut points = vec![(at(s1, b1), 1)];
     if !b2.is_null() {
         points.push((at(s1, b2), -1));
@@ -220,8 +221,8 @@ fn corners(layout: &AsOfLayout, mut row: Row) -> Vec<((AsOfPoint, (Row, Row)), i
         }
     }
     let key = layout.key(&row);
-    row.truncate(layout.image_len);
-    let entry = (key, row);
+    let image: Row = values[..layout.image_len].iter().copied().collect();
+    let entry = (key, image);
     points
         .into_iter()
         .map(|(point, sign)| ((point, entry.clone()), sign))

@@ -61,8 +61,8 @@ impl From<&Target> for BitemporalConfig {
 /// let ev = |value: &str, bt: i64, st: i64| Event {
 ///     seq: Value::Int(bt),
 ///     kind: EventKind::Upsert,
-///     key: vec![Value::Str("A".into())],
-///     image: vec![Value::Str("A".into()), Value::Str(value.into())],
+///     key: Row::from([Value::Str("A".into())]),
+///     image: Row::from([Value::Str("A".into()), Value::Str(value.into())]),
 ///     authored: None,
 ///     system: Value::Int(st),
 /// };
@@ -92,14 +92,14 @@ impl From<&Target> for BitemporalConfig {
 /// table.retain(|_, diff| *diff != 0);
 /// let row = |value: &str, start: i64, end: Option<i64>, sstart: i64, send: Option<i64>| {
 ///     let opt = |t: Option<i64>| t.map_or(Value::Null, Value::Int);
-///     vec![
+///     Row::from([
 ///         Value::Str("A".into()),
 ///         Value::Str(value.into()),
 ///         Value::Int(start),
 ///         opt(end),
 ///         Value::Int(sstart),
 ///         opt(send),
-///     ]
+///     ])
 /// };
 /// let expected: BTreeMap<Row, isize> = [
 ///     row("XFv1", 100100, None, 1005, Some(1220)),

@@ -19,10 +19,10 @@ use timely::progress::Timestamp;
 /// use differential_dataflow::input::Input;
 /// use scdflow::engine::changefeed::ChangeType;
 /// use scdflow::operators::ChangeFeed;
-/// use scdflow::value::Value;
+/// use scdflow::value::{Row, Value};
 /// use std::sync::{Arc, Mutex};
 ///
-/// let row = |k: i64, v: &str| vec![Value::Int(k), Value::Str(v.into())];
+/// let row = |k: i64, v: &str| Row::from([Value::Int(k), Value::Str(v.into())]);
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = Arc::clone(&seen);
 /// timely::execute_directly(move |worker| {
@@ -30,7 +30,7 @@ use timely::progress::Timestamp;
 ///         let (input, rows) = scope.new_collection();
 ///         let sink = Arc::clone(&sink);
 ///         // Identity of a row: its key, the first column.
-///         rows.change_feed(|r: &Vec<Value>| vec![r[0].clone()])
+///         rows.change_feed(|r: &Row| r.project(&[0]))
 ///             .inspect(move |u| sink.lock().unwrap().push(u.clone()));
 ///         input
 ///     });

@@ -144,15 +144,15 @@ mod tests {
         Event {
             seq: Value::Int(seq),
             kind: EventKind::Upsert,
-            key: vec![Value::Int(key)],
-            image: vec![Value::Int(key), Value::Str(name.into())],
+            key: Row::from(vec![Value::Int(key)]),
+            image: Row::from(vec![Value::Int(key), Value::Str(name.into())]),
             authored: None,
             system: Value::Null,
         }
     }
 
     fn row(key: i64, name: &str) -> Row {
-        vec![Value::Int(key), Value::Str(name.into())]
+        Row::from(vec![Value::Int(key), Value::Str(name.into())])
     }
 
     /// A state saved by one run and restored in the next goes on from where it was: a late,

@@ -133,7 +133,7 @@ impl TargetState {
     /// use scdflow::event::{Event, EventKind};
     /// use scdflow::flow_builder::AutoCdcFlow;
     /// use scdflow::operators::{TargetInputs, TargetState};
-    /// use scdflow::value::{DataType, Schema, Value};
+    /// use scdflow::value::{DataType, Row, Schema, Value};
     ///
     /// let schema = Schema::new([
     ///     ("id".to_string(), DataType::Int),
@@ -160,8 +160,8 @@ impl TargetState {
     ///     events.insert(Event {
     ///         seq: Value::Int(1),
     ///         kind: EventKind::Upsert,
-    ///         key: vec![Value::Int(7)],
-    ///         image: vec![Value::Int(7), Value::Str("Oaxaca".into())],
+    ///         key: Row::from([Value::Int(7)]),
+    ///         image: Row::from([Value::Int(7), Value::Str("Oaxaca".into())]),
     ///         authored: None,
     ///         system: Value::Null,
     ///     });
@@ -172,7 +172,7 @@ impl TargetState {
     ///     state.table().borrow().rows(&mut rows);
     ///     rows
     /// });
-    /// assert_eq!(rows, vec![(vec![Value::Int(7), Value::Str("Oaxaca".into())], 1)]);
+    /// assert_eq!(rows, vec![(Row::from([Value::Int(7), Value::Str("Oaxaca".into())]), 1)]);
     /// # Ok::<(), scdflow::Error>(())
     /// ```
     pub fn render<'s, T, C, F>(

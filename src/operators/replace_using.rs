@@ -26,11 +26,13 @@ pub use crate::engine::ReplaceConfig;
 /// ```
 /// use differential_dataflow::input::Input;
 /// use scdflow::operators::{ReplaceConfig, ReplaceUsing};
-/// use scdflow::value::Value;
+/// use scdflow::value::{Row, Value};
 /// use std::sync::{Arc, Mutex};
 ///
 /// // (region, device, seq)
-/// let row = |r: i64, d: &str, s: i64| vec![Value::Int(r), Value::Str(d.into()), Value::Int(s)];
+/// let row = |r: i64, d: &str, s: i64| {
+///     Row::from([Value::Int(r), Value::Str(d.into()), Value::Int(s)])
+/// };
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = Arc::clone(&seen);
 /// timely::execute_directly(move |worker| {
@@ -124,11 +126,11 @@ mod tests {
 
     /// `(region, device, seq)`.
     fn row(region: i64, device: &str, seq: i64) -> Row {
-        vec![
+        Row::from(vec![
             Value::Int(region),
             Value::Str(device.into()),
             Value::Int(seq),
-        ]
+        ])
     }
 
     /// A restored state goes on from where it was: later rows replace its rows as usual.

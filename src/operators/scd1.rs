@@ -48,14 +48,14 @@ impl From<&Target> for Scd1Config {
 /// use differential_dataflow::input::Input;
 /// use scdflow::event::{Event, EventKind};
 /// use scdflow::operators::{Scd1, Scd1Config};
-/// use scdflow::value::Value;
+/// use scdflow::value::{Row, Value};
 /// use std::sync::{Arc, Mutex};
 ///
 /// let ev = |k: i64, name: &str, seq: i64| Event {
 ///     seq: Value::Int(seq),
 ///     kind: EventKind::Upsert,
-///     key: vec![Value::Int(k)],
-///     image: vec![Value::Int(k), Value::Str(name.into())],
+///     key: Row::from([Value::Int(k)]),
+///     image: Row::from([Value::Int(k), Value::Str(name.into())]),
 ///     authored: None,
 ///     system: Value::Null,
 /// };
@@ -76,7 +76,7 @@ impl From<&Target> for Scd1Config {
 ///     input.advance_to(2);
 /// });
 /// // The late, older event changes nothing: only commit 0 produced a row.
-/// let row = vec![Value::Int(1), Value::Str("new".into())];
+/// let row = Row::from([Value::Int(1), Value::Str("new".into())]);
 /// assert_eq!(*seen.lock().unwrap(), vec![(row, 0, 1)]);
 /// ```
 pub trait Scd1<'s, T: Timestamp> {

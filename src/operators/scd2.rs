@@ -57,14 +57,14 @@ impl From<&Target> for Scd2Config {
 /// use differential_dataflow::input::Input;
 /// use scdflow::event::{Event, EventKind};
 /// use scdflow::operators::{Scd2, Scd2Config};
-/// use scdflow::value::Value;
+/// use scdflow::value::{Row, Value};
 /// use std::sync::{Arc, Mutex};
 ///
 /// let ev = |city: &str, seq: i64| Event {
 ///     seq: Value::Int(seq),
 ///     kind: EventKind::Upsert,
-///     key: vec![Value::Int(125)],
-///     image: vec![Value::Int(125), Value::Str(city.into())],
+///     key: Row::from([Value::Int(125)]),
+///     image: Row::from([Value::Int(125), Value::Str(city.into())]),
 ///     authored: None,
 ///     system: Value::Null,
 /// };
@@ -86,7 +86,8 @@ impl From<&Target> for Scd2Config {
 ///     input.advance_to(2);
 /// });
 /// let row = |city: &str, start: i64, end: Option<i64>| {
-///     vec![Value::Int(125), Value::Str(city.into()), Value::Int(start), end.map_or(Value::Null, Value::Int)]
+///     let end = end.map_or(Value::Null, Value::Int);
+///     Row::from([Value::Int(125), Value::Str(city.into()), Value::Int(start), end])
 /// };
 /// let mut at_commit_1: Vec<_> = seen.lock().unwrap().iter().filter(|u| u.1 == 1).cloned().collect();
 /// at_commit_1.sort();

@@ -36,10 +36,12 @@ use timely::progress::Timestamp;
 /// use differential_dataflow::input::Input;
 /// use scdflow::event::{Event, EventKind};
 /// use scdflow::operators::SnapshotDiff;
-/// use scdflow::value::Value;
+/// use scdflow::value::{Row, Value};
 /// use std::sync::{Arc, Mutex};
 ///
-/// let row = |k: i64, city: &str| (vec![Value::Int(k)], vec![Value::Int(k), Value::Str(city.into())]);
+/// let row = |k: i64, city: &str| {
+///     (Row::from([Value::Int(k)]), Row::from([Value::Int(k), Value::Str(city.into())]))
+/// };
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = Arc::clone(&seen);
 /// timely::execute_directly(move |worker| {
@@ -67,16 +69,16 @@ use timely::progress::Timestamp;
 /// let upsert = Event {
 ///     seq: Value::Int(2),
 ///     kind: EventKind::Upsert,
-///     key: vec![Value::Int(2)],
-///     image: vec![Value::Int(2), Value::Str("Carmel".into())],
+///     key: Row::from([Value::Int(2)]),
+///     image: Row::from([Value::Int(2), Value::Str("Carmel".into())]),
 ///     authored: None,
 ///     system: Value::Null,
 /// };
 /// let delete = Event {
 ///     seq: Value::Int(2),
 ///     kind: EventKind::Delete,
-///     key: vec![Value::Int(1)],
-///     image: Vec::new(),
+///     key: Row::from([Value::Int(1)]),
+///     image: Row::new(),
 ///     authored: None,
 ///     system: Value::Null,
 /// };

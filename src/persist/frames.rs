@@ -29,7 +29,8 @@ use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"SCDFLOW\0";
 /// The version of this layout and of the records in it; a reader refuses any other.
-pub const FORMAT_VERSION: u32 = 2;
+/// 3: rows are saved packed (`value::Row`'s bytes), no longer value by value.
+pub const FORMAT_VERSION: u32 = 3;
 const END: u32 = u32::MAX;
 
 /// What a record file holds; its tag is part of the header.

@@ -154,7 +154,7 @@ impl PreparedQuery {
             None => {
                 let mut rows: Vec<Row> = known
                     .into_iter()
-                    .filter(|r| self.filters.iter().all(|(c, v)| &r[*c] == v))
+                    .filter(|r| self.filters.iter().all(|(c, v)| r.value(*c) == *v))
                     .collect();
                 sort_rows(target, &mut rows);
                 rows

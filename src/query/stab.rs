@@ -16,8 +16,8 @@ pub fn contains(start: &Value, end: &Value, point: &Value) -> bool {
 }
 
 /// The rows of `rows` visible at the given point, sorted by key, `__START_AT`,
-/// `__SYSTEM_START_AT`, then the whole row; each keeps all its columns (its image is
-/// `row[..layout.image_len]`).
+/// `__SYSTEM_START_AT`, then the whole row; each keeps all its columns (its image is its
+/// first `layout.image_len` values).
 ///
 /// * `system`: `Some(s)` keeps the rows believed at `s`; `None` keeps the current belief
 ///   (`__SYSTEM_END_AT IS NULL`). Ignored for SCD2 layouts (`layout.system == None`).
@@ -31,11 +31,12 @@ pub fn contains(start: &Value, end: &Value, point: &Value) -> bool {
 /// ```
 /// use scdflow::plan::AsOfLayout;
 /// use scdflow::query::visible;
+/// use scdflow::value::Row;
 /// use scdflow::value::Value::{self, Int, Null};
 ///
 /// // (key, value, __START_AT, __END_AT, __SYSTEM_START_AT, __SYSTEM_END_AT)
 /// let row = |v: &str, b: (i64, Value), s: (i64, Value)| {
-///     vec![Int(1), Value::Str(v.into()), Int(b.0), b.1, Int(s.0), s.1]
+///     Row::from([Int(1), Value::Str(v.into()), Int(b.0), b.1, Int(s.0), s.1])
 /// };
 /// let rows = vec![
 ///     row("v1", (10, Null), (100, Int(200))),
@@ -57,13 +58,14 @@ pub fn visible(
 ) -> Vec<Row> {
     let believed = |row: &Row| match (layout.system, system) {
         (None, _) => true,
-        (Some((_, end)), None) => row[end].is_null(),
-        (Some((start, end)), Some(s)) => contains(&row[start], &row[end], s),
+        (Some((_, end)), None) => row.value(end).is_null(),
+        (Some((start, end)), Some(s)) => contains(&row.value(start), &row.value(end), s),
     };
     let valid = |row: &Row| {
-        business.is_none_or(|b| contains(&row[layout.business.0], &row[layout.business.1], b))
+        let (start, end) = layout.business;
+        business.is_none_or(|b| contains(&row.value(start), &row.value(end), b))
     };
-    let wanted = |row: &Row| filter.iter().all(|(c, v)| &row[*c] == v);
+    let wanted = |row: &Row| filter.iter().all(|(c, v)| row.value(*c) == *v);
     let mut out: Vec<Row> = rows
         .iter()
         .filter(|r| wanted(r) && believed(r) && valid(r))

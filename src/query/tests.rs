@@ -56,14 +56,14 @@ fn t8_events() -> Vec<Event> {
     let up = |v: &str, bt: &str, st: &str| Event {
         seq: ts(bt),
         kind: EventKind::Upsert,
-        key: vec![text("A")],
-        image: vec![text("A"), text(v)],
+        key: Row::from([text("A")]),
+        image: Row::from([text("A"), text(v)]),
         authored: None,
         system: ts(st),
     };
     let mut delete = up("", "12:30:00", "12:30:00");
     delete.kind = EventKind::Delete;
-    delete.image = vec![];
+    delete.image = Row::new();
     vec![
         up("XFv1", "10:01:00", "10:05:00"),
         up("XFv2", "12:15:43", "12:20:00"),
@@ -76,7 +76,7 @@ fn t8_events() -> Vec<Event> {
 fn t8_table() -> Vec<Row> {
     let n = Value::Null;
     let row = |v: &str, b: (Value, Value), s: (Value, Value)| {
-        vec![text("A"), text(v), b.0, b.1, s.0, s.1]
+        Row::from([text("A"), text(v), b.0, b.1, s.0, s.1])
     };
     vec![
         row(
@@ -171,7 +171,7 @@ fn index_answers(
 fn images(layout: &AsOfLayout, rows: Vec<Row>) -> Vec<Row> {
     let mut images: Vec<Row> = rows
         .into_iter()
-        .map(|r| r[..layout.image_len].to_vec())
+        .map(|r| r.iter().take(layout.image_len).collect())
         .collect();
     images.sort();
     images
@@ -189,7 +189,7 @@ fn t8_point_in_time_checks_by_stabbing() {
     let table = t8_table();
     for (s, b, seen) in T8_CHECKS {
         let rows = visible(&table, &layout, Some(&ts(s)), Some(&ts(b)), &[]);
-        let values: Vec<Value> = rows.iter().map(|r| r[1].clone()).collect();
+        let values: Vec<Value> = rows.iter().map(|r| r.value(1)).collect();
         assert_eq!(
             values,
             seen.map(text).into_iter().collect::<Vec<_>>(),
@@ -254,14 +254,14 @@ fn t8_point_in_time_checks_through_the_index() {
         .iter()
         .map(|(s, b, _)| (Some(ts(s)), ts(b), None))
         .collect();
-    points.push((None, ts("12:10:00"), Some(vec![text("A")])));
-    points.push((None, ts("12:10:00"), Some(vec![text("B")])));
+    points.push((None, ts("12:10:00"), Some(Row::from([text("A")]))));
+    points.push((None, ts("12:10:00"), Some(Row::from([text("B")]))));
     let answers: Vec<Vec<Row>> = index_answers(&layout, commits, None, points)
         .into_iter()
         .map(Option::unwrap)
         .collect();
     for ((s, b, seen), answer) in T8_CHECKS.iter().zip(&answers) {
-        let values: Vec<Value> = answer.iter().map(|r| r[1].clone()).collect();
+        let values: Vec<Value> = answer.iter().map(|r| r.value(1)).collect();
         assert_eq!(
             values,
             seen.map(text).into_iter().collect::<Vec<_>>(),
@@ -286,11 +286,11 @@ fn random_events(rng: &mut ChaCha8Rng) -> Vec<Event> {
                 } else {
                     EventKind::Upsert
                 },
-                key: vec![k.clone()],
+                key: Row::from([k.clone()]),
                 image: if delete {
-                    vec![]
+                    Row::new()
                 } else {
-                    vec![k, Value::Int(rng.random_range(0..3))]
+                    Row::from([k, Value::Int(rng.random_range(0..3))])
                 },
                 authored: None,
                 system: Value::Int(rng.random_range(0..12)),
@@ -309,8 +309,8 @@ fn model_as_of(target: &Target, events: &[Event], s: Option<&Value>, b: &Value) 
     let n = target.image_len;
     let mut images: Vec<Row> = model::scd2(target, &known)
         .into_iter()
-        .filter(|r| contains(&r[n], &r[n + 1], b))
-        .map(|r| r[..n].to_vec())
+        .filter(|r| contains(&r.value(n), &r.value(n + 1), b))
+        .map(|r| r.iter().take(n).collect())
         .collect();
     images.sort();
     images
@@ -338,8 +338,8 @@ fn index_and_stabbing_agree_with_the_model_at_random_points() {
         );
         let point = |rng: &mut ChaCha8Rng| {
             let s = (rng.random_range(0..6) > 0).then(|| Value::Int(rng.random_range(-1..13)));
-            let key =
-                (rng.random_range(0..3) == 0).then(|| vec![Value::Int(rng.random_range(0..3))]);
+            let key = (rng.random_range(0..3) == 0)
+                .then(|| Row::from([Value::Int(rng.random_range(0..3))]));
             (s, Value::Int(rng.random_range(-1..13)), key)
         };
         let points: Vec<Point> = (0..30).map(|_| point(&mut rng)).collect();
@@ -347,13 +347,13 @@ fn index_and_stabbing_agree_with_the_model_at_random_points() {
         let retention = retained.then_some((Value::Int(4), Value::Int(3)));
         let answers = index_answers(&layout, commits, retention, points.clone());
         for ((s, b, key), answer) in points.iter().zip(answers) {
-            let filter: Vec<(usize, Value)> = key.iter().map(|k| (0, k[0].clone())).collect();
+            let filter: Vec<(usize, Value)> = key.iter().map(|k| (0, k.value(0))).collect();
             let stabbed = images(
                 &layout,
                 visible(&table, &layout, s.as_ref(), Some(b), &filter),
             );
             let mut expected = model_as_of(&target, &events, s.as_ref(), b);
-            expected.retain(|image| key.as_ref().is_none_or(|k| image[0] == k[0]));
+            expected.retain(|image| key.as_ref().is_none_or(|k| image.value(0) == k.value(0)));
             assert_eq!(
                 stabbed, expected,
                 "case {case}: stabbing at {s:?} {b:?} {key:?}\n{events:?}"
@@ -466,7 +466,7 @@ fn queries_a_bitemporal_target_on_both_axes() {
             "SELECT * FROM company_bitemporal FOR SYSTEM_TIME AS OF '2025-07-18 {s}' FOR BUSINESS_TIME AS OF TIMESTAMP '2025-07-18T{b}Z'"
         ));
         assert_eq!(
-            rows.iter().map(|r| r[1].clone()).collect::<Vec<_>>(),
+            rows.iter().map(|r| r.value(1)).collect::<Vec<_>>(),
             seen.map(text).into_iter().collect::<Vec<_>>()
         );
     }
@@ -489,12 +489,12 @@ fn scd2_targets_use_commit_time_as_system_time() {
     let t = company(ScdType::Type2, DataType::Int);
     let p = pipeline(vec![t]);
     let row = |v: &str, start: i64, end: Option<i64>| {
-        vec![
+        Row::from([
             text("A"),
             text(v),
             Value::Int(start),
             end.map_or(Value::Null, Value::Int),
-        ]
+        ])
     };
     // Commit 1 at 10:00 opens v1; commit 2 at 11:00 splices v2 in from 5.
     let updates = vec![
@@ -529,7 +529,7 @@ fn scd2_targets_use_commit_time_as_system_time() {
 #[test]
 fn scd1_targets_read_at_commit_time_and_refuse_business_time() {
     let p = pipeline(vec![company(ScdType::Type1, DataType::Int)]);
-    let row = |id: &str, v: &str| vec![text(id), text(v)];
+    let row = |id: &str, v: &str| Row::from([text(id), text(v)]);
     let updates = vec![
         (row("B", "b1"), 1, 1),
         (row("A", "a1"), 2, 1),

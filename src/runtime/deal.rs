@@ -44,7 +44,7 @@ pub(super) fn deal(
         let keyed = snapshot
             .rows
             .into_iter()
-            .map(|row| (keys.iter().map(|&k| row[k].clone()).collect(), row))
+            .map(|row| (row.project(keys), row))
             .collect();
         for (w, part) in split(keyed, workers).into_iter().enumerate() {
             shares[w][t].snapshot = part;

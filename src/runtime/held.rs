@@ -154,7 +154,7 @@ mod tests {
                 worker.dataflow::<u64, _, _>(|scope| {
                     let keys: Vec<Row> = if index == 0 {
                         (0..200)
-                            .map(|i| vec![Value::Int(i), Value::Str(format!("k{i}"))])
+                            .map(|i| Row::from(vec![Value::Int(i), Value::Str(format!("k{i}"))]))
                             .collect()
                     } else {
                         Vec::new()

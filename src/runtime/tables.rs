@@ -124,7 +124,7 @@ mod tests {
     use crate::value::Value;
 
     fn key(k: i64) -> Row {
-        vec![Value::Int(k)]
+        Row::from([Value::Int(k)])
     }
 
     #[test]
@@ -132,16 +132,18 @@ mod tests {
         let render: RenderRows = Arc::new(|_, rows: &mut Vec<Row>, text: &mut String| {
             rows.sort();
             for row in rows.iter() {
-                text.push_str(&format!("{:?}\n", row[1]));
+                text.push_str(&format!("{:?}\n", row.value(1)));
             }
             Ok(())
         });
         // Worker 0 owns the even keys, worker 1 the odd ones; key 4 has no rows.
         let rows_of = |k: &Row, out: &mut Vec<(Row, isize)>| {
-            let Value::Int(n) = k[0] else { unreachable!() };
+            let Value::Int(n) = k.value(0) else {
+                unreachable!()
+            };
             if n != 4 {
-                out.push((vec![k[0].clone(), Value::Int(n * 10 + 1)], 1));
-                out.push((vec![k[0].clone(), Value::Int(n * 10)], 2));
+                out.push((Row::from([Value::Int(n), Value::Int(n * 10 + 1)]), 1));
+                out.push((Row::from([Value::Int(n), Value::Int(n * 10)]), 2));
             }
         };
         let (even, odd) = ([key(4), key(0), key(2)], [key(3), key(1)]);

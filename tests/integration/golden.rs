@@ -84,7 +84,7 @@ pub fn table_json(p: &Pipeline, workers: usize, version: Option<u64>) -> Vec<Jso
                 .columns
                 .iter()
                 .zip(row)
-                .map(|(c, v)| (c.name.clone(), value_to_json(v, &c.ty)))
+                .map(|(c, v)| (c.name.clone(), value_to_json(&v.to_value(), &c.ty)))
                 .collect();
             Json::Object(fields)
         })

@@ -91,7 +91,7 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
         0..systems,
     )
         .prop_map(move |(k, seq, kind, values, mask, system)| {
-            let key = vec![Value::Int(k)];
+            let key = Row::from([Value::Int(k)]);
             let partial = mode.partial();
             let system = if mode.bitemporal() {
                 Value::Int(system)
@@ -120,15 +120,15 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
                     seq,
                     kind: EventKind::Delete,
                     key,
-                    image: Vec::new(),
+                    image: Row::new(),
                     authored: None,
                     system,
                 },
                 _ => Event {
                     seq,
                     kind: EventKind::Truncate,
-                    key: Vec::new(),
-                    image: Vec::new(),
+                    key: Row::new(),
+                    image: Row::new(),
                     authored: None,
                     system: Value::Null,
                 },
@@ -240,11 +240,14 @@ fn believed_histories_are_scd2(
     scd2.schema.columns.truncate(n + 2);
     let times: std::collections::BTreeSet<&Value> = events.iter().map(|e| &e.system).collect();
     for s in times {
-        let believed = |r: &&Row| &r[n + 2] <= s && (r[n + 3].is_null() || *s < r[n + 3]);
+        let believed = |r: &&Row| {
+            let (start, end) = (r.value(n + 2), r.value(n + 3));
+            start <= *s && (end.is_null() || *s < end)
+        };
         let mut rows: Vec<Row> = table
             .iter()
             .filter(believed)
-            .map(|r| r[..n + 2].to_vec())
+            .map(|r| r.iter().take(n + 2).collect())
             .collect();
         rows.sort();
         let known: Vec<Event> = events.iter().filter(|e| e.system <= *s).cloned().collect();
@@ -320,16 +323,22 @@ proptest! {
 /// Every retracted row is open in system time and comes back closed in the same commit.
 fn only_closes(updates: &[(Row, u64, isize)]) -> Result<(), TestCaseError> {
     let n = updates.first().map_or(0, |(r, _, _)| r.len());
-    let inserted: std::collections::BTreeSet<(&[Value], u64)> = updates
+    let head = |r: &Row| -> Row { r.iter().take(n - 1).collect() };
+    let inserted: std::collections::BTreeSet<(Row, u64)> = updates
         .iter()
         .filter(|u| u.2 > 0)
-        .map(|(r, v, _)| (&r[..n - 1], *v))
+        .map(|(r, v, _)| (head(r), *v))
         .collect();
     for (row, version, diff) in updates {
         if *diff < 0 {
-            prop_assert_eq!(&row[n - 1], &Value::Null, "a closed row changed: {:?}", row);
+            prop_assert_eq!(
+                row.value(n - 1),
+                Value::Null,
+                "a closed row changed: {:?}",
+                row
+            );
             prop_assert!(
-                inserted.contains(&(&row[..n - 1], *version)),
+                inserted.contains(&(head(row), *version)),
                 "{:?} retracted in commit {} without being closed",
                 row,
                 version

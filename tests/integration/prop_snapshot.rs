@@ -22,7 +22,7 @@ fn value() -> impl Strategy<Value = Value> {
 fn snapshot_rows() -> impl Strategy<Value = Vec<Row>> {
     proptest::collection::btree_map(0..6i64, (value(), value()), 0..6).prop_map(|m| {
         m.into_iter()
-            .map(|(k, (a, b))| vec![Value::Int(k), a, b])
+            .map(|(k, (a, b))| Row::from(vec![Value::Int(k), a, b]))
             .collect()
     })
 }
@@ -87,7 +87,7 @@ fn check_snapshots(
 fn replace_rows() -> impl Strategy<Value = (Vec<Row>, Vec<usize>, usize)> {
     let region = prop_oneof![1 => Just(Value::Null), 3 => (0..3i64).prop_map(Value::Int)];
     let row = (region, 0..3u8, 0..4i64)
-        .prop_map(|(r, d, s)| vec![r, Value::Str(format!("d{d}")), Value::Int(s)]);
+        .prop_map(|(r, d, s)| Row::from(vec![r, Value::Str(format!("d{d}")), Value::Int(s)]));
     proptest::collection::vec(row, 1..30).prop_flat_map(|rows| {
         let n = rows.len();
         (

@@ -5,15 +5,15 @@ use crate::util::{table_at, target};
 use scdflow::event::{Event, EventKind};
 use scdflow::plan::ScdType;
 use scdflow::runtime::{execute, CommitEvents};
-use scdflow::value::Value;
+use scdflow::value::{Row, Value};
 
 const SECOND: i64 = 1_000_000;
 
 fn ev(kind: EventKind, k: i64, v: &str, seq: i64) -> Event {
-    let key = vec![Value::Int(k)];
+    let key = Row::from([Value::Int(k)]);
     let image = match kind {
-        EventKind::Upsert => vec![Value::Int(k), Value::Str(v.into())],
-        _ => Vec::new(),
+        EventKind::Upsert => Row::from(vec![Value::Int(k), Value::Str(v.into())]),
+        _ => Row::new(),
     };
     Event {
         seq: Value::Int(seq),

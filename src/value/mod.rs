@@ -7,6 +7,17 @@
 //!
 //! INT and BIGINT share one representation (`Int(i64)`); the schema says which, and input parsing
 //! rejects an INT that does not fit 32 bits.
+//!
+//! A [`Value`] is the owned form expressions compute with; a [`Row`] is the packed form rows are
+//! kept and moved in (one buffer, small rows inline), read back as borrowed [`Datum`]s. Both
+//! order the same way.
+
+mod datum;
+mod packed;
+mod row;
+
+pub use datum::Datum;
+pub use row::{Datums, Packer, Row, RowRef, Unpacked};
 
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -182,9 +193,6 @@ impl Value {
         }
     }
 }
-
-/// A row: values in schema order.
-pub type Row = Vec<Value>;
 
 /// A named, typed column.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
