@@ -113,12 +113,7 @@ pub fn sort_rows(target: &Target, rows: &mut [Row]) {
 
 /// Sorts rows by the columns at `order`, then by the whole row.
 pub fn sort_by_columns(rows: &mut [Row], order: &[usize]) {
-    rows.sort_by(|a, b| {
-        let (va, vb) = (a.unpack(), b.unpack());
-        let ka = order.iter().map(|&i| va[i]);
-        let kb = order.iter().map(|&i| vb[i]);
-        ka.cmp(kb).then_with(|| a.cmp(b))
-    });
+    rows.sort_by_cached_key(|row| (row.project(order), row.clone()));
 }
 
 fn now_micros() -> i64 {

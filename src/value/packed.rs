@@ -3,36 +3,116 @@
 //! | value | tag | payload |
 //! |---|---|---|
 //! | NULL, FALSE, TRUE | 0, 1, 2 | none |
-//! | INT / BIGINT | 3, 4, 5, 6 | the value in 1, 2, 4 or 8 bytes, the fewest that hold it |
-//! | DOUBLE | 7 | IEEE bits, 8 bytes |
-//! | STRING | 8 / 9 | length in 1 / 8 bytes, then the UTF-8 bytes |
-//! | DATE | 10 | days, 4 bytes |
-//! | TIMESTAMP | 11 | microseconds, 8 bytes |
-//! | STRUCT, ARRAY | 12, 13 | byte length in 8 bytes, then the packed fields / elements |
+//! | INT / BIGINT < 0 | 3, 4, 5, 6 | `v + 2^64`, `v + 2^32`, `v + 2^16`, `v + 2^8` in 8, 4, 2, 1 bytes |
+//! | INT / BIGINT >= 0 | 7, 8, 9, 10 | `v` in 1, 2, 4, 8 bytes |
+//! | DOUBLE | 11 | IEEE bits, sign bit flipped (all bits for negatives), 8 bytes |
+//! | STRING | 12 / 13 | length in 1 / 8 bytes (little-endian), then the UTF-8 bytes |
+//! | DATE | 14 | days + 2^31, 4 bytes |
+//! | TIMESTAMP | 15 | microseconds + 2^63, 8 bytes |
+//! | STRUCT, ARRAY | 16, 17 | byte length in 8 bytes (little-endian), then the packed values |
 //!
-//! Numbers are little-endian. Invariant: the encoding of a value is canonical (one value, one
-//! byte string: integers take their narrowest form, strings their short form when it fits), so
-//! rows are equal exactly when their bytes are, and hash by their bytes.
+//! Invariant: the encoding of a value is canonical (one value, one byte string: integers take
+//! the fewest bytes that hold them, strings their short form when it fits), so rows are equal
+//! exactly when their bytes are, and hash by their bytes.
+//!
+//! Why this layout: tags follow [`Value`]'s order of types, and every scalar but STRING is
+//! stored big-endian and offset so that its bytes sort as it does. Two rows then compare by
+//! their bytes up to the first value that differs, and that value by its differing byte, unless
+//! it is a STRING, STRUCT or ARRAY ([`compare`]). Keys, sequences and the starts of versions are
+//! mostly integers and dates, so most comparisons never decode a value. Strings keep their
+//! length in front, as Materialize's rows do, so that a value is borrowed as a `&str` in place.
 //!
 //! Bytes come from [`encode`] or pass [`validate`] (rows read back from a checkpoint or from
 //! another process), so [`decode`] trusts them: it reads strings without re-checking UTF-8.
 
 use super::{Datum, RowRef, Value, F64};
+use std::cmp::Ordering;
 
 const NULL: u8 = 0;
 const FALSE: u8 = 1;
 const TRUE: u8 = 2;
-const INT8: u8 = 3;
-const INT16: u8 = 4;
-const INT32: u8 = 5;
-const INT64: u8 = 6;
-const DOUBLE: u8 = 7;
-const STR8: u8 = 8;
-const STR64: u8 = 9;
-const DATE: u8 = 10;
-const TIMESTAMP: u8 = 11;
-const STRUCT: u8 = 12;
-const ARRAY: u8 = 13;
+const NEG8: u8 = 3;
+const NEG4: u8 = 4;
+const NEG2: u8 = 5;
+const NEG1: u8 = 6;
+const POS1: u8 = 7;
+const POS2: u8 = 8;
+const POS4: u8 = 9;
+const POS8: u8 = 10;
+const DOUBLE: u8 = 11;
+const STR8: u8 = 12;
+const STR64: u8 = 13;
+const DATE: u8 = 14;
+const TIMESTAMP: u8 = 15;
+const STRUCT: u8 = 16;
+const ARRAY: u8 = 17;
+
+/// The tag of an integer and its payload width in bytes.
+fn int_form(i: i64) -> (u8, usize) {
+    let fits = |bits: u32| i >= -(1i64 << bits) && i < (1i64 << bits);
+    match (i < 0, fits(8), fits(16), fits(32)) {
+        (true, true, _, _) => (NEG1, 1),
+        (true, _, true, _) => (NEG2, 2),
+        (true, _, _, true) => (NEG4, 4),
+        (true, _, _, _) => (NEG8, 8),
+        (false, true, _, _) => (POS1, 1),
+        (false, _, true, _) => (POS2, 2),
+        (false, _, _, true) => (POS4, 4),
+        (false, _, _, _) => (POS8, 8),
+    }
+}
+
+/// The payload of integer `i` in its form: the offset value's last `width` big-endian bytes.
+fn int_payload(i: i64, width: usize) -> [u8; 8] {
+    let offset = if i < 0 && width < 8 {
+        i + (1i64 << (8 * width))
+    } else {
+        i
+    };
+    (offset as u64).to_be_bytes()
+}
+
+/// The integer of tag `tag` (an integer tag) and payload `bytes`.
+#[inline]
+fn int_value(tag: u8, bytes: &[u8]) -> i64 {
+    let width = width_of(tag);
+    let mut raw = [0u8; 8];
+    raw[8 - width..].copy_from_slice(&bytes[..width]);
+    let raw = u64::from_be_bytes(raw) as i64;
+    if tag < POS1 && width < 8 {
+        raw - (1i64 << (8 * width))
+    } else {
+        raw
+    }
+}
+
+/// The payload width of an integer tag.
+#[inline]
+fn width_of(tag: u8) -> usize {
+    match tag {
+        NEG1 | POS1 => 1,
+        NEG2 | POS2 => 2,
+        NEG4 | POS4 => 4,
+        _ => 8,
+    }
+}
+
+fn double_bits(d: f64) -> u64 {
+    let bits = d.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits ^ (1 << 63)
+    }
+}
+
+fn double_value(bits: u64) -> f64 {
+    if bits >> 63 == 1 {
+        f64::from_bits(bits ^ (1 << 63))
+    } else {
+        f64::from_bits(!bits)
+    }
+}
 
 /// Where encoded bytes go: a packer's stack buffer or a row's own.
 pub(super) trait Sink {
@@ -90,17 +170,10 @@ pub(super) fn encode_datum(out: &mut impl Sink, datum: Datum<'_>) {
         Datum::Bool(false) => out.put(&[FALSE]),
         Datum::Bool(true) => out.put(&[TRUE]),
         Datum::Int(i) => {
-            if let Ok(i) = i8::try_from(i) {
-                out.put(&[INT8, i as u8]);
-            } else if let Ok(i) = i16::try_from(i) {
-                tagged(out, INT16, &i.to_le_bytes());
-            } else if let Ok(i) = i32::try_from(i) {
-                tagged(out, INT32, &i.to_le_bytes());
-            } else {
-                tagged(out, INT64, &i.to_le_bytes());
-            }
+            let (tag, width) = int_form(i);
+            tagged(out, tag, &int_payload(i, width)[8 - width..]);
         }
-        Datum::Double(d) => tagged(out, DOUBLE, &d.0.to_bits().to_le_bytes()),
+        Datum::Double(d) => tagged(out, DOUBLE, &double_bits(d.0).to_be_bytes()),
         Datum::Str(s) => {
             match u8::try_from(s.len()) {
                 Ok(len) => out.put(&[STR8, len]),
@@ -108,8 +181,8 @@ pub(super) fn encode_datum(out: &mut impl Sink, datum: Datum<'_>) {
             }
             out.put(s.as_bytes());
         }
-        Datum::Date(d) => tagged(out, DATE, &d.to_le_bytes()),
-        Datum::Timestamp(t) => tagged(out, TIMESTAMP, &t.to_le_bytes()),
+        Datum::Date(d) => tagged(out, DATE, &((d as u32) ^ (1 << 31)).to_be_bytes()),
+        Datum::Timestamp(t) => tagged(out, TIMESTAMP, &((t as u64) ^ (1 << 63)).to_be_bytes()),
         Datum::Struct(fields) => tagged_nested(out, STRUCT, fields.as_bytes()),
         Datum::Array(items) => tagged_nested(out, ARRAY, items.as_bytes()),
     }
@@ -142,18 +215,9 @@ pub(super) fn decode(bytes: &[u8]) -> (Datum<'_>, &[u8]) {
         NULL => (Datum::Null, rest),
         FALSE => (Datum::Bool(false), rest),
         TRUE => (Datum::Bool(true), rest),
-        INT8 => (Datum::Int(i64::from(rest[0] as i8)), &rest[1..]),
-        INT16 => (
-            Datum::Int(i64::from(i16::from_le_bytes(fixed(rest)))),
-            &rest[2..],
-        ),
-        INT32 => (
-            Datum::Int(i64::from(i32::from_le_bytes(fixed(rest)))),
-            &rest[4..],
-        ),
-        INT64 => (Datum::Int(i64::from_le_bytes(fixed(rest))), &rest[8..]),
+        NEG8..=POS8 => (Datum::Int(int_value(tag, rest)), &rest[width_of(tag)..]),
         DOUBLE => (
-            Datum::Double(F64(f64::from_bits(u64::from_le_bytes(fixed(rest))))),
+            Datum::Double(F64(double_value(u64::from_be_bytes(fixed(rest))))),
             &rest[8..],
         ),
         STR8 => {
@@ -164,9 +228,12 @@ pub(super) fn decode(bytes: &[u8]) -> (Datum<'_>, &[u8]) {
             let len = u64::from_le_bytes(fixed(rest)) as usize;
             (Datum::Str(text(&rest[8..8 + len])), &rest[8 + len..])
         }
-        DATE => (Datum::Date(i32::from_le_bytes(fixed(rest))), &rest[4..]),
+        DATE => (
+            Datum::Date((u32::from_be_bytes(fixed(rest)) ^ (1 << 31)) as i32),
+            &rest[4..],
+        ),
         TIMESTAMP => (
-            Datum::Timestamp(i64::from_le_bytes(fixed(rest))),
+            Datum::Timestamp((u64::from_be_bytes(fixed(rest)) ^ (1 << 63)) as i64),
             &rest[8..],
         ),
         STRUCT | ARRAY => {
@@ -179,6 +246,74 @@ pub(super) fn decode(bytes: &[u8]) -> (Datum<'_>, &[u8]) {
             };
             (datum, &rest[8 + len..])
         }
+        _ => unreachable!("packed rows hold only the tags `encode` writes"),
+    }
+}
+
+/// The order of two packed rows (well-formed): as their values', value by value, a prefix
+/// first. The values both rows share byte for byte are skipped; the first that differs decides,
+/// by its tag when the types differ and by its differing byte when it is a scalar other than a
+/// STRING (module docs), otherwise decoded.
+#[inline]
+pub(super) fn compare(a: &[u8], b: &[u8]) -> Ordering {
+    let same = common_prefix(a, b);
+    if same == a.len() && same == b.len() {
+        return Ordering::Equal;
+    }
+    let mut at = 0;
+    while at < same {
+        let len = value_len(&a[at..]);
+        if at + len > same {
+            break;
+        }
+        at += len;
+    }
+    // A row that ends at a value boundary both share is a prefix of the other.
+    if at == a.len() || at == b.len() {
+        return a.len().cmp(&b.len());
+    }
+    let (ta, tb) = (a[at], b[at]);
+    let text = |t: u8| t == STR8 || t == STR64;
+    let decoded = |t: u8| text(t) || t == STRUCT || t == ARRAY;
+    if ta == tb && !decoded(ta) {
+        return a[same].cmp(&b[same]);
+    }
+    if ta != tb && !(text(ta) && text(tb)) {
+        return ta.cmp(&tb);
+    }
+    decode(&a[at..]).0.cmp(&decode(&b[at..]).0)
+}
+
+/// The length of the longest common prefix of `a` and `b`, eight bytes at a time.
+#[inline]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_ne_bytes(fixed(&a[i..]));
+        let y = u64::from_ne_bytes(fixed(&b[i..]));
+        if x != y {
+            break;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// The encoded length of the first value of `bytes` (non-empty, well-formed), found from its
+/// tag and length field without decoding it.
+#[inline]
+pub(super) fn value_len(bytes: &[u8]) -> usize {
+    match bytes[0] {
+        NULL | FALSE | TRUE => 1,
+        NEG8..=POS8 => 1 + width_of(bytes[0]),
+        DATE => 5,
+        DOUBLE | TIMESTAMP => 9,
+        STR8 => 2 + usize::from(bytes[1]),
+        STR64 | STRUCT | ARRAY => 9 + u64::from_le_bytes(fixed(&bytes[1..])) as usize,
         _ => unreachable!("packed rows hold only the tags `encode` writes"),
     }
 }
@@ -206,21 +341,11 @@ pub(super) fn validate(mut bytes: &[u8]) -> Result<(), String> {
         let length = |n: u64| usize::try_from(n).map_err(|_| "a length overflows".to_string());
         let used = match tag {
             NULL | FALSE | TRUE => 0,
-            INT8 => take(1).map(|_| 1)?,
-            INT16 => {
-                let i = i16::from_le_bytes(fixed(take(2)?));
-                canonical(i8::try_from(i).is_err(), tag)?;
-                2
-            }
-            INT32 => {
-                let i = i32::from_le_bytes(fixed(take(4)?));
-                canonical(i16::try_from(i).is_err(), tag)?;
-                4
-            }
-            INT64 => {
-                let i = i64::from_le_bytes(fixed(take(8)?));
-                canonical(i32::try_from(i).is_err(), tag)?;
-                8
+            NEG8..=POS8 => {
+                let width = width_of(tag);
+                let i = int_value(tag, take(width)?);
+                canonical(int_form(i) == (tag, width), tag)?;
+                width
             }
             DOUBLE | TIMESTAMP => take(8).map(|_| 8)?,
             DATE => take(4).map(|_| 4)?,
