@@ -50,14 +50,6 @@ impl<'a> Datum<'a> {
         }
     }
 
-    /// The text of a STRING.
-    pub fn as_str(self) -> Option<&'a str> {
-        match self {
-            Datum::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
     /// The variant's place in the order (as [`Value`]'s).
     fn rank(self) -> u8 {
         match self {

@@ -118,11 +118,6 @@ impl<'a> RowRef<'a> {
         }
         packer.finish()
     }
-
-    /// An owned copy.
-    pub fn to_row(self) -> Row {
-        Row::from_bytes(self.bytes)
-    }
 }
 
 impl Row {
@@ -366,12 +361,6 @@ impl From<&[Value]> for Row {
 impl<const N: usize> From<[Value; N]> for Row {
     fn from(values: [Value; N]) -> Row {
         values.iter().collect()
-    }
-}
-
-impl From<RowRef<'_>> for Row {
-    fn from(row: RowRef<'_>) -> Row {
-        row.to_row()
     }
 }
 
