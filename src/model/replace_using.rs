@@ -19,7 +19,11 @@ pub fn replace_using(target: &Target, sequence: usize, rows: &[Row]) -> Vec<Row>
         let seq = row.value(sequence);
         max_seq
             .entry(key(row))
-            .and_modify(|m| *m = m.clone().max(seq.clone()))
+            .and_modify(|m| {
+                if seq > *m {
+                    *m = seq.clone();
+                }
+            })
             .or_insert(seq);
     }
     let mut table: Vec<Row> = rows
