@@ -48,7 +48,7 @@ impl Event {
     }
 
     /// The tie-break identity of the event at its sequence: the winner of a tie is the greatest.
-    pub fn tie_rank(&self) -> (EventKind, &Row, &Option<Vec<bool>>) {
-        (self.kind, &self.image, &self.authored)
+    pub fn tie_rank(&self) -> (EventKind, &Row, Option<&[bool]>) {
+        (self.kind, &self.image, self.authored.as_deref())
     }
 }

@@ -90,7 +90,7 @@ struct Logged {
     system: Value,
     kind: EventKind,
     image: Row,
-    authored: Option<Vec<bool>>,
+    authored: Option<Box<[bool]>>,
 }
 
 impl BitemporalState {
@@ -214,16 +214,17 @@ impl Logged {
             system: e.system,
             kind: e.kind,
             image: e.image,
-            authored: e.authored,
+            authored: e.authored.map(Vec::into_boxed_slice),
         }
     }
 
-    fn rank(&self) -> (EventKind, &Row, &Option<Vec<bool>>) {
-        (self.kind, &self.image, &self.authored)
+    fn rank(&self) -> (EventKind, &Row, Option<&[bool]>) {
+        (self.kind, &self.image, self.authored.as_deref())
     }
 
     fn to_stored(&self) -> Stored {
-        Stored::new(self.kind, self.image.clone(), self.authored.clone())
+        let authored = self.authored.as_deref().map(<[bool]>::to_vec);
+        Stored::new(self.kind, self.image.clone(), authored)
     }
 }
 
