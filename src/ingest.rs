@@ -134,40 +134,43 @@ fn shape(
     };
     let mut counts = expect::counts(&table.expectations);
     let mut kept = Vec::with_capacity(rows.len());
+    // A table that neither projects nor filters passes its rows through as they were read.
+    let computes = table.projection.is_some() || table.filter.is_some();
     for source in rows {
-        let projected = project(
-            table.projection.as_deref(),
-            table.filter.as_ref(),
-            &table.schema,
-            &source.row,
-        );
-        let row = match projected {
-            Ok(Some(row)) => row,
-            Ok(None) => continue,
-            Err((column, reason)) => {
-                let raw = row_to_json(&source.row, input_schema);
-                let line = source.line;
-                commit.invalid.push((
-                    t,
-                    RowError {
-                        line,
-                        column: Some(column),
-                        reason,
-                        raw,
-                    },
-                ));
-                continue;
+        let line = source.line;
+        let row = if computes {
+            let projected = project(
+                table.projection.as_deref(),
+                table.filter.as_ref(),
+                &table.schema,
+                &source.row,
+            );
+            match projected {
+                Ok(Some(row)) => row,
+                Ok(None) => continue,
+                Err((column, reason)) => {
+                    let raw = row_to_json(&source.row, input_schema);
+                    commit.invalid.push((
+                        t,
+                        RowError {
+                            line,
+                            column: Some(column),
+                            reason,
+                            raw,
+                        },
+                    ));
+                    continue;
+                }
             }
+        } else {
+            source.row
         };
         match expect::check(&table.expectations, &row, &mut counts) {
-            Verdict::Keep => kept.push(SourceRow {
-                line: source.line,
-                row,
-            }),
+            Verdict::Keep => kept.push(SourceRow { line, row }),
             Verdict::Drop => {}
             Verdict::Fail(name) => {
                 return Err(expectation_failed(&name, &table.name, &row, &table.schema)
-                    .at_line(source.line)
+                    .at_line(line)
                     .in_file(&commit.file))
             }
         }
