@@ -52,16 +52,12 @@ pub(crate) fn read_records(
 
 /// For each schema column the index of its field in `header`, and the header's width.
 fn columns(path: &Path, header: &CsvRecord, schema: &Schema) -> Result<(Vec<usize>, usize)> {
-    Ok((header_positions(path, header, schema)?, header.fields.len()))
+    Ok((header_positions(path, header, schema)?, header.len()))
 }
 
 /// For each schema column, the index of its field in the header record.
 fn header_positions(path: &Path, header: &CsvRecord, schema: &Schema) -> Result<Vec<usize>> {
-    let names: Vec<&str> = header
-        .fields
-        .iter()
-        .map(|f| f.as_deref().unwrap_or(""))
-        .collect();
+    let names: Vec<&str> = header.fields().map(Option::unwrap_or_default).collect();
     schema
         .names()
         .map(|column| {
@@ -110,13 +106,13 @@ fn to_row(
         reason,
         raw: record.to_json(),
     };
-    if record.fields.len() != width {
-        let found = record.fields.len();
+    if record.len() != width {
+        let found = record.len();
         return Err(bad(None, format!("expected {width} fields, found {found}")));
     }
     let mut row = Vec::with_capacity(schema.len());
     for (column, &at) in schema.columns.iter().zip(positions) {
-        let value = match record.fields.get(at).and_then(Option::as_deref) {
+        let value = match record.field(at) {
             None => Value::Null,
             Some(text) => parse_text(text, &column.ty).map_err(|r| bad(Some(&column.name), r))?,
         };

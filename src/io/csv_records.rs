@@ -19,23 +19,60 @@ use crate::{Error, ErrorKind, Result};
 use std::path::Path;
 
 /// One CSV record: its starting line and its fields, `None` for NULL.
+///
+/// The fields' text is kept in one buffer, so a record costs two allocations whatever its
+/// width (it was one per field, read once and dropped).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CsvRecord {
     /// 1-based physical line of the record's first byte.
     pub line: u64,
-    /// Field values; `None` is an empty unquoted field.
-    pub fields: Vec<Option<String>>,
+    /// The fields' text, one after another.
+    text: String,
+    /// Per field: where its text ends in `text`, and whether it is NULL (an empty unquoted
+    /// field).
+    ends: Vec<(usize, bool)>,
 }
 
 impl CsvRecord {
+    /// A record of `count` `fields` (`None` for NULL), whose text takes `bytes` bytes in all.
+    fn with_fields<'a>(
+        line: u64,
+        (count, bytes): (usize, usize),
+        fields: impl IntoIterator<Item = Option<&'a str>>,
+    ) -> Self {
+        let mut record = CsvRecord {
+            line,
+            text: String::with_capacity(bytes),
+            ends: Vec::with_capacity(count),
+        };
+        for field in fields {
+            record.text.push_str(field.unwrap_or_default());
+            record.ends.push((record.text.len(), field.is_none()));
+        }
+        record
+    }
+
+    /// The number of fields.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Field `i`'s text; `None` for NULL or past the last field.
+    pub(crate) fn field(&self, i: usize) -> Option<&str> {
+        let &(end, null) = self.ends.get(i)?;
+        let start = i.checked_sub(1).map_or(0, |p| self.ends[p].0);
+        (!null).then(|| &self.text[start..end])
+    }
+
+    /// The fields in order, `None` for NULL.
+    pub(crate) fn fields(&self) -> impl Iterator<Item = Option<&str>> {
+        (0..self.len()).map(|i| self.field(i))
+    }
+
     /// The raw record as a JSON array of strings (`null` for NULL), for quarantine output.
     pub(crate) fn to_json(&self) -> serde_json::Value {
-        self.fields
-            .iter()
-            .map(|f| {
-                f.clone()
-                    .map_or(serde_json::Value::Null, serde_json::Value::String)
-            })
+        self.fields()
+            .map(|f| f.map_or(serde_json::Value::Null, |f| f.into()))
             .collect()
     }
 }
@@ -154,9 +191,9 @@ impl<'a> CsvRecords<'a> {
             .record
             .iter()
             .zip(quoted)
-            .map(|(text, quoted)| (quoted || !text.is_empty()).then(|| text.to_string()))
-            .collect();
-        Ok(Some(CsvRecord { line, fields }))
+            .map(|(text, quoted)| (quoted || !text.is_empty()).then_some(text));
+        let size = (self.record.len(), self.record.as_slice().len());
+        Ok(Some(CsvRecord::with_fields(line, size, fields)))
     }
 }
 
@@ -248,10 +285,19 @@ mod tests {
     }
 
     fn rec(line: u64, fields: &[Option<&str>]) -> CsvRecord {
-        CsvRecord {
-            line,
-            fields: fields.iter().map(|f| f.map(str::to_string)).collect(),
-        }
+        let bytes = fields.iter().flatten().map(|f| f.len()).sum();
+        CsvRecord::with_fields(line, (fields.len(), bytes), fields.iter().copied())
+    }
+
+    /// Fields come back from the record's one buffer as they were parsed, NULL apart from the
+    /// empty string.
+    #[test]
+    fn fields_read_back_from_one_buffer() {
+        let r = &records("a,,\"\",xyz\n")[0];
+        let fields: Vec<_> = r.fields().collect();
+        assert_eq!(fields, vec![Some("a"), None, Some(""), Some("xyz")]);
+        assert_eq!((r.len(), r.field(3), r.field(4)), (4, Some("xyz"), None));
+        assert_eq!(r.to_json(), serde_json::json!(["a", null, "", "xyz"]));
     }
 
     #[test]

@@ -55,7 +55,7 @@ fn infer_csv(path: &Path, text: &str, header: bool) -> Result<Schema> {
     let names: Vec<String> = if header {
         csv_names(path, &head)?
     } else {
-        let names = (0..head.fields.len()).map(|i| format!("_c{i}")).collect();
+        let names = (0..head.len()).map(|i| format!("_c{i}")).collect();
         sample.push(head);
         names
     };
@@ -63,9 +63,7 @@ fn infer_csv(path: &Path, text: &str, header: bool) -> Result<Schema> {
         sample.push(record?);
     }
     let columns = names.into_iter().enumerate().map(|(i, name)| {
-        let values = sample
-            .iter()
-            .filter_map(|r| r.fields.get(i).and_then(Option::as_deref));
+        let values = sample.iter().filter_map(|r| r.field(i));
         (name, text_type(values))
     });
     Ok(Schema::new(columns))
@@ -74,9 +72,9 @@ fn infer_csv(path: &Path, text: &str, header: bool) -> Result<Schema> {
 /// Header names, `_cN` for empty ones; names equal up to case are a `Format` error, since
 /// columns are looked up case-insensitively.
 fn csv_names(path: &Path, head: &CsvRecord) -> Result<Vec<String>> {
-    let mut names: Vec<String> = Vec::with_capacity(head.fields.len());
-    for (i, field) in head.fields.iter().enumerate() {
-        let name = match field.as_deref() {
+    let mut names: Vec<String> = Vec::with_capacity(head.len());
+    for (i, field) in head.fields().enumerate() {
+        let name = match field {
             None | Some("") => format!("_c{i}"),
             Some(name) => name.to_string(),
         };
