@@ -57,6 +57,7 @@ use crate::value::{Packer, Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::{consolidate, consolidate_from};
 use serde::{Deserialize, Serialize};
+use smallvec::{smallvec, SmallVec};
 use std::collections::BTreeMap;
 use std::ops::Bound::{self, Excluded, Included, Unbounded};
 
@@ -72,14 +73,19 @@ pub struct BitemporalState {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct KeyState {
     /// Every distinct event of the key, by business sequence.
-    by_seq: SortedMap<Value, Vec<Logged>>,
+    by_seq: SortedMap<Value, One<Logged>>,
     /// The business sequence of every logged event, by system time.
-    by_system: SortedMap<Value, Vec<Value>>,
+    by_system: SortedMap<Value, One<Value>>,
     /// `H(smax)`: the SCD2 history of all logged events.
     h: History,
     /// Per business row (image, `__START_AT`, `__END_AT`), its system intervals.
-    rows: SortedMap<Row, Vec<Interval>>,
+    rows: SortedMap<Row, One<Interval>>,
 }
+
+/// The entries of one sequence, system time or business row: nearly always one, so it is kept
+/// inline, without a heap block of its own (each was a `Vec` with one element, 40 to 100 bytes
+/// more per event). Saved as a sequence, as a `Vec` would be.
+type One<T> = SmallVec<[T; 1]>;
 
 /// `[__SYSTEM_START_AT, __SYSTEM_END_AT)`; `None` = still believed.
 type Interval = (Value, Option<Value>);
@@ -316,7 +322,8 @@ impl KeyState {
         match self.by_system.get_mut(&e.system) {
             Some(seqs) => seqs.push(e.seq.clone()),
             None => {
-                self.by_system.insert(e.system.clone(), vec![e.seq.clone()]);
+                self.by_system
+                    .insert(e.system.clone(), smallvec![e.seq.clone()]);
             }
         }
         let seq = e.seq.clone();
@@ -326,7 +333,7 @@ impl KeyState {
                 logged.push(Logged::from_event(e));
             }
             None => {
-                self.by_seq.insert(seq, vec![Logged::from_event(e)]);
+                self.by_seq.insert(seq, smallvec![Logged::from_event(e)]);
             }
         }
     }
@@ -417,13 +424,13 @@ impl KeyState {
         changes: Vec<(Value, isize)>,
         out: &mut Vec<(Row, isize)>,
     ) {
-        let old: &[Interval] = self.rows.get(&row).map_or(&[], Vec::as_slice);
+        let old: &[Interval] = self.rows.get(&row).map_or(&[], |old| old.as_slice());
         // Intervals are disjoint and ascending, so those that ended before `s0` are a prefix.
         let settled = old
             .iter()
             .position(|(_, end)| end.as_ref().is_none_or(|end| end >= s0))
             .unwrap_or(old.len());
-        let mut revised: Vec<Interval> = Vec::new();
+        let mut revised: One<Interval> = SmallVec::new();
         if let Some((start, _)) = old.get(settled).filter(|(start, _)| start < s0) {
             revised.push((start.clone(), None));
         }
@@ -456,7 +463,7 @@ impl KeyState {
 }
 
 /// The greatest event by tie rank (D2) among `logged` whose system time passes `keep`.
-fn tie_winner(logged: Option<&Vec<Logged>>, keep: impl Fn(&Value) -> bool) -> Option<&Logged> {
+fn tie_winner(logged: Option<&One<Logged>>, keep: impl Fn(&Value) -> bool) -> Option<&Logged> {
     logged
         .into_iter()
         .flatten()
