@@ -29,8 +29,9 @@ use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"SCDFLOW\0";
 /// The version of this layout and of the records in it; a reader refuses any other.
-/// 3: rows are saved packed (`value::Row`'s bytes), no longer value by value.
-pub const FORMAT_VERSION: u32 = 3;
+/// 3: rows are saved packed (`value::Row`'s bytes), no longer value by value. 4: an SCD1 key's
+/// winner is saved as its sequence, kind and image, no longer as a whole event.
+pub const FORMAT_VERSION: u32 = 4;
 const END: u32 = u32::MAX;
 
 /// What a record file holds; its tag is part of the header.
