@@ -42,7 +42,8 @@ pub struct Scd1State {
     changed: Changed,
 }
 
-/// 64 bytes a key (an `Event` and the unboxed fields took 152): a table of 10M keys holds 10M.
+/// A key's state: 64 bytes (152 when it held a whole `Event` and unboxed fields), one per key
+/// of the table.
 #[derive(Debug, Serialize, Deserialize)]
 enum KeyState {
     /// Whole images: the winning upsert or delete.
