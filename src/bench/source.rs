@@ -12,7 +12,7 @@
 use crate::engine::KeyMap;
 use crate::event::{Event, EventKind};
 use crate::runtime::CommitEvents;
-use crate::value::{Row, Value};
+use crate::value::Row;
 use std::collections::hash_map::Entry;
 
 /// One commit's changes to a snapshot flow's source table: `(key, Some(row))` sets the key's
@@ -105,7 +105,7 @@ fn fold(
 ) -> Row {
     let row = match rows.entry(key) {
         Entry::Occupied(o) => o.into_mut(),
-        Entry::Vacant(v) => v.insert(std::iter::repeat_n(Value::Null, image_len).collect()),
+        Entry::Vacant(v) => v.insert(Row::nulls(image_len)),
     };
     match authored {
         None => *row = image,
