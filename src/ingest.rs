@@ -7,7 +7,7 @@ use crate::driver::{ReadFrom, Span};
 use crate::expr::Expr;
 use crate::io::{self, RowError, SourceRow};
 use crate::plan::{Pipeline, SourceInput};
-use crate::value::{Schema, Value};
+use crate::value::{Packer, Row, Schema, Value};
 use crate::Result;
 use std::path::PathBuf;
 
@@ -143,13 +143,13 @@ fn shape(
                 table.projection.as_deref(),
                 table.filter.as_ref(),
                 &table.schema,
-                &source.row,
+                source.row,
             );
             match projected {
                 Ok(Some(row)) => row,
                 Ok(None) => continue,
-                Err((column, reason)) => {
-                    let raw = row_to_json(&source.row, input_schema);
+                Err((column, reason, row)) => {
+                    let raw = row_to_json(&row, input_schema);
                     commit.invalid.push((
                         t,
                         RowError {
@@ -182,7 +182,7 @@ fn shape(
 }
 
 /// The error of a violated `ON VIOLATION FAIL UPDATE` expectation.
-pub fn expectation_failed(name: &str, owner: &str, row: &[Value], schema: &Schema) -> crate::Error {
+pub fn expectation_failed(name: &str, owner: &str, row: &Row, schema: &Schema) -> crate::Error {
     crate::Error::new(
         crate::ErrorKind::InvalidRow,
         format!(
@@ -193,51 +193,66 @@ pub fn expectation_failed(name: &str, owner: &str, row: &[Value], schema: &Schem
 }
 
 /// Filters `row` with `filter` and projects it with `projection` (whose outputs are the columns
-/// of `output`); `None` when filtered out, `Err((column, reason))` when an expression fails.
+/// of `output`); `None` when filtered out, `Err((column, reason, row))` when an expression
+/// fails. Without a projection a row that passes is moved through, not copied.
 pub fn project(
     projection: Option<&[Expr]>,
     filter: Option<&Expr>,
     output: &Schema,
-    row: &[Value],
-) -> Result<Option<Vec<Value>>, (String, String)> {
-    if let Some(filter) = filter {
-        match filter.eval(row) {
-            Ok(Value::Bool(true)) => {}
-            Ok(_) => return Ok(None),
-            Err(e) => return Err(("WHERE".to_string(), e)),
+    row: Row,
+) -> Result<Option<Row>, (String, String, Row)> {
+    let projected = {
+        let datums = row.unpack();
+        if let Some(filter) = filter {
+            match filter.eval_predicate(&datums) {
+                Ok(true) => {}
+                Ok(false) => return Ok(None),
+                Err(e) => {
+                    drop(datums);
+                    return Err(("WHERE".to_string(), e, row));
+                }
+            }
         }
-    }
-    let Some(projection) = projection else {
-        return Ok(Some(row.to_vec()));
+        let Some(projection) = projection else {
+            drop(datums);
+            return Ok(Some(row));
+        };
+        let mut out = Packer::new();
+        projection
+            .iter()
+            .zip(&output.columns)
+            .try_for_each(|(e, c)| {
+                e.eval_into(&datums, &mut out)
+                    .map_err(|err| (c.name.clone(), err))
+            })
+            .map(|()| out.finish())
     };
-    projection
-        .iter()
-        .zip(&output.columns)
-        .map(|(e, c)| e.eval(row).map_err(|err| (c.name.clone(), err)))
-        .collect::<Result<Vec<Value>, _>>()
-        .map(Some)
+    match projected {
+        Ok(projected) => Ok(Some(projected)),
+        Err((column, reason)) => Err((column, reason, row)),
+    }
 }
 
 /// The record as compact JSON object text, keys in column order (for messages).
-pub fn row_to_json_text(row: &[Value], schema: &Schema) -> String {
+pub fn row_to_json_text(row: &Row, schema: &Schema) -> String {
     let fields = schema
         .columns
         .iter()
         .map(|c| (c.name.clone(), c.ty.clone()))
         .collect();
     io::value_to_json_text(
-        &Value::Struct(row.to_vec()),
+        &Value::Struct(row.to_values()),
         &crate::value::DataType::Struct(fields),
     )
 }
 
 /// The record as a JSON object, for quarantine output.
-pub fn row_to_json(row: &[Value], schema: &Schema) -> serde_json::Value {
+pub fn row_to_json(row: &Row, schema: &Schema) -> serde_json::Value {
     let object = schema
         .columns
         .iter()
-        .zip(row)
-        .map(|(c, v)| (c.name.clone(), io::value_to_json(v, &c.ty)))
+        .zip(row.iter())
+        .map(|(c, v)| (c.name.clone(), io::value_to_json(&v.to_value(), &c.ty)))
         .collect();
     serde_json::Value::Object(object)
 }

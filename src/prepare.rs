@@ -7,7 +7,7 @@
 
 use crate::event::{Event, EventKind};
 use crate::plan::{CdcFlow, PartialUpdates, Target};
-use crate::value::{Row, Schema, Value};
+use crate::value::{Datum, Row, Schema, Value};
 use serde::{Deserialize, Serialize};
 
 /// Why a row cannot become an event. Ordered, hashable and serializable so that rejected rows
@@ -29,12 +29,13 @@ impl InvalidRow {
     }
 }
 
-/// Turns one source row of `flow` (in the source table's `schema`) into an event for `target`.
+/// Turns one source row of `flow` (in the source table's `schema`, as the datums of its packed
+/// row) into an event for `target`. Key and image are packed straight from the row's datums.
 pub fn to_event(
     flow: &CdcFlow,
     target: &Target,
     schema: &Schema,
-    row: &[Value],
+    row: &[Datum<'_>],
 ) -> Result<Event, InvalidRow> {
     let seq = flow
         .sequence
@@ -86,7 +87,7 @@ pub fn to_event(
         });
     }
     let authored = authored(flow, target, row)?;
-    let image: Row = flow.columns.iter().map(|&c| &row[c]).collect();
+    let image: Row = flow.columns.iter().map(|&c| row[c]).collect();
     Ok(Event {
         seq,
         kind: EventKind::Upsert,
@@ -97,21 +98,20 @@ pub fn to_event(
     })
 }
 
-fn key(flow: &CdcFlow, row: &[Value]) -> Row {
-    flow.keys.iter().map(|&k| &row[k]).collect()
+fn key(flow: &CdcFlow, row: &[Datum<'_>]) -> Row {
+    flow.keys.iter().map(|&k| row[k]).collect()
 }
 
 fn holds(
     predicate: Option<&crate::expr::Expr>,
-    row: &[Value],
+    row: &[Datum<'_>],
     clause: &str,
 ) -> Result<bool, InvalidRow> {
     match predicate {
         None => Ok(false),
-        Some(p) => match p.eval(row) {
-            Ok(v) => Ok(v == Value::Bool(true)),
-            Err(e) => Err(InvalidRow::new(clause, e)),
-        },
+        Some(p) => p
+            .eval_predicate(row)
+            .map_err(|e| InvalidRow::new(clause, e)),
     }
 }
 
@@ -119,7 +119,7 @@ fn holds(
 fn authored(
     flow: &CdcFlow,
     target: &Target,
-    row: &[Value],
+    row: &[Datum<'_>],
 ) -> Result<Option<Vec<bool>>, InvalidRow> {
     let mut mask = match &flow.partial {
         PartialUpdates::Off => return Ok(None),
@@ -128,7 +128,7 @@ fn authored(
             .zip(&flow.columns)
             .map(|(ignored, &c)| !(*ignored && row[c].is_null()))
             .collect(),
-        PartialUpdates::ColumnsToUpdate(c) => listed_columns(&row[*c], target)?,
+        PartialUpdates::ColumnsToUpdate(c) => listed_columns(row[*c], target)?,
     };
     for &k in &target.keys {
         mask[k] = true;
@@ -136,38 +136,38 @@ fn authored(
     Ok(Some(mask))
 }
 
-fn listed_columns(list: &Value, target: &Target) -> Result<Vec<bool>, InvalidRow> {
-    let names: Vec<String> = match list {
-        Value::Null => Vec::new(),
-        Value::Str(s) => s
+fn listed_columns(list: Datum<'_>, target: &Target) -> Result<Vec<bool>, InvalidRow> {
+    let names: Vec<&str> = match list {
+        Datum::Null => Vec::new(),
+        Datum::Str(s) => s
             .split(',')
-            .map(|n| n.trim().to_string())
+            .map(str::trim)
             .filter(|n| !n.is_empty())
             .collect(),
-        Value::Array(items) => items
+        Datum::Array(items) => items
             .iter()
             .filter_map(|v| match v {
-                Value::Str(s) => Some(s.clone()),
+                Datum::Str(s) => Some(s),
                 _ => None,
             })
             .collect(),
         other => {
             return Err(InvalidRow::new(
                 "COLUMNS TO UPDATE",
-                format!("expected a list of column names, found {other:?}"),
+                format!(
+                    "expected a list of column names, found {:?}",
+                    other.to_value()
+                ),
             ))
         }
     };
     let image = &target.schema.columns[..target.image_len];
     let mut mask = vec![false; target.image_len];
     for name in names {
-        match image
-            .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(&name))
-        {
+        match image.iter().position(|c| c.name.eq_ignore_ascii_case(name)) {
             Some(i) => mask[i] = true,
             None => {
-                let hint = crate::value::closest(&name, image.iter().map(|c| c.name.as_str()))
+                let hint = crate::value::closest(name, image.iter().map(|c| c.name.as_str()))
                     .map(|c| format!(" (did you mean `{c}`?)"))
                     .unwrap_or_default();
                 return Err(InvalidRow::new(

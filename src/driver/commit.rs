@@ -14,7 +14,7 @@ use crate::plan::{
 };
 use crate::prepare::to_event;
 use crate::runtime::{CommitEvents, Snapshot};
-use crate::value::{Row, Schema, Value};
+use crate::value::{Datum, Row, Schema};
 use crate::Result;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -238,7 +238,7 @@ impl Step<'_> {
         }
     }
 
-    fn invalid(&mut self, owner: &str, line: u64, reason: String, row: &[Value], schema: &Schema) {
+    fn invalid(&mut self, owner: &str, line: u64, reason: String, row: &Row, schema: &Schema) {
         self.prepared.invalid.push(Quarantined {
             owner: owner.to_string(),
             file: self.file.clone(),
@@ -338,7 +338,7 @@ impl Step<'_> {
             if !self.expect(flow.target, &flow.expectations, &mut counts, row, schema)? {
                 continue;
             }
-            match to_event(flow, target, schema, &row.row) {
+            match to_event(flow, target, schema, &row.row.unpack()) {
                 Ok(event) => self.prepared.input.events[flow.target].push(event),
                 Err(bad) => {
                     let reason = format!("{}: {}", bad.column, bad.reason);
@@ -363,19 +363,19 @@ impl Step<'_> {
                 sf.projection.as_deref(),
                 sf.filter.as_ref(),
                 &sf.schema,
-                &row.row,
+                row.row.clone(),
             ) {
                 Ok(Some(projected)) => out.push(SourceRow {
                     line: row.line,
                     row: projected,
                 }),
                 Ok(None) => {}
-                Err((column, reason)) => {
+                Err((column, reason, raw)) => {
                     self.invalid(
                         &sf.name,
                         row.line,
                         format!("column `{column}`: {reason}"),
-                        &row.row,
+                        &raw,
                         input,
                     );
                 }
@@ -427,7 +427,7 @@ impl Step<'_> {
             if !self.expect(sf.target, &sf.expectations, &mut counts, &row, &sf.schema)? {
                 continue;
             }
-            let key: Row = sf.keys.iter().map(|&k| &row.row[k]).collect();
+            let key = row.row.project(&sf.keys);
             if let Some(first) = seen.get(&key) {
                 let names: Vec<&str> = sf
                     .keys
@@ -442,7 +442,7 @@ impl Step<'_> {
                 continue;
             }
             seen.insert(key, row.line);
-            kept.push(Row::from(row.row));
+            kept.push(row.row);
         }
         entry.expectations = counts;
         self.prepared.input.snapshots[sf.target] = Some(Snapshot {
@@ -465,25 +465,25 @@ impl Step<'_> {
                 rf.projection.as_deref(),
                 rf.filter.as_ref(),
                 &target.schema,
-                &row.row,
+                row.row.clone(),
             ) {
                 Ok(Some(projected)) => SourceRow {
                     line: row.line,
                     row: projected,
                 },
                 Ok(None) => continue,
-                Err((column, reason)) => {
+                Err((column, reason, raw)) => {
                     self.invalid(
                         &rf.name,
                         row.line,
                         format!("column `{column}`: {reason}"),
-                        &row.row,
+                        &raw,
                         input,
                     );
                     continue;
                 }
             };
-            if projected.row[sequence].is_null() {
+            if projected.row.get(sequence).is_none_or(Datum::is_null) {
                 let reason = "SEQUENCE BY: the sequence value is NULL".to_string();
                 self.invalid(&rf.name, row.line, reason, &row.row, input);
                 continue;
@@ -495,7 +495,7 @@ impl Step<'_> {
                 &projected,
                 &target.schema,
             )? {
-                self.prepared.input.rows[rf.target].push(Row::from(projected.row));
+                self.prepared.input.rows[rf.target].push(projected.row);
             }
         }
         entry.expectations = counts;

@@ -2,7 +2,7 @@
 //! unless its condition is TRUE (FALSE, NULL and evaluation errors all violate it).
 
 use crate::plan::{Expectation, OnViolation};
-use crate::value::Value;
+use crate::value::Row;
 use serde::{Deserialize, Serialize};
 
 /// Passed and failed counts of one expectation in one commit.
@@ -52,14 +52,14 @@ pub enum Verdict {
 }
 
 /// Checks `row` against every expectation, counting into `counts` (same order).
-pub fn check(
-    expectations: &[Expectation],
-    row: &[Value],
-    counts: &mut [ExpectationCount],
-) -> Verdict {
+pub fn check(expectations: &[Expectation], row: &Row, counts: &mut [ExpectationCount]) -> Verdict {
     let mut verdict = Verdict::Keep;
+    if expectations.is_empty() {
+        return verdict;
+    }
+    let row = row.unpack();
     for (e, count) in expectations.iter().zip(counts) {
-        if e.condition.eval(row) == Ok(Value::Bool(true)) {
+        if e.condition.eval_predicate(&row) == Ok(true) {
             count.passed += 1;
             continue;
         }

@@ -204,7 +204,11 @@ impl Compiler<'_> {
                 };
                 // Fold literals so `-5` stays a literal (and an overflow is reported now).
                 let node = if literal {
-                    Node::Literal(super::eval::eval(&node, &[]).map_err(|m| fail(at, m))?)
+                    Node::Literal(
+                        super::eval::eval(&node, &[])
+                            .map(super::eval::Val::into_value)
+                            .map_err(|m| fail(at, m))?,
+                    )
                 } else {
                     node
                 };

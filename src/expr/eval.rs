@@ -1,51 +1,135 @@
 //! Evaluation of compiled expressions with SQL three-valued logic: NULL operands give NULL,
 //! except where SQL says otherwise (`AND`/`OR` short-circuits, `IS NULL`, `COALESCE`, `IN`).
+//!
+//! Rows are read as borrowed [`Datum`]s of a packed row, and a column or literal operand stays
+//! borrowed ([`Val`]) through comparisons, `LIKE`, `IN` and `IS NULL`: a filter such as
+//! `op <> 'TRUNCATE'` allocates nothing per row. Only operators that compute a new value
+//! (arithmetic, casts, string functions) make an owned [`Value`].
 
 use super::cast::{cast_value, to_string};
 use super::like::like;
 use super::{ArithOp, CmpOp, Node};
-use crate::value::{DataType, Value, F64};
+use crate::value::{DataType, Datum, Packer, Value, F64};
 use std::cmp::Ordering;
 
-pub(super) fn eval(node: &Node, row: &[Value]) -> Result<Value, String> {
-    match node {
-        Node::Literal(v) => Ok(v.clone()),
-        Node::Column(i) => row
-            .get(*i)
-            .cloned()
-            .ok_or_else(|| format!("row has {} columns, column {} is missing", row.len(), i + 1)),
-        Node::Not(x) => Ok(match eval(x, row)? {
-            Value::Bool(b) => Value::Bool(!b),
-            _ => Value::Null,
-        }),
-        Node::Neg { operand, int32 } => negate(eval(operand, row)?, *int32),
-        Node::And(l, r) => and(eval(l, row)?, || eval(r, row)),
-        Node::Or(l, r) => or(eval(l, row)?, || eval(r, row)),
-        Node::Cmp(op, l, r) => Ok(compare(*op, &eval(l, row)?, &eval(r, row)?)),
+/// An expression's result: borrowed from the row or the expression where it can be.
+pub(super) enum Val<'a> {
+    /// A column of the row.
+    Datum(Datum<'a>),
+    /// A literal of the expression.
+    Ref(&'a Value),
+    /// A computed value.
+    Owned(Value),
+}
+
+impl<'a> Val<'a> {
+    /// The result as an owned value (copies a borrowed string).
+    pub(super) fn into_value(self) -> Value {
+        match self {
+            Val::Datum(d) => d.to_value(),
+            Val::Ref(v) => v.clone(),
+            Val::Owned(v) => v,
+        }
+    }
+
+    /// Appends the result to a packed row.
+    pub(super) fn push_to(&self, out: &mut Packer) {
+        match self {
+            Val::Datum(d) => out.push_datum(*d),
+            Val::Ref(v) => out.push(v),
+            Val::Owned(v) => out.push(v),
+        };
+    }
+
+    /// Whether the result is TRUE (the only result a predicate keeps).
+    pub(super) fn is_true(&self) -> bool {
+        self.bool() == Some(true)
+    }
+
+    fn is_null(&self) -> bool {
+        match self {
+            Val::Datum(d) => d.is_null(),
+            Val::Ref(v) => v.is_null(),
+            Val::Owned(v) => v.is_null(),
+        }
+    }
+
+    /// The result as a datum, unless it is an owned STRUCT or ARRAY (which has no packed form).
+    fn datum(&self) -> Option<Datum<'_>> {
+        match self {
+            Val::Datum(d) => Some(*d),
+            Val::Ref(v) => scalar_datum(v),
+            Val::Owned(v) => scalar_datum(v),
+        }
+    }
+
+    fn bool(&self) -> Option<bool> {
+        match self.datum() {
+            Some(Datum::Bool(b)) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+fn scalar_datum(v: &Value) -> Option<Datum<'_>> {
+    Some(match v {
+        Value::Null => Datum::Null,
+        Value::Bool(b) => Datum::Bool(*b),
+        Value::Int(i) => Datum::Int(*i),
+        Value::Double(d) => Datum::Double(*d),
+        Value::Str(s) => Datum::Str(s),
+        Value::Date(d) => Datum::Date(*d),
+        Value::Timestamp(t) => Datum::Timestamp(*t),
+        Value::Struct(_) | Value::Array(_) => return None,
+    })
+}
+
+fn boolean(b: Option<bool>) -> Val<'static> {
+    Val::Owned(b.map_or(Value::Null, Value::Bool))
+}
+
+pub(super) fn eval<'a>(node: &'a Node, row: &[Datum<'a>]) -> Result<Val<'a>, String> {
+    let owned = |node: &'a Node| eval(node, row).map(Val::into_value);
+    Ok(match node {
+        Node::Literal(v) => Val::Ref(v),
+        Node::Column(i) => Val::Datum(row.get(*i).copied().ok_or_else(|| {
+            format!("row has {} columns, column {} is missing", row.len(), i + 1)
+        })?),
+        Node::Not(x) => boolean(eval(x, row)?.bool().map(|b| !b)),
+        Node::Neg { operand, int32 } => Val::Owned(negate(owned(operand)?, *int32)?),
+        Node::And(l, r) => and(eval(l, row)?.bool(), || Ok(eval(r, row)?.bool()))?,
+        Node::Or(l, r) => or(eval(l, row)?.bool(), || Ok(eval(r, row)?.bool()))?,
+        Node::Cmp(op, l, r) => compare(*op, &eval(l, row)?, &eval(r, row)?),
         Node::Arith {
             op,
             ty,
             left,
             right,
-        } => arith(*op, ty, eval(left, row)?, eval(right, row)?),
+        } => Val::Owned(arith(*op, ty, owned(left)?, owned(right)?)?),
         Node::IsNull { operand, negated } => {
-            Ok(Value::Bool(eval(operand, row)?.is_null() != *negated))
+            boolean(Some(eval(operand, row)?.is_null() != *negated))
         }
         Node::InList {
             operand,
             list,
             negated,
-        } => in_list(eval(operand, row)?, list, row).map(|v| not_if(v, *negated)),
+        } => {
+            let found = in_list(&eval(operand, row)?, list, row)?;
+            boolean(found.map(|b| b != *negated))
+        }
         Node::Like {
             operand,
             pattern,
             escape,
             negated,
-        } => Ok(match (eval(operand, row)?, eval(pattern, row)?) {
-            (Value::Str(s), Value::Str(p)) => Value::Bool(like(&s, &p, *escape) != *negated),
-            _ => Value::Null,
-        }),
-        Node::Cast { operand, to, .. } => cast_value(eval(operand, row)?, to),
+        } => {
+            let (operand, pattern) = (eval(operand, row)?, eval(pattern, row)?);
+            boolean(match (operand.datum(), pattern.datum()) {
+                (Some(Datum::Str(s)), Some(Datum::Str(p))) => Some(like(s, p, *escape) != *negated),
+                _ => None,
+            })
+        }
+        Node::Cast { operand, to, .. } => Val::Owned(cast_value(owned(operand)?, to)?),
         Node::Coalesce(args) => {
             for arg in args {
                 let v = eval(arg, row)?;
@@ -53,95 +137,97 @@ pub(super) fn eval(node: &Node, row: &[Value]) -> Result<Value, String> {
                     return Ok(v);
                 }
             }
-            Ok(Value::Null)
+            Val::Owned(Value::Null)
         }
-        Node::Concat(args) => concat(args, row),
-        Node::Lower(x) => Ok(map_str(eval(x, row)?, |s| s.to_lowercase())),
-        Node::Upper(x) => Ok(map_str(eval(x, row)?, |s| s.to_uppercase())),
-        Node::Struct(fields) => fields
-            .iter()
-            .map(|f| eval(f, row))
-            .collect::<Result<_, _>>()
-            .map(Value::Struct),
-    }
-}
-
-fn not_if(v: Value, negate: bool) -> Value {
-    match v {
-        Value::Bool(b) => Value::Bool(b != negate),
-        other => other,
-    }
-}
-
-fn and(left: Value, right: impl FnOnce() -> Result<Value, String>) -> Result<Value, String> {
-    if left == Value::Bool(false) {
-        return Ok(left);
-    }
-    Ok(match (left, right()?) {
-        (_, Value::Bool(false)) => Value::Bool(false),
-        (Value::Bool(true), Value::Bool(true)) => Value::Bool(true),
-        _ => Value::Null,
+        Node::Concat(args) => Val::Owned(concat(args, row)?),
+        Node::Lower(x) => Val::Owned(map_str(owned(x)?, |s| s.to_lowercase())),
+        Node::Upper(x) => Val::Owned(map_str(owned(x)?, |s| s.to_uppercase())),
+        Node::Struct(fields) => Val::Owned(Value::Struct(
+            fields.iter().map(owned).collect::<Result<_, _>>()?,
+        )),
     })
 }
 
-fn or(left: Value, right: impl FnOnce() -> Result<Value, String>) -> Result<Value, String> {
-    if left == Value::Bool(true) {
-        return Ok(left);
+fn and(
+    left: Option<bool>,
+    right: impl FnOnce() -> Result<Option<bool>, String>,
+) -> Result<Val<'static>, String> {
+    if left == Some(false) {
+        return Ok(boolean(left));
     }
-    Ok(match (left, right()?) {
-        (_, Value::Bool(true)) => Value::Bool(true),
-        (Value::Bool(false), Value::Bool(false)) => Value::Bool(false),
-        _ => Value::Null,
-    })
+    Ok(boolean(match (left, right()?) {
+        (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }))
+}
+
+fn or(
+    left: Option<bool>,
+    right: impl FnOnce() -> Result<Option<bool>, String>,
+) -> Result<Val<'static>, String> {
+    if left == Some(true) {
+        return Ok(boolean(left));
+    }
+    Ok(boolean(match (left, right()?) {
+        (_, Some(true)) => Some(true),
+        (Some(false), Some(false)) => Some(false),
+        _ => None,
+    }))
 }
 
 /// SQL order of two non-NULL values of one type. DOUBLEs compare numerically (so `0.0 = -0.0`),
-/// falling back to the total order only for NaN.
-fn sql_cmp(a: &Value, b: &Value) -> Ordering {
-    match (a, b) {
-        (Value::Double(F64(x)), Value::Double(F64(y))) => {
-            x.partial_cmp(y).unwrap_or(x.total_cmp(y))
+/// falling back to the total order only for NaN. Operands without a datum form (computed
+/// STRUCTs and ARRAYs) compare as values, which order as their datums do.
+fn sql_cmp(a: &Val<'_>, b: &Val<'_>) -> Ordering {
+    match (a.datum(), b.datum()) {
+        (Some(Datum::Double(F64(x))), Some(Datum::Double(F64(y)))) => {
+            x.partial_cmp(&y).unwrap_or(x.total_cmp(&y))
         }
-        _ => a.cmp(b),
+        (Some(x), Some(y)) => x.cmp(&y),
+        _ => owned_ref(a).cmp(&owned_ref(b)),
     }
 }
 
-fn compare(op: CmpOp, a: &Value, b: &Value) -> Value {
+fn owned_ref<'v>(v: &'v Val<'_>) -> std::borrow::Cow<'v, Value> {
+    match v {
+        Val::Datum(d) => std::borrow::Cow::Owned(d.to_value()),
+        Val::Ref(v) => std::borrow::Cow::Borrowed(v),
+        Val::Owned(v) => std::borrow::Cow::Borrowed(v),
+    }
+}
+
+fn compare(op: CmpOp, a: &Val<'_>, b: &Val<'_>) -> Val<'static> {
     if a.is_null() || b.is_null() {
-        return Value::Null;
+        return boolean(None);
     }
     let ord = sql_cmp(a, b);
-    Value::Bool(match op {
+    boolean(Some(match op {
         CmpOp::Eq => ord.is_eq(),
         CmpOp::NotEq => ord.is_ne(),
         CmpOp::Lt => ord.is_lt(),
         CmpOp::LtEq => ord.is_le(),
         CmpOp::Gt => ord.is_gt(),
         CmpOp::GtEq => ord.is_ge(),
-    })
+    }))
 }
 
 /// `x IN (list)`: TRUE on a match; otherwise NULL if `x` or any item is NULL, else FALSE.
-fn in_list(x: Value, list: &[Node], row: &[Value]) -> Result<Value, String> {
+fn in_list<'a>(x: &Val<'_>, list: &'a [Node], row: &[Datum<'a>]) -> Result<Option<bool>, String> {
     if x.is_null() {
-        return Ok(Value::Null);
+        return Ok(None);
     }
     let mut saw_null = false;
     for item in list {
         let v = eval(item, row)?;
         if v.is_null() {
             saw_null = true;
-        } else if sql_cmp(&x, &v).is_eq() {
-            return Ok(Value::Bool(true));
+        } else if sql_cmp(x, &v).is_eq() {
+            return Ok(Some(true));
         }
     }
-    Ok(if saw_null {
-        Value::Null
-    } else {
-        Value::Bool(false)
-    })
+    Ok((!saw_null).then_some(false))
 }
-
 fn negate(v: Value, int32: bool) -> Result<Value, String> {
     match v {
         Value::Int(i) => i
@@ -193,10 +279,10 @@ fn symbol(op: ArithOp) -> &'static str {
 }
 
 /// `CONCAT`: NULL if any argument is NULL (Spark); arguments are cast to STRING when compiled.
-fn concat(args: &[Node], row: &[Value]) -> Result<Value, String> {
+fn concat<'a>(args: &'a [Node], row: &[Datum<'a>]) -> Result<Value, String> {
     let mut out = String::new();
     for arg in args {
-        match to_string(&eval(arg, row)?) {
+        match to_string(&eval(arg, row)?.into_value()) {
             Some(s) => out.push_str(&s),
             None => return Ok(Value::Null),
         }

@@ -22,7 +22,7 @@ pub use cast::cast_value;
 pub use compile::compile;
 pub use types::parse_type;
 
-use crate::value::{Column, DataType, Value};
+use crate::value::{Column, DataType, Datum, Packer, Value};
 use std::fmt;
 
 /// A compiled, typed expression together with its source text.
@@ -115,14 +115,34 @@ impl Expr {
         &self.ty
     }
 
-    /// Evaluates the expression on a row of the schema it was compiled against.
-    pub fn eval(&self, row: &[Value]) -> Result<Value, String> {
-        eval::eval(&self.node, row)
+    /// Evaluates the expression on a row of the schema it was compiled against, given as the
+    /// datums of a packed row ([`crate::value::Row::unpack`]).
+    pub fn eval(&self, row: &[Datum<'_>]) -> Result<Value, String> {
+        eval::eval(&self.node, row).map(eval::Val::into_value)
+    }
+
+    /// Evaluates the expression and appends the result to `out`, without making an owned copy
+    /// of a column or literal it returns as it is.
+    pub fn eval_into(&self, row: &[Datum<'_>], out: &mut Packer) -> Result<(), String> {
+        eval::eval(&self.node, row)?.push_to(out);
+        Ok(())
     }
 
     /// Evaluates a BOOLEAN expression as a predicate: only TRUE counts, FALSE and NULL do not.
-    pub fn eval_predicate(&self, row: &[Value]) -> Result<bool, String> {
-        Ok(self.eval(row)? == Value::Bool(true))
+    pub fn eval_predicate(&self, row: &[Datum<'_>]) -> Result<bool, String> {
+        Ok(eval::eval(&self.node, row)?.is_true())
+    }
+
+    /// [`Expr::eval`] of a row given as values (tests write rows so).
+    #[cfg(test)]
+    pub(crate) fn eval_values(&self, row: &[Value]) -> Result<Value, String> {
+        self.eval(&crate::value::Row::from(row).unpack())
+    }
+
+    /// [`Expr::eval_predicate`] of a row given as values.
+    #[cfg(test)]
+    pub(crate) fn eval_predicate_values(&self, row: &[Value]) -> Result<bool, String> {
+        self.eval_predicate(&crate::value::Row::from(row).unpack())
     }
 
     /// The column index when the expression is a bare column reference.

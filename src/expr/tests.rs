@@ -39,7 +39,9 @@ fn compile_sql(sql: &str) -> Result<Expr, crate::Error> {
 }
 
 fn eval_sql(sql: &str) -> Result<Value, String> {
-    compile_sql(sql).expect("test SQL compiles").eval(&row())
+    compile_sql(sql)
+        .expect("test SQL compiles")
+        .eval_values(&row())
 }
 
 fn ok(sql: &str) -> Value {
@@ -201,7 +203,46 @@ fn columns_resolve_case_insensitively_with_hints() {
 #[test]
 fn predicates_count_only_true() {
     let e = compile_sql("flag").expect("compiles");
-    assert_eq!(e.eval_predicate(&row()), Ok(false));
+    assert_eq!(e.eval_predicate_values(&row()), Ok(false));
     let e = compile_sql("id = 7").expect("compiles");
-    assert_eq!(e.eval_predicate(&row()), Ok(true));
+    assert_eq!(e.eval_predicate_values(&row()), Ok(true));
+}
+
+/// A projection packs what each expression gives: a column or literal as it is (borrowed, no
+/// owned copy), a computed value as computed; the packed row reads back as evaluation would.
+#[test]
+fn eval_into_packs_the_values_eval_gives() {
+    let sqls = [
+        "name",
+        "'lit'",
+        "id + 1",
+        "UPPER(name)",
+        "name = 'Alice'",
+        "tags",
+        "struct(id, name)",
+    ];
+    let packed = crate::value::Row::from(row());
+    let datums = packed.unpack();
+    let mut out = crate::value::Packer::new();
+    let mut expected = Vec::new();
+    for sql in sqls {
+        let e = compile_sql(sql).expect("compiles");
+        e.eval_into(&datums, &mut out).expect("evaluates");
+        expected.push(e.eval(&datums).expect("evaluates"));
+    }
+    assert_eq!(out.finish().to_values(), expected);
+    assert_eq!(expected[0], Value::Str("Alice".into()));
+    assert_eq!(expected[4], T);
+}
+
+/// Borrowed operands compare as owned ones would, across the forms `Val` takes.
+#[test]
+fn borrowed_and_computed_operands_compare_alike() {
+    assert_eq!(ok("name = 'Alice'"), T);
+    assert_eq!(ok("LOWER(name) = 'alice'"), T);
+    assert_eq!(ok("name IN ('Bob', UPPER('alice'), 'Alice')"), T);
+    assert_eq!(ok("name LIKE 'Al%'"), T);
+    assert_eq!(ok("struct(id, name) = struct(id, name)"), T);
+    assert_eq!(ok("score > 2"), T);
+    assert_eq!(ok("tags IS NULL"), T);
 }

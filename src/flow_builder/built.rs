@@ -3,7 +3,7 @@
 use crate::event::Event;
 use crate::plan::{CdcFlow, Target};
 use crate::prepare::{to_event, InvalidRow};
-use crate::value::{Schema, Value};
+use crate::value::{Datum, Row, Schema, Value};
 
 /// A flow that passed validation ([`AutoCdcFlow::build`](super::AutoCdcFlow::build)): what a
 /// pipeline file's front end would have produced for it. Feed it source rows with
@@ -58,6 +58,11 @@ impl BuiltFlow {
     /// width differs from the source schema's is invalid too: the flow's column indices would
     /// not fit it.
     pub fn to_event(&self, row: &[Value]) -> Result<Event, InvalidRow> {
+        self.event_of(&Row::from(row).unpack())
+    }
+
+    /// [`BuiltFlow::to_event`] of a row already packed, as a dataflow's rows are.
+    pub(crate) fn event_of(&self, row: &[Datum<'_>]) -> Result<Event, InvalidRow> {
         if row.len() != self.source_schema.len() {
             return Err(InvalidRow {
                 column: "row".to_string(),

@@ -91,12 +91,13 @@ where
         let (events, invalid): (
             Stream<'s, T, Vec<(Event, T, isize)>>,
             Stream<'s, T, Vec<((Row, InvalidRow), T, isize)>>,
-        ) = self.inner.ok_err(
-            move |(row, time, diff)| match prepare.to_event(&row.to_values()) {
+        ) = self.inner.ok_err(move |(row, time, diff)| {
+            let event = prepare.event_of(&row.unpack());
+            match event {
                 Ok(event) => Ok((event, time, diff)),
                 Err(why) => Err(((row, why), time, diff)),
-            },
-        );
+            }
+        });
         let events = events.as_collection();
         let table = ScdState::new(flow.target()).render(events, |_| 0, |_, _| {});
         (table, invalid.as_collection())

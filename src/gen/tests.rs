@@ -409,10 +409,10 @@ fn rows_through_the_pipeline_are_the_events() {
                             source
                                 .filter
                                 .as_ref()
-                                .is_none_or(|f| f.eval_predicate(&row.to_values()).unwrap())
+                                .is_none_or(|f| f.eval_predicate(&row.unpack()).unwrap())
                         })
                         .map(|row| {
-                            crate::prepare::to_event(flow, parsed, &source.schema, &row.to_values())
+                            crate::prepare::to_event(flow, parsed, &source.schema, &row.unpack())
                                 .unwrap()
                         })
                         .collect()

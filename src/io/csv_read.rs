@@ -8,13 +8,16 @@
 //! type, is a [`RowError`] and the other rows still count. An empty unquoted field is NULL at any
 //! type; `""` is the empty string (a STRING, or a bad value for other types).
 //!
+//! Rows are packed as they are parsed ([`crate::value::Row`]): a STRING field's text goes
+//! from the record into the row, with no owned string in between.
+//!
 //! The records may also be the end of a file (see `super::tail`): their columns are then mapped
 //! by the file's header read separately ([`Header::Known`]).
 
 use super::csv_records::{CsvRecord, CsvRecords};
 use super::parse_value::parse_text;
 use super::row::{RowError, SourceRow};
-use crate::value::{closest, Schema, Value};
+use crate::value::{closest, DataType, Datum, Packer, Schema};
 use crate::{Error, ErrorKind, Result};
 use std::path::Path;
 
@@ -110,24 +113,27 @@ fn to_row(
         let found = record.len();
         return Err(bad(None, format!("expected {width} fields, found {found}")));
     }
-    let mut row = Vec::with_capacity(schema.len());
+    let mut row = Packer::new();
     for (column, &at) in schema.columns.iter().zip(positions) {
-        let value = match record.field(at) {
-            None => Value::Null,
-            Some(text) => parse_text(text, &column.ty).map_err(|r| bad(Some(&column.name), r))?,
+        match (record.field(at), &column.ty) {
+            (None, _) => row.push_datum(Datum::Null),
+            // Text is the value: packed straight from the record, never an owned string.
+            (Some(text), DataType::String) => row.push_datum(Datum::Str(text)),
+            (Some(text), ty) => {
+                row.push(&parse_text(text, ty).map_err(|r| bad(Some(&column.name), r))?)
+            }
         };
-        row.push(value);
     }
     Ok(SourceRow {
         line: record.line,
-        row,
+        row: row.finish(),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::DataType;
+    use crate::value::{Row, Value};
     use serde_json::json;
 
     fn schema() -> Schema {
@@ -146,7 +152,10 @@ mod tests {
     }
 
     fn ok(line: u64, row: Vec<Value>) -> Result<SourceRow, RowError> {
-        Ok(SourceRow { line, row })
+        Ok(SourceRow {
+            line,
+            row: Row::from(row),
+        })
     }
 
     #[test]

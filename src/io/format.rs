@@ -123,9 +123,7 @@ pub(crate) fn write_json(out: &mut String, v: &Value, ty: &DataType) {
 pub(crate) fn write_json_datum(out: &mut String, v: Datum<'_>, ty: &DataType) {
     match v {
         Datum::Null => out.push_str("null"),
-        Datum::Int(i) => {
-            let _ = write!(out, "{i}");
-        }
+        Datum::Int(i) => out.push_str(itoa::Buffer::new().format(i)),
         Datum::Str(s) => write_json_string(out, s),
         other => write_json(out, &other.to_value(), ty),
     }
@@ -135,6 +133,12 @@ pub(crate) fn write_json_datum(out: &mut String, v: Datum<'_>, ty: &DataType) {
 /// control characters; everything else verbatim).
 pub(crate) fn write_json_string(out: &mut String, s: &str) {
     out.push('"');
+    // Most strings need no escape: copied whole, not char by char.
+    if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < b' ') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),

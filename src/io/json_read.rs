@@ -12,8 +12,9 @@
 use super::json_lines::{json_lines_from, parse_object, JsonObject};
 use super::parse_value::json_to_value;
 use super::row::{RowError, SourceRow};
-use crate::value::{Schema, Value};
+use crate::value::{DataType, Datum, Packer, Schema};
 use crate::Result;
+use serde_json::Value as Json;
 use std::path::Path;
 
 /// Reads the JSON-lines `text`, the part of `path` from line `first_line` on, against `schema`.
@@ -38,7 +39,7 @@ pub(crate) fn read_json_from(
 }
 
 fn to_row(line: u64, object: &JsonObject, schema: &Schema) -> Result<SourceRow, RowError> {
-    let mut row = Vec::with_capacity(schema.len());
+    let mut row = Packer::new();
     for column in &schema.columns {
         let bad = |reason| RowError {
             line,
@@ -46,24 +47,30 @@ fn to_row(line: u64, object: &JsonObject, schema: &Schema) -> Result<SourceRow, 
             reason,
             raw: object.to_json(),
         };
-        let value = match object.get(&column.name) {
+        match object.get(&column.name) {
             Err((first, second)) => {
                 return Err(bad(format!(
                     "the object gives this column twice (keys `{first}` and `{second}`)"
                 )))
             }
-            Ok(None) => Value::Null,
-            Ok(Some(json)) => json_to_value(json, &column.ty).map_err(bad)?,
+            Ok(None) => row.push_datum(Datum::Null),
+            // A JSON string read as a STRING is packed from the parsed text, not copied first.
+            Ok(Some(Json::String(text))) if column.ty == DataType::String => {
+                row.push_datum(Datum::Str(text))
+            }
+            Ok(Some(json)) => row.push(&json_to_value(json, &column.ty).map_err(bad)?),
         };
-        row.push(value);
     }
-    Ok(SourceRow { line, row })
+    Ok(SourceRow {
+        line,
+        row: row.finish(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::DataType;
+    use crate::value::{Row, Value};
     use serde_json::json;
 
     fn schema() -> Schema {
@@ -90,15 +97,15 @@ mod tests {
             [
                 Ok(SourceRow {
                     line: 1,
-                    row: vec![
+                    row: Row::from(vec![
                         Value::Int(1),
                         Value::Null,
                         Value::Array(vec![Value::Str("a".into())])
-                    ],
+                    ]),
                 }),
                 Ok(SourceRow {
                     line: 3,
-                    row: vec![Value::Null, Value::Null, Value::Null],
+                    row: Row::from(vec![Value::Null, Value::Null, Value::Null]),
                 }),
             ]
         );
@@ -109,10 +116,7 @@ mod tests {
         let rows =
             read("{\"ts\":\"2025-07-18T12:01:00+02:00\"}\n{\"ts\":\"2025-07-18T10:01:00Z\"}\n")
                 .unwrap();
-        let ts: Vec<_> = rows
-            .into_iter()
-            .map(|r| r.unwrap().row[1].clone())
-            .collect();
+        let ts: Vec<_> = rows.into_iter().map(|r| r.unwrap().row.value(1)).collect();
         assert!(matches!(ts[0], Value::Timestamp(_)));
         assert_eq!(ts[0], ts[1]);
     }

@@ -1,6 +1,6 @@
 //! What readers produce per record: a typed row, or the reason it is not one.
 
-use crate::value::Value;
+use crate::value::Row;
 use crate::{Error, ErrorKind};
 use std::path::Path;
 
@@ -9,8 +9,8 @@ use std::path::Path;
 pub struct SourceRow {
     /// 1-based physical line of the record's first byte in its file.
     pub line: u64,
-    /// Values in schema order: the form expressions evaluate over.
-    pub row: Vec<Value>,
+    /// Values in schema order, packed as they were parsed (expressions read its datums).
+    pub row: Row,
 }
 
 /// A record that does not fit the schema. Not an error by itself: the flow's `--on-invalid`

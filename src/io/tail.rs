@@ -207,7 +207,7 @@ fn header_record(path: &Path, limit: u64) -> Result<CsvRecord> {
 mod tests {
     use super::*;
     use crate::io::{read_file, read_file_from};
-    use crate::value::{DataType, Value};
+    use crate::value::{DataType, Row, Value};
     use std::path::PathBuf;
 
     type Rows = Vec<Result<SourceRow, RowError>>;
@@ -347,7 +347,7 @@ mod tests {
             rest.rows,
             [Ok(SourceRow {
                 line: 2,
-                row: vec![Value::Int(22), Value::Null]
+                row: Row::from(vec![Value::Int(22), Value::Null])
             })]
         );
         assert_eq!((rest.end, rest.end_line), (19, 3));
@@ -365,7 +365,7 @@ mod tests {
             rest.rows,
             [Ok(SourceRow {
                 line: 2,
-                row: vec![Value::Int(1), Value::Str("two\nlines".into())]
+                row: Row::from(vec![Value::Int(1), Value::Str("two\nlines".into())])
             })]
         );
         assert_eq!((rest.end, rest.end_line), (22, 4));
@@ -413,7 +413,7 @@ mod tests {
             tail.rows,
             [Ok(SourceRow {
                 line: 3,
-                row: vec![Value::Int(2), Value::Str("b".into())]
+                row: Row::from(vec![Value::Int(2), Value::Str("b".into())])
             })]
         );
         // The header still decides the width: a short record is a row error.

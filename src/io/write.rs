@@ -207,9 +207,7 @@ pub fn row_tail(
 fn push_csv_cell(out: &mut String, v: Datum<'_>, ty: &crate::value::DataType) {
     match v {
         Datum::Null => {}
-        Datum::Int(i) => {
-            let _ = write!(out, "{i}");
-        }
+        Datum::Int(i) => out.push_str(itoa::Buffer::new().format(i)),
         Datum::Str(text) => push_csv_text(out, text),
         other => push_csv_text(out, &format_value_text(&other.to_value(), ty)),
     }
@@ -239,11 +237,14 @@ fn push_csv_line<'a>(out: &mut String, cells: impl Iterator<Item = Option<&'a st
 }
 
 fn needs_quotes(text: &str) -> bool {
-    let blank = |c: char| c == ' ' || c == '\t';
-    text.is_empty()
-        || text.contains([',', '"', '\r', '\n'])
-        || text.starts_with(blank)
-        || text.ends_with(blank)
+    let blank = |b: &u8| *b == b' ' || *b == b'\t';
+    let bytes = text.as_bytes();
+    // Bytes, not chars: every byte tested is ASCII, which never occurs inside a UTF-8 sequence.
+    bytes.first().is_none_or(blank)
+        || bytes.last().is_some_and(blank)
+        || bytes
+            .iter()
+            .any(|b| matches!(b, b',' | b'"' | b'\r' | b'\n'))
 }
 
 /// Replaces `path` by `bytes` atomically: writes and syncs `<path>.tmp`, renames it over `path`,
@@ -349,7 +350,7 @@ mod tests {
         let back: Vec<Row> = read_file(&path, Format::Csv, true, &schema())
             .unwrap()
             .into_iter()
-            .map(|r| Row::from(r.unwrap().row))
+            .map(|r| r.unwrap().row)
             .collect();
         assert_eq!(back, rows());
     }
@@ -367,7 +368,7 @@ mod tests {
         let back: Vec<Row> = read_file(&path, Format::Json, true, &schema())
             .unwrap()
             .into_iter()
-            .map(|r| Row::from(r.unwrap().row))
+            .map(|r| r.unwrap().row)
             .collect();
         assert_eq!(back, rows());
     }

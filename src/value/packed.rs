@@ -122,18 +122,6 @@ pub(super) trait Sink {
     fn patch(&mut self, at: usize, bytes: &[u8]);
 }
 
-impl<const N: usize> Sink for smallvec::SmallVec<[u8; N]> {
-    fn put(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
-    fn written(&self) -> usize {
-        self.len()
-    }
-    fn patch(&mut self, at: usize, bytes: &[u8]) {
-        self[at..at + bytes.len()].copy_from_slice(bytes);
-    }
-}
-
 impl Sink for compact_bytes::CompactBytes {
     fn put(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);

@@ -84,7 +84,7 @@ fn generate_run_and_compare(w: &Workload, format: &str) {
         let got: Vec<Row> = scdflow::io::read_file(&written, Format::Csv, true, &target.schema)
             .unwrap()
             .into_iter()
-            .map(|r| Row::from(r.unwrap().row))
+            .map(|r| r.unwrap().row)
             .collect();
         assert!(!expected.is_empty(), "{sql}: a trivial table proves little");
         assert_eq!(got, expected, "{sql} over {format} files");

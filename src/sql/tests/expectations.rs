@@ -48,7 +48,7 @@ fn source_table_constraints_with_all_three_actions() {
     let verdicts: Vec<bool> = table
         .expectations
         .iter()
-        .map(|e| e.condition.eval_predicate(&row).unwrap_or(true))
+        .map(|e| e.condition.eval_predicate_values(&row).unwrap_or(true))
         .collect();
     assert_eq!(verdicts, [false, false, true]);
 }
@@ -72,7 +72,7 @@ SELECT userId, operation AS event_type, sequenceNum FROM STREAM(users_cdf);"
     );
     // Compiled against the target's columns: event_type is column 1.
     let row = [Value::Int(1), Value::Str("bad".into()), Value::Int(9)];
-    assert_eq!(e.condition.eval_predicate(&row), Ok(false));
+    assert_eq!(e.condition.eval_predicate_values(&row), Ok(false));
 }
 
 #[test]
@@ -89,11 +89,11 @@ FLOW REPLACE USING (userId) SEQUENCE BY sequenceNum BY NAME SELECT userId, seque
     // Target order is (sequenceNum, userId).
     let row = [Value::Int(3), Value::Int(-1)];
     assert_eq!(
-        flow.expectations[0].condition.eval_predicate(&row),
+        flow.expectations[0].condition.eval_predicate_values(&row),
         Ok(false)
     );
     assert_eq!(
-        flow.expectations[1].condition.eval_predicate(&row),
+        flow.expectations[1].condition.eval_predicate_values(&row),
         Ok(true)
     );
 }
@@ -119,7 +119,8 @@ CREATE FLOW snap AS AUTO CDC INTO s FROM SNAPSHOT (SELECT userId, city FROM user
     );
     // Compiled against the snapshot's (userId, city).
     assert_eq!(
-        e.condition.eval_predicate(&[Value::Int(1), Value::Null]),
+        e.condition
+            .eval_predicate_values(&[Value::Int(1), Value::Null]),
         Ok(false)
     );
 }

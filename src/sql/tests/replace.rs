@@ -72,12 +72,12 @@ WHERE event_type <> 'bad';"
         Value::Int(2),
     ];
     assert_eq!(
-        flow.filter.as_ref().map(|f| f.eval_predicate(&row)),
+        flow.filter.as_ref().map(|f| f.eval_predicate_values(&row)),
         Some(Ok(true))
     );
     let projected: Vec<Value> = flow.projection.as_ref().map_or(vec![], |p| {
         p.iter()
-            .map(|e| e.eval(&row).unwrap_or(Value::Null))
+            .map(|e| e.eval_values(&row).unwrap_or(Value::Null))
             .collect()
     });
     assert_eq!(projected[1], Value::Str("ios".into()));
@@ -105,7 +105,7 @@ FLOW REPLACE USING (region_id) SEQUENCE BY seq BY NAME SELECT * FROM STREAM(src)
     ];
     let projected: Vec<Value> = flow.projection.as_ref().map_or(vec![], |p| {
         p.iter()
-            .map(|e| e.eval(&row).unwrap_or(Value::Null))
+            .map(|e| e.eval_values(&row).unwrap_or(Value::Null))
             .collect()
     });
     assert_eq!(

@@ -93,10 +93,10 @@ fn t1_t2_scd1_with_delete_and_truncate() {
             Value::Int(1),
         ]
     };
-    assert_eq!(delete.eval_predicate(&row("DELETE")), Ok(true));
-    assert_eq!(delete.eval_predicate(&row("INSERT")), Ok(false));
+    assert_eq!(delete.eval_predicate_values(&row("DELETE")), Ok(true));
+    assert_eq!(delete.eval_predicate_values(&row("INSERT")), Ok(false));
     let truncate = flow.truncate_when.as_ref().expect("truncate predicate");
-    assert_eq!(truncate.eval_predicate(&row("TRUNCATE")), Ok(true));
+    assert_eq!(truncate.eval_predicate_values(&row("TRUNCATE")), Ok(true));
 }
 
 #[test]

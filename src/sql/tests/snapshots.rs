@@ -140,11 +140,11 @@ KEYS (userId) STORED AS SCD TYPE 2 TRACK HISTORY ON (city);"
         .as_ref()
         .expect("projection")
         .iter()
-        .map(|e| e.eval(&row).unwrap_or(Value::Null))
+        .map(|e| e.eval_values(&row).unwrap_or(Value::Null))
         .collect();
     assert_eq!(projected, vec![Value::Int(7), Value::Str("LIMA".into())]);
     assert_eq!(
-        flow.filter.as_ref().map(|f| f.eval_predicate(&row)),
+        flow.filter.as_ref().map(|f| f.eval_predicate_values(&row)),
         Some(Ok(true))
     );
     let target = &p.targets[0];

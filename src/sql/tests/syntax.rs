@@ -72,7 +72,7 @@ SEQUENCE BY STRUCT(sequenceNum, NAME) COLUMNS (userId, city) STORED AS SCD TYPE 
         Value::Int(5),
     ];
     assert_eq!(
-        p.flows[0].sequence.eval(&row),
+        p.flows[0].sequence.eval_values(&row),
         Ok(Value::Struct(vec![Value::Int(5), Value::Str("a".into())]))
     );
 }
@@ -124,12 +124,12 @@ CREATE STREAMING TABLE raw AS SELECT * FROM STREAM read_files('../in/users.CSV',
     ];
     let projected: Vec<Value> = clean.projection.as_ref().map_or(vec![], |p| {
         p.iter()
-            .map(|e| e.eval(&row).unwrap_or(Value::Null))
+            .map(|e| e.eval_values(&row).unwrap_or(Value::Null))
             .collect()
     });
     assert_eq!(projected[1], Value::Str("ANN".into()));
     assert_eq!(
-        clean.filter.as_ref().map(|f| f.eval_predicate(&row)),
+        clean.filter.as_ref().map(|f| f.eval_predicate_values(&row)),
         Some(Ok(true))
     );
 }
