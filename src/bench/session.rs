@@ -104,10 +104,10 @@ impl Tally {
             .push(outcome.completed.saturating_duration_since(from));
         self.last = Some(outcome.completed);
         self.rows += outcome
-            .updates
+            .changes
             .iter()
             .flatten()
-            .map(|(_, diff)| *diff as i64)
+            .map(|(kind, _)| kind.diff() as i64)
             .sum::<i64>();
     }
 }

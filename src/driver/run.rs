@@ -3,9 +3,9 @@
 //! to a [`Sink`] as soon as the commit is complete.
 //!
 //! Reading runs ahead of the engine by at most the engine's window, so memory is the states
-//! plus a few commits, never the input size. The change feed is labelled here, once, from each
-//! commit's consolidated updates ([`crate::engine::changefeed::commit_changes`]); the tables are read
-//! from the states ([`Driver::tables`]). A run that fails part-way has delivered the commits
+//! plus a few commits, never the input size. Each commit's change feed comes labelled from the
+//! engine (each worker labels its keys' updates, [`crate::engine::changefeed::label_keyed`]);
+//! the tables are read from the states ([`Driver::tables`]). A run that fails part-way has delivered the commits
 //! before the failure: a sink that must write all or nothing stages what it receives.
 //!
 //! In a cluster ([`Options::cluster`]) every process runs the commits process 0 listed; process
@@ -20,7 +20,7 @@ use super::flows::{self, FlowRef};
 use super::metrics::{self, FlowCommitMetrics, TableCommitMetrics};
 use super::report::{self, CommitReport};
 use super::{new_input, now_micros, sort_rows, Options, Quarantined};
-use crate::engine::changefeed::{self, ChangeType};
+use crate::engine::changefeed::ChangeType;
 use crate::io::{self, OutputFormat};
 use crate::persist::ShardRecords;
 use crate::plan::{Pipeline, SourceInput, Target};
@@ -280,10 +280,8 @@ impl<'p> Driver<'p> {
         }
         let partitioned = self.options.partitioned_output && self.options.cluster.is_some();
         let mut entries = report.metrics;
-        let mut changes = Vec::with_capacity(outcome.updates.len());
-        for (t, updates) in outcome.updates.into_iter().enumerate() {
-            let target = &self.pipeline.targets[t];
-            let feed = changefeed::commit_changes(target, updates);
+        let mut changes = Vec::with_capacity(outcome.changes.len());
+        for (t, feed) in outcome.changes.into_iter().enumerate() {
             // With partitioned outputs this process holds only its keys' changes; process 0
             // was sent every process's counts.
             let counted = match partitioned {

@@ -35,6 +35,14 @@ impl ChangeType {
         }
     }
 
+    /// The update the change stands for: a row added (`1`) or removed (`-1`).
+    pub fn diff(self) -> isize {
+        match self {
+            ChangeType::Insert | ChangeType::UpdatePostimage => 1,
+            ChangeType::Delete | ChangeType::UpdatePreimage => -1,
+        }
+    }
+
     /// How the change counts in a flow's metrics (D13): `(upserted, deleted)` rows.
     pub fn counts(self) -> (u64, u64) {
         match self {
@@ -104,48 +112,80 @@ where
     F: Fn(&Row) -> Row,
     I: IntoIterator<Item = (R, isize)>,
 {
-    let mut keyed: Vec<(Row, isize, R)> = updates
+    label_keyed(identity, updates)
         .into_iter()
-        .map(|(row, diff)| (identity(row.borrow()), diff, row))
+        .map(|(_, kind, row)| (kind, row))
+        .collect()
+}
+
+/// [`label`], each change beside its identity: feeds labelled apart (by workers that own
+/// disjoint keys, so every identity's changes are in one feed) then [`merge`] into the feed of
+/// them all.
+pub fn label_keyed<R, F, I>(identity: F, updates: I) -> Vec<(Row, ChangeType, R)>
+where
+    R: std::borrow::Borrow<Row> + Ord + Clone,
+    F: Fn(&Row) -> Row,
+    I: IntoIterator<Item = (R, isize)>,
+{
+    let mut keyed: Vec<(u64, Row, isize, R)> = updates
+        .into_iter()
+        .map(|(row, diff)| {
+            let id = identity(row.borrow());
+            (id.order_prefix(), id, diff, row)
+        })
         .collect();
-    // Within an identity: retractions first, each side sorted by row.
+    // By identity (its order prefix settles most comparisons); within an identity,
+    // retractions first, each side sorted by row.
     keyed.sort_unstable_by(|a, b| {
         (a.0.cmp(&b.0))
-            .then_with(|| (a.1 > 0).cmp(&(b.1 > 0)))
-            .then_with(|| a.2.cmp(&b.2))
+            .then_with(|| a.1.cmp(&b.1))
+            .then_with(|| (a.2 > 0).cmp(&(b.2 > 0)))
+            .then_with(|| a.3.cmp(&b.3))
     });
     let mut feed = Vec::with_capacity(keyed.len());
     let mut rest = keyed.into_iter().peekable();
     let (mut removed, mut added) = (Vec::new(), Vec::new());
-    while let Some((id, diff, row)) = rest.next() {
+    while let Some((_, id, diff, row)) = rest.next() {
         let side = if diff < 0 { &mut removed } else { &mut added };
         side.extend(std::iter::repeat_n(row, diff.unsigned_abs()));
-        if rest.peek().is_some_and(|next| next.0 == id) {
+        if rest.peek().is_some_and(|next| next.1 == id) {
             continue;
         }
         let pairs = removed.len().min(added.len());
         for (pre, post) in removed.drain(..pairs).zip(added.drain(..pairs)) {
-            feed.push((ChangeType::UpdatePreimage, pre));
-            feed.push((ChangeType::UpdatePostimage, post));
+            feed.push((id.clone(), ChangeType::UpdatePreimage, pre));
+            feed.push((id.clone(), ChangeType::UpdatePostimage, post));
         }
-        feed.extend(removed.drain(..).map(|r| (ChangeType::Delete, r)));
-        feed.extend(added.drain(..).map(|r| (ChangeType::Insert, r)));
+        feed.extend(
+            removed
+                .drain(..)
+                .map(|r| (id.clone(), ChangeType::Delete, r)),
+        );
+        feed.extend(added.drain(..).map(|r| (id.clone(), ChangeType::Insert, r)));
     }
     feed
 }
 
-/// The change-feed rows of target `t`'s consolidated updates of one commit, in feed order.
-pub fn commit_changes(target: &Target, updates: Vec<(Row, isize)>) -> Vec<(ChangeType, Row)> {
-    label(identity(target), updates)
-}
-
-/// How many change-feed rows one commit's consolidated updates make: `(upserted, deleted)`
-/// (insert or update_postimage, delete).
-pub fn counts(target: &Target, updates: &[(Row, isize)]) -> (u64, u64) {
-    label(identity(target), updates.iter().map(|(r, d)| (r, *d)))
-        .into_iter()
-        .map(|(kind, _)| kind.counts())
-        .fold((0, 0), |(u, d), (du, dd)| (u + du, d + dd))
+/// Merges two feeds of [`label_keyed`] whose identities are disjoint into one in feed order.
+pub fn merge<R>(
+    a: Vec<(Row, ChangeType, R)>,
+    b: Vec<(Row, ChangeType, R)>,
+) -> Vec<(Row, ChangeType, R)> {
+    if a.is_empty() || b.is_empty() {
+        return if a.is_empty() { b } else { a };
+    }
+    let mut merged = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if y.0 < x.0 => b.next(),
+            (Some(_), _) => a.next(),
+            (None, Some(_)) => b.next(),
+            (None, None) => break,
+        };
+        merged.extend(next);
+    }
+    merged
 }
 
 /// The changes of consolidated `updates` (`(row, version, diff)`), in feed order.
@@ -173,7 +213,7 @@ pub fn changes(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Change> {
 mod tests {
     use super::*;
     use crate::plan::Target;
-    use crate::value::{Row, Value};
+    use crate::value::{Datum, Row, Value};
 
     fn target(scd: ScdType) -> Target {
         let mut cols = vec![
@@ -255,5 +295,39 @@ mod tests {
                 ChangeType::Insert
             ]
         );
+    }
+
+    /// Feeds labelled apart by key (as workers label them) merge into the feed of them all.
+    #[test]
+    fn feeds_labelled_apart_merge_into_the_whole_feed() {
+        let t = target(ScdType::Type2);
+        let r = |k: i64, v: &str, s: i64, e: Option<i64>| {
+            Row::from(vec![
+                Value::Int(k),
+                Value::Str(v.into()),
+                Value::Int(s),
+                e.map_or(Value::Null, Value::Int),
+            ])
+        };
+        let updates: Vec<(Row, isize)> = (0..12)
+            .flat_map(|k| {
+                [
+                    (r(k, "a", 1, None), -1),
+                    (r(k, "a", 1, Some(5)), 1),
+                    (r(k, "b", 5, None), 1 + k as isize % 2),
+                ]
+            })
+            .collect();
+        let whole = label_keyed(identity(&t), updates.clone());
+        // Keys split unevenly and interleaved, as a hash would deal them.
+        let (one, other): (Vec<_>, Vec<_>) = updates
+            .into_iter()
+            .partition(|(row, _)| matches!(row.get(0), Some(Datum::Int(k)) if k % 3 == 0));
+        let merged = merge(
+            label_keyed(identity(&t), one),
+            label_keyed(identity(&t), other),
+        );
+        assert_eq!(merged, whole);
+        assert_eq!(whole.len(), 12 * 3 + 6);
     }
 }

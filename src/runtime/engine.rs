@@ -16,6 +16,7 @@ use super::shards::ShardFiles;
 use super::tables::{RenderRows, RenderedTable, RenderedTables};
 use super::worker::{self, Command, Done, Feed, Message, Shared};
 use super::{Checkpoint, Cluster, CommitEvents};
+use crate::engine::changefeed::{self, ChangeType};
 use crate::engine::CommitStats;
 use crate::plan::Target;
 use crate::value::Row;
@@ -63,9 +64,10 @@ pub struct Outcome {
     pub version: u64,
     /// The commit time every worker used (µs since the epoch; in a cluster, agreed by all).
     pub timestamp: i64,
-    /// Per target: the commit's row updates, consolidated (in a gathering cluster, process 0
-    /// has every worker's and the others none; with partitioned outputs, this process's keys).
-    pub updates: Vec<Vec<(Row, isize)>>,
+    /// Per target: the commit's change-feed rows in feed order, labelled from its consolidated
+    /// updates (in a gathering cluster, process 0 has every worker's and the others none; with
+    /// partitioned outputs, this process's keys).
+    pub changes: Vec<Vec<(ChangeType, Row)>>,
     /// Per target: the counters, summed over this process's workers (in a cluster, process 0
     /// has everyone's and the others none).
     pub stats: Vec<CommitStats>,
@@ -237,7 +239,11 @@ impl Engine {
                 return Ok(Some(Outcome {
                     version,
                     timestamp: done.timestamp,
-                    updates: done.updates,
+                    changes: done
+                        .changes
+                        .into_iter()
+                        .map(|feed| feed.into_iter().map(|(_, kind, row)| (kind, row)).collect())
+                        .collect(),
                     stats: done.stats,
                     changed: done.changed,
                     reports: done.reports,
@@ -281,7 +287,7 @@ impl Engine {
                 0,
                 Done {
                     version: done.version,
-                    updates: vec![Vec::new(); targets],
+                    changes: vec![Vec::new(); targets],
                     stats: vec![CommitStats::default(); targets],
                     changed: vec![(0, 0); targets],
                     ..Done::default()
@@ -291,12 +297,8 @@ impl Engine {
         *count += 1;
         into.timestamp = into.timestamp.max(done.timestamp);
         into.at = into.at.max(done.at);
-        for (mine, theirs) in into.updates.iter_mut().zip(done.updates) {
-            if mine.is_empty() {
-                *mine = theirs;
-            } else {
-                mine.extend(theirs);
-            }
+        for (mine, theirs) in into.changes.iter_mut().zip(done.changes) {
+            *mine = changefeed::merge(std::mem::take(mine), theirs);
         }
         for (mine, theirs) in into.stats.iter_mut().zip(&done.stats) {
             mine.merge(theirs);

@@ -3,8 +3,9 @@
 //!
 //! [`Engine`] keeps the workers, their dataflow and their states alive for as long as its
 //! caller runs: commit `v` is fed at timely time `v`, every worker steps until the commit is
-//! complete on every target, and the commit's consolidated updates and counters come back as
-//! one [`Outcome`]. Nothing grows with the number of commits: the updates leave with their
+//! complete on every target, and the commit's change feed and counters come back as one
+//! [`Outcome`]: each worker labels its keys' consolidated updates, and the engine merges the
+//! workers' feeds in feed order. Nothing grows with the number of commits: the updates leave with their
 //! outcome, and the tables are read from the states ([`Engine::tables`]) instead of being
 //! summed from updates. [`execute`] is the one-call form that keeps every update (for tests,
 //! benchmarks and embedders that want the whole update stream).
@@ -45,6 +46,7 @@ use crate::event::Event;
 use crate::plan::Target;
 use crate::value::Row;
 use crate::Result;
+use differential_dataflow::consolidation::consolidate;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -142,9 +144,16 @@ pub fn execute(
         ..Updates::default()
     };
     let mut take = |outcome: Outcome| {
-        for (t, rows) in outcome.updates.into_iter().enumerate() {
+        for (t, changes) in outcome.changes.into_iter().enumerate() {
             let version = outcome.version;
-            updates.rows[t].extend(rows.into_iter().map(|(row, diff)| (row, version, diff)));
+            let mut rows: Vec<(Row, isize)> = changes
+                .into_iter()
+                .map(|(kind, row)| (row, kind.diff()))
+                .collect();
+            // A row added twice is two inserts in the feed and one update of 2 here.
+            consolidate(&mut rows);
+            let rows = rows.into_iter().map(|(row, diff)| (row, version, diff));
+            updates.rows[t].extend(rows);
             updates.stats[t].insert(version, outcome.stats[t]);
         }
         updates.latencies.push(outcome.latency);

@@ -15,6 +15,7 @@ use super::held::Held;
 use super::shards::ShardFiles;
 use super::tables::{RenderRows, RenderedTable};
 use super::Checkpoint;
+use crate::engine::changefeed::{self, ChangeType};
 use crate::engine::CommitStats;
 use crate::event::Event;
 use crate::operators::{TargetInputs, TargetState};
@@ -79,13 +80,18 @@ pub(super) enum Message {
     Failed(Error),
 }
 
+/// A change-feed row beside its identity.
+pub(super) type Keyed = (Row, ChangeType, Row);
+
 /// One worker's results of one commit.
 #[derive(Debug, Default)]
 pub(super) struct Done {
     pub(super) version: u64,
     pub(super) timestamp: i64,
-    /// Per target: the row updates this worker captured.
-    pub(super) updates: Vec<Vec<(Row, isize)>>,
+    /// Per target: the change-feed rows of the updates this worker captured, in feed order,
+    /// each beside its identity ([`changefeed::label_keyed`]): labelled here, on the worker
+    /// that owns the keys, so that workers label in parallel and the engine only merges.
+    pub(super) changes: Vec<Vec<Keyed>>,
     /// Per target: this worker's counters (worker 0 of a gathering cluster: everyone's).
     pub(super) stats: Vec<CommitStats>,
     /// Per target, in worker 0 of a partitioned cluster: every worker's change-feed row counts.
@@ -394,6 +400,7 @@ fn commit(
             let heard = control.announce(worker, announce.map(|a| (version, a)));
             let mut done = finish_commit(
                 worker,
+                shared,
                 flow,
                 version,
                 agreed(version, heard)?,
@@ -403,7 +410,7 @@ fn commit(
             return Ok(done);
         }
     };
-    finish_commit(worker, flow, version, timestamp, last_timestamp)
+    finish_commit(worker, shared, flow, version, timestamp, last_timestamp)
 }
 
 /// The commit's timestamp from the announcements heard: the latest (every process that read a
@@ -435,8 +442,11 @@ fn gather(
         notes.push(Note::Stats(t, stats));
     }
     if !shared.gather_rows {
-        for (t, updates) in done.updates.iter().enumerate() {
-            let (up, down) = crate::engine::changefeed::counts(&shared.targets[t], updates);
+        for (t, changes) in done.changes.iter().enumerate() {
+            let (up, down) = changes
+                .iter()
+                .map(|(_, kind, _)| kind.counts())
+                .fold((0, 0), |(u, d), (du, dd)| (u + du, d + dd));
             notes.push(Note::Changed(t, up, down));
         }
     }
@@ -459,6 +469,7 @@ fn gather(
 /// Lets the commit's operators run at `timestamp` and collects what this worker captured.
 fn finish_commit(
     worker: &mut Worker,
+    shared: &Shared,
     flow: &mut Dataflow,
     version: u64,
     timestamp: i64,
@@ -477,15 +488,14 @@ fn finish_commit(
         worker.step_or_park(None);
     }
     flow.clock.borrow_mut().remove(&version);
-    let updates = flow
+    let changes = flow
         .captured
         .borrow_mut()
         .iter_mut()
-        .map(|captured| {
-            captured
-                .drain(..)
-                .map(|(row, _, diff)| (row, diff))
-                .collect()
+        .zip(&shared.targets)
+        .map(|(captured, target)| {
+            let updates = captured.drain(..).map(|(row, _, diff)| (row, diff));
+            changefeed::label_keyed(changefeed::identity(target), updates)
         })
         .collect();
     let stats = flow
@@ -497,7 +507,7 @@ fn finish_commit(
     Ok(Done {
         version,
         timestamp,
-        updates,
+        changes,
         stats,
         changed: Vec::new(),
         reports: Vec::new(),

@@ -272,6 +272,32 @@ pub(super) fn compare(a: &[u8], b: &[u8]) -> Ordering {
     decode(&a[at..]).0.cmp(&decode(&b[at..]).0)
 }
 
+/// The row's first eight bytes as a number that orders as the row does wherever two such
+/// numbers differ (equal numbers say nothing): a normalized key prefix, as sort-heavy engines
+/// keep one to settle most comparisons of a sort on one integer compare.
+///
+/// The bytes are the row's own up to its first STRING, STRUCT or ARRAY (whose bytes do not
+/// sort as the value does); that value contributes its tag alone (both STRING tags as one,
+/// since a short and a long string compare by content) and zeros follow, as they do past the
+/// row's end. Wherever two rows' prefixes first differ, they differ in the tag of the value
+/// that decides, or in a scalar's payload byte, which sorts as the value does; a row that ends
+/// sorts before any value, and zero (NULL, the least tag) only ties with it.
+pub(super) fn order_prefix(bytes: &[u8]) -> u64 {
+    let mut prefix = [0u8; 8];
+    let mut at = 0;
+    while at < bytes.len() && at < prefix.len() {
+        let tag = bytes[at];
+        if matches!(tag, STR8 | STR64 | STRUCT | ARRAY) {
+            prefix[at] = if tag == STR64 { STR8 } else { tag };
+            break;
+        }
+        let end = (at + value_len(&bytes[at..])).min(prefix.len());
+        prefix[at..end].copy_from_slice(&bytes[at..end]);
+        at = end;
+    }
+    u64::from_be_bytes(prefix)
+}
+
 /// The length of the longest common prefix of `a` and `b`, eight bytes at a time.
 #[inline]
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {

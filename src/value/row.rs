@@ -99,6 +99,12 @@ impl<'a> RowRef<'a> {
         self.iter().collect()
     }
 
+    /// A number that orders as the row wherever two rows' numbers differ: sorts compare it
+    /// first and compare the rows only when it ties.
+    pub fn order_prefix(self) -> u64 {
+        packed::order_prefix(self.bytes)
+    }
+
     /// The row of the values at `columns`, in that order: their bytes copied, not decoded.
     pub fn project(self, columns: &[usize]) -> Row {
         let Some(&last) = columns.iter().max() else {
@@ -183,6 +189,11 @@ impl Row {
     /// The values, decoded once for reading by position.
     pub fn unpack(&self) -> Unpacked<'_> {
         self.as_row_ref().unpack()
+    }
+
+    /// [`RowRef::order_prefix`].
+    pub fn order_prefix(&self) -> u64 {
+        self.as_row_ref().order_prefix()
     }
 
     /// The row of the values at `columns`, in that order.
@@ -542,6 +553,22 @@ mod tests {
             prop_assert_eq!(ra.project(&columns), projected);
         }
 
+        /// Where two rows' order prefixes differ, they order as the rows.
+        #[test]
+        fn order_prefixes_that_differ_order_as_the_rows(
+            head in values(), b in values(), c in values()
+        ) {
+            let x: Vec<Value> = head.iter().chain(&b).cloned().collect();
+            let y: Vec<Value> = head.iter().chain(&c).cloned().collect();
+            for (p, q) in [(&head, &x), (&x, &y), (&b, &c)] {
+                let (p, q) = (Row::from(p.clone()), Row::from(q.clone()));
+                let (pp, pq) = (p.as_row_ref().order_prefix(), q.as_row_ref().order_prefix());
+                if pp != pq {
+                    prop_assert_eq!(pp.cmp(&pq), p.cmp(&q));
+                }
+            }
+        }
+
         /// Rows that share leading values (whose bytes the comparison skips) still order as
         /// their values.
         #[test]
@@ -629,6 +656,35 @@ mod tests {
             assert!(a < b, "{a:?} < {b:?}");
             assert!(a.as_row_ref().as_bytes() < b.as_row_ref().as_bytes());
             assert_eq!(a.to_values(), vec![w[0].clone()]);
+        }
+    }
+
+    /// The cases a random search meets rarely: a short and a long string (whose tags differ but
+    /// which compare by content), a string where the other row has an integer, a row that ends
+    /// where the other has a NULL.
+    #[test]
+    fn order_prefixes_at_the_edges_order_as_the_rows() {
+        let long = Value::Str("a".repeat(300));
+        let rows = [
+            vec![Value::Str("b".into())],
+            vec![long.clone()],
+            vec![Value::Int(1), Value::Str("b".into())],
+            vec![Value::Int(1), long],
+            vec![Value::Int(1), Value::Int(5)],
+            vec![Value::Int(1)],
+            vec![Value::Int(1), Value::Null],
+            vec![Value::Int(1), Value::Struct(vec![Value::Int(2)])],
+            vec![Value::Int(1), Value::Array(vec![Value::Int(0)])],
+        ];
+        for a in &rows {
+            for b in &rows {
+                let (ra, rb) = (Row::from(a.clone()), Row::from(b.clone()));
+                let (pa, pb) = (
+                    ra.as_row_ref().order_prefix(),
+                    rb.as_row_ref().order_prefix(),
+                );
+                assert!(pa == pb || pa.cmp(&pb) == a.cmp(b), "{a:?} vs {b:?}");
+            }
         }
     }
 
