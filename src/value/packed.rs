@@ -117,6 +117,12 @@ fn double_value(bits: u64) -> f64 {
 /// Where encoded bytes go: a packer's stack buffer or a row's own.
 pub(super) trait Sink {
     fn put(&mut self, bytes: &[u8]);
+    /// Appends the first `len` bytes of `head`: a tag and at most eight payload bytes, the
+    /// whole of every scalar but a string. A sink may copy all nine and keep `len`, one
+    /// fixed-size move where a slice of a length known only at run time is a call to `memcpy`.
+    fn put_head(&mut self, head: [u8; HEAD], len: usize) {
+        self.put(&head[..len]);
+    }
     /// Bytes written so far (nested values patch their length in after their fields).
     fn written(&self) -> usize;
     fn patch(&mut self, at: usize, bytes: &[u8]);
@@ -154,9 +160,9 @@ pub(super) fn encode(out: &mut impl Sink, value: &Value) {
 /// Appends the encoding of `datum`.
 pub(super) fn encode_datum(out: &mut impl Sink, datum: Datum<'_>) {
     match datum {
-        Datum::Null => out.put(&[NULL]),
-        Datum::Bool(false) => out.put(&[FALSE]),
-        Datum::Bool(true) => out.put(&[TRUE]),
+        Datum::Null => out.put_head([NULL; HEAD], 1),
+        Datum::Bool(false) => out.put_head([FALSE; HEAD], 1),
+        Datum::Bool(true) => out.put_head([TRUE; HEAD], 1),
         Datum::Int(i) => {
             let (tag, width) = int_form(i);
             tagged(out, tag, &int_payload(i, width)[8 - width..]);
@@ -164,7 +170,7 @@ pub(super) fn encode_datum(out: &mut impl Sink, datum: Datum<'_>) {
         Datum::Double(d) => tagged(out, DOUBLE, &double_bits(d.0).to_be_bytes()),
         Datum::Str(s) => {
             match u8::try_from(s.len()) {
-                Ok(len) => out.put(&[STR8, len]),
+                Ok(len) => tagged(out, STR8, &[len]),
                 Err(_) => tagged(out, STR64, &(s.len() as u64).to_le_bytes()),
             }
             out.put(s.as_bytes());
@@ -176,9 +182,14 @@ pub(super) fn encode_datum(out: &mut impl Sink, datum: Datum<'_>) {
     }
 }
 
+/// Bytes of [`Sink::put_head`].
+pub(super) const HEAD: usize = 9;
+
 fn tagged(out: &mut impl Sink, tag: u8, payload: &[u8]) {
-    out.put(&[tag]);
-    out.put(payload);
+    let mut head = [0; HEAD];
+    head[0] = tag;
+    head[1..=payload.len()].copy_from_slice(payload);
+    out.put_head(head, 1 + payload.len());
 }
 
 fn tagged_nested(out: &mut impl Sink, tag: u8, packed: &[u8]) {

@@ -286,6 +286,16 @@ impl Sink for StackBuf {
         self.len = end;
     }
 
+    #[inline]
+    fn put_head(&mut self, head: [u8; packed::HEAD], len: usize) {
+        if self.len + packed::HEAD <= STACK && self.spilled.is_empty() {
+            self.stack[self.len..self.len + packed::HEAD].copy_from_slice(&head);
+            self.len += len;
+        } else {
+            self.put(&head[..len]);
+        }
+    }
+
     fn written(&self) -> usize {
         self.len
     }
