@@ -113,9 +113,9 @@ pub fn sort_rows(target: &Target, rows: &mut [Row]) {
 
 /// Sorts rows by the columns at `order`, then by the whole row.
 pub fn sort_by_columns(rows: &mut [Row], order: &[usize]) {
-    // Each row is moved beside its projection and back, not cloned: a table's rows are most of
-    // what is sorted, and most spill to the heap.
-    // The projection's order prefix settles most comparisons.
+    // Each row is moved beside its projection and back, not cloned (a table's rows are most of
+    // what is sorted, and most spill to the heap); the projection's order prefix settles most
+    // comparisons.
     let mut keyed: Vec<(u64, Row, Row)> = rows
         .iter_mut()
         .map(|row| {

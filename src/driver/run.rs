@@ -5,8 +5,9 @@
 //! Reading runs ahead of the engine by at most the engine's window, so memory is the states
 //! plus a few commits, never the input size. Each commit's change feed comes labelled from the
 //! engine (each worker labels its keys' updates, [`crate::engine::changefeed::label_keyed`]);
-//! the tables are read from the states ([`Driver::tables`]). A run that fails part-way has delivered the commits
-//! before the failure: a sink that must write all or nothing stages what it receives.
+//! the tables are read from the states ([`Driver::tables`]). A run that fails part-way has
+//! delivered the commits before the failure: a sink that must write all or nothing stages what
+//! it receives.
 //!
 //! In a cluster ([`Options::cluster`]) every process runs the commits process 0 listed; process
 //! `p` of `n` reads commits `p`, `p + n`, ... (in commit order, from 0) and feeds `None` for

@@ -5,9 +5,9 @@
 //! caller runs: commit `v` is fed at timely time `v`, every worker steps until the commit is
 //! complete on every target, and the commit's change feed and counters come back as one
 //! [`Outcome`]: each worker labels its keys' consolidated updates, and the engine merges the
-//! workers' feeds in feed order. Nothing grows with the number of commits: the updates leave with their
-//! outcome, and the tables are read from the states ([`Engine::tables`]) instead of being
-//! summed from updates. [`execute`] is the one-call form that keeps every update (for tests,
+//! workers' feeds in feed order. Nothing grows with the number of commits: the changes leave
+//! with their outcome, and the tables are read from the states ([`Engine::tables`]) instead of
+//! being summed from updates. [`execute`] is the one-call form that keeps every update (for tests,
 //! benchmarks and embedders that want the whole update stream).
 //!
 //! In a cluster ([`Cluster`]: timely's own TCP transport between processes, no other

@@ -474,7 +474,7 @@ impl Serialize for Row {
 }
 
 impl<'de> Deserialize<'de> for Row {
-    /// Checks the bytes ([`packed::validate`]): a damaged checkpoint is an error, never a row
+    /// Checks the bytes (`packed::validate`): a damaged checkpoint is an error, never a row
     /// that misreads.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Row, D::Error> {
         struct Bytes;
