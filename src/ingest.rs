@@ -134,36 +134,32 @@ fn shape(
     };
     let mut counts = expect::counts(&table.expectations);
     let mut kept = Vec::with_capacity(rows.len());
-    // A table that neither projects nor filters passes its rows through as they were read.
-    let computes = table.projection.is_some() || table.filter.is_some();
     for source in rows {
         let line = source.line;
-        let row = if computes {
-            let projected = project(
-                table.projection.as_deref(),
-                table.filter.as_ref(),
-                &table.schema,
-                source.row,
-            );
-            match projected {
-                Ok(Some(row)) => row,
-                Ok(None) => continue,
-                Err((column, reason, row)) => {
-                    let raw = row_to_json(&row, input_schema);
-                    commit.invalid.push((
-                        t,
-                        RowError {
-                            line,
-                            column: Some(column),
-                            reason,
-                            raw,
-                        },
-                    ));
-                    continue;
-                }
+        let projected = project(
+            table.projection.as_deref(),
+            table.filter.as_ref(),
+            &table.schema,
+            &source.row,
+        );
+        let row = match projected {
+            Ok(projected) => match projected.into_row(|| source.row) {
+                Some(row) => row,
+                None => continue,
+            },
+            Err((column, reason)) => {
+                let raw = row_to_json(&source.row, input_schema);
+                commit.invalid.push((
+                    t,
+                    RowError {
+                        line,
+                        column: Some(column),
+                        reason,
+                        raw,
+                    },
+                ));
+                continue;
             }
-        } else {
-            source.row
         };
         match expect::check(&table.expectations, &row, &mut counts) {
             Verdict::Keep => kept.push(SourceRow { line, row }),
@@ -192,45 +188,57 @@ pub fn expectation_failed(name: &str, owner: &str, row: &Row, schema: &Schema) -
     )
 }
 
+/// What [`project`] made of a row.
+pub enum Projected {
+    /// The filter dropped it.
+    Dropped,
+    /// It passed and nothing projects it: the row itself, which the caller has (and may move
+    /// on instead of copying).
+    Unchanged,
+    /// The projected row.
+    Row(Row),
+}
+
+impl Projected {
+    /// The row to keep, if any; `unchanged` gives the row itself.
+    pub fn into_row(self, unchanged: impl FnOnce() -> Row) -> Option<Row> {
+        match self {
+            Projected::Dropped => None,
+            Projected::Unchanged => Some(unchanged()),
+            Projected::Row(row) => Some(row),
+        }
+    }
+}
+
 /// Filters `row` with `filter` and projects it with `projection` (whose outputs are the columns
-/// of `output`); `None` when filtered out, `Err((column, reason, row))` when an expression
-/// fails. Without a projection a row that passes is moved through, not copied.
+/// of `output`); `Err((column, reason))` when an expression fails.
 pub fn project(
     projection: Option<&[Expr]>,
     filter: Option<&Expr>,
     output: &Schema,
-    row: Row,
-) -> Result<Option<Row>, (String, String, Row)> {
-    let projected = {
-        let datums = row.unpack();
-        if let Some(filter) = filter {
-            match filter.eval_predicate(&datums) {
-                Ok(true) => {}
-                Ok(false) => return Ok(None),
-                Err(e) => {
-                    drop(datums);
-                    return Err(("WHERE".to_string(), e, row));
-                }
-            }
-        }
-        let Some(projection) = projection else {
-            drop(datums);
-            return Ok(Some(row));
-        };
-        let mut out = Packer::new();
-        projection
-            .iter()
-            .zip(&output.columns)
-            .try_for_each(|(e, c)| {
-                e.eval_into(&datums, &mut out)
-                    .map_err(|err| (c.name.clone(), err))
-            })
-            .map(|()| out.finish())
-    };
-    match projected {
-        Ok(projected) => Ok(Some(projected)),
-        Err((column, reason)) => Err((column, reason, row)),
+    row: &Row,
+) -> Result<Projected, (String, String)> {
+    if projection.is_none() && filter.is_none() {
+        return Ok(Projected::Unchanged);
     }
+    let datums = row.unpack();
+    if let Some(filter) = filter {
+        let passes = filter
+            .eval_predicate(&datums)
+            .map_err(|e| ("WHERE".to_string(), e))?;
+        if !passes {
+            return Ok(Projected::Dropped);
+        }
+    }
+    let Some(projection) = projection else {
+        return Ok(Projected::Unchanged);
+    };
+    let mut out = Packer::new();
+    for (e, c) in projection.iter().zip(&output.columns) {
+        e.eval_into(&datums, &mut out)
+            .map_err(|err| (c.name.clone(), err))?;
+    }
+    Ok(Projected::Row(out.finish()))
 }
 
 /// The record as compact JSON object text, keys in column order (for messages).

@@ -363,19 +363,24 @@ impl Step<'_> {
                 sf.projection.as_deref(),
                 sf.filter.as_ref(),
                 &sf.schema,
-                row.row.clone(),
+                &row.row,
             ) {
-                Ok(Some(projected)) => out.push(SourceRow {
-                    line: row.line,
-                    row: projected,
-                }),
-                Ok(None) => {}
-                Err((column, reason, raw)) => {
+                Ok(projected) => {
+                    out.extend(
+                        projected
+                            .into_row(|| row.row.clone())
+                            .map(|kept| SourceRow {
+                                line: row.line,
+                                row: kept,
+                            }),
+                    )
+                }
+                Err((column, reason)) => {
                     self.invalid(
                         &sf.name,
                         row.line,
                         format!("column `{column}`: {reason}"),
-                        &raw,
+                        &row.row,
                         input,
                     );
                 }
@@ -465,19 +470,21 @@ impl Step<'_> {
                 rf.projection.as_deref(),
                 rf.filter.as_ref(),
                 &target.schema,
-                row.row.clone(),
+                &row.row,
             ) {
-                Ok(Some(projected)) => SourceRow {
-                    line: row.line,
-                    row: projected,
+                Ok(projected) => match projected.into_row(|| row.row.clone()) {
+                    Some(kept) => SourceRow {
+                        line: row.line,
+                        row: kept,
+                    },
+                    None => continue,
                 },
-                Ok(None) => continue,
-                Err((column, reason, raw)) => {
+                Err((column, reason)) => {
                     self.invalid(
                         &rf.name,
                         row.line,
                         format!("column `{column}`: {reason}"),
-                        &raw,
+                        &row.row,
                         input,
                     );
                     continue;
