@@ -287,10 +287,7 @@ impl<'p> Driver<'p> {
             // was sent every process's counts.
             let counted = match partitioned {
                 true => outcome.changed.get(t).copied().unwrap_or_default(),
-                false => feed
-                    .iter()
-                    .map(|(kind, _)| kind.counts())
-                    .fold((0, 0), |(u, d), (du, dd)| (u + du, d + dd)),
+                false => ChangeType::tally(feed.iter().map(|(kind, _)| *kind)),
             };
             let stats = outcome.stats.get(t).copied().unwrap_or_default();
             let live = &mut self.live_tombstones[t];

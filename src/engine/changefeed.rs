@@ -51,6 +51,15 @@ impl ChangeType {
             ChangeType::UpdatePreimage => (0, 0),
         }
     }
+
+    /// The metrics' counts of a feed's changes: `(upserted, deleted)` rows
+    /// ([`ChangeType::counts`]).
+    pub fn tally(kinds: impl IntoIterator<Item = ChangeType>) -> (u64, u64) {
+        kinds
+            .into_iter()
+            .map(ChangeType::counts)
+            .fold((0, 0), |(u, d), (du, dd)| (u + du, d + dd))
+    }
 }
 
 /// One change: the target row, its kind and its commit version.

@@ -443,10 +443,7 @@ fn gather(
     }
     if !shared.gather_rows {
         for (t, changes) in done.changes.iter().enumerate() {
-            let (up, down) = changes
-                .iter()
-                .map(|(_, kind, _)| kind.counts())
-                .fold((0, 0), |(u, d), (du, dd)| (u + du, d + dd));
+            let (up, down) = ChangeType::tally(changes.iter().map(|(_, kind, _)| *kind));
             notes.push(Note::Changed(t, up, down));
         }
     }
