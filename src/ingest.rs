@@ -6,7 +6,7 @@ use crate::driver::expect::{self, ExpectationCount, Verdict};
 use crate::driver::{ReadFrom, Span};
 use crate::expr::Expr;
 use crate::io::{self, RowError, SourceRow};
-use crate::plan::{Pipeline, SourceInput};
+use crate::plan::{Pipeline, SnapshotSource, SourceInput};
 use crate::value::{Packer, Row, Schema, Value};
 use crate::Result;
 use std::path::PathBuf;
@@ -108,15 +108,37 @@ pub fn read_commit(
 fn derive(pipeline: &Pipeline, first: usize, commit: &mut SourceCommit) -> Result<()> {
     let raw = std::mem::take(&mut commit.rows[first]);
     commit.rows[first] = shape(pipeline, first, raw, commit)?;
+    // Per table, the reads of its rows still to come: one per table reading it, and one for
+    // the flows reading it after this. The last read takes the rows rather than a copy.
+    let mut reads: Vec<usize> = (0..pipeline.tables.len())
+        .map(|t| usize::from(read_by_flows(pipeline, t)))
+        .collect();
+    for table in &pipeline.tables {
+        if let SourceInput::Table(parent) = table.input {
+            reads[parent] += 1;
+        }
+    }
     for (t, table) in pipeline.tables.iter().enumerate().skip(first + 1) {
         if let SourceInput::Table(parent) = table.input {
+            reads[parent] -= 1;
             if !commit.rows[parent].is_empty() {
-                let input = commit.rows[parent].clone();
+                let input = match reads[parent] {
+                    0 => std::mem::take(&mut commit.rows[parent]),
+                    _ => commit.rows[parent].clone(),
+                };
                 commit.rows[t] = shape(pipeline, t, input, commit)?;
             }
         }
     }
     Ok(())
+}
+
+/// Whether a flow reads table `t`'s rows of a commit.
+fn read_by_flows(pipeline: &Pipeline, t: usize) -> bool {
+    pipeline.flows.iter().any(|f| f.source == t)
+        || pipeline.replace_flows.iter().any(|f| f.source == t)
+        || (pipeline.snapshot_flows.iter())
+            .any(|f| matches!(f.source, SnapshotSource::Table { table } if table == t))
 }
 
 /// Filters and projects rows of table `t`'s input into its schema, then checks the table's

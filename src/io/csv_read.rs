@@ -47,10 +47,11 @@ pub(crate) fn read_records(
         },
         Header::Known(record) => columns(path, &record, schema)?,
     };
-    records
-        .map(|record| record.map(|r| to_row(&r, &positions, width, schema)))
-        .collect::<Result<_>>()
-        .map(Some)
+    let mut rows = Vec::new();
+    while let Some(record) = records.next_record() {
+        rows.push(to_row(record?, &positions, width, schema));
+    }
+    Ok(Some(rows))
 }
 
 /// For each schema column the index of its field in `header`, and the header's width.

@@ -1,12 +1,16 @@
 //! Splitting CSV text into records whose fields know NULL from the empty string.
 //!
-//! The `csv` crate (RFC 4180: `,` delimiter, `"` quotes doubled inside quoted fields, `\n`,
-//! `\r\n` or `\r` ending a record, blank lines skipped) does the parsing. It does not say whether
-//! a field was quoted, and our NULL rule needs exactly that: an empty unquoted field is NULL, an
-//! empty quoted field (`""`) is the empty string. So each record's raw byte span (from the
-//! reader's position before and after it) is re-scanned by [`quoted_fields`], a copy of the
-//! start-of-field decisions of `csv-core`'s state machine. A disagreement in field count
-//! between the two is reported as an internal error, never guessed around.
+//! The dialect is RFC 4180 as the `csv` crate reads it by default: `,` delimits, `"` quotes (a
+//! doubled `"` inside a quoted field is one literal quote, text after a closing quote joins the
+//! field, a `"` inside an unquoted field is literal), `\n`, `\r\n` or `\r` end a record, blank
+//! lines are skipped and records may have any number of fields. Our NULL rule needs what that
+//! crate does not report: whether a field was quoted (an empty unquoted field is NULL, `""` the
+//! empty string). So the scan is our own, one pass that finds field ends with `memchr` and
+//! copies each field's text once into a record reused for the next one: reading through the
+//! crate, re-scanning each record's bytes for its quotes and copying its fields out cost three
+//! passes and two allocations per record, most of reading a file. The `csv` crate stays the
+//! reference: a test checks that both split every short input over the bytes that matter into
+//! the same records and fields.
 //!
 //! Line numbers are 1-based physical lines (counted by `\n`) of a record's first byte, so a
 //! record with a multi-line quoted field is reported at the line where it starts. The text may
@@ -16,13 +20,14 @@
 
 use super::tail::Ending;
 use crate::{Error, ErrorKind, Result};
+use memchr::{memchr, memchr3};
 use std::path::Path;
 
 /// One CSV record: its starting line and its fields, `None` for NULL.
 ///
 /// The fields' text is kept in one buffer, so a record costs two allocations whatever its
-/// width (it was one per field, read once and dropped).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// width, and none when [`CsvRecords::next_record`] reuses it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct CsvRecord {
     /// 1-based physical line of the record's first byte.
     pub line: u64,
@@ -34,24 +39,6 @@ pub(crate) struct CsvRecord {
 }
 
 impl CsvRecord {
-    /// A record of `count` `fields` (`None` for NULL), whose text takes `bytes` bytes in all.
-    fn with_fields<'a>(
-        line: u64,
-        (count, bytes): (usize, usize),
-        fields: impl IntoIterator<Item = Option<&'a str>>,
-    ) -> Self {
-        let mut record = CsvRecord {
-            line,
-            text: String::with_capacity(bytes),
-            ends: Vec::with_capacity(count),
-        };
-        for field in fields {
-            record.text.push_str(field.unwrap_or_default());
-            record.ends.push((record.text.len(), field.is_none()));
-        }
-        record
-    }
-
     /// The number of fields.
     pub(crate) fn len(&self) -> usize {
         self.ends.len()
@@ -75,14 +62,32 @@ impl CsvRecord {
             .map(|f| f.map_or(serde_json::Value::Null, |f| f.into()))
             .collect()
     }
+
+    /// Ends the field whose text was pushed since the last one ended.
+    fn end_field(&mut self, quoted: bool) {
+        let start = self.ends.last().map_or(0, |e| e.0);
+        let null = !quoted && self.text.len() == start;
+        self.ends.push((self.text.len(), null));
+    }
 }
 
-/// Iterator over the records of CSV text; errors name `path` and the line.
+/// What scanning from a record boundary found.
+enum Scan {
+    /// A record, now in the scanner's record, whose span (with its line ending) ends at `end`.
+    Record { end: usize, newlines: u64 },
+    /// Only blank lines (or nothing) up to the end of the text.
+    End { newlines: u64 },
+    /// A record whose quoted field is still open at the end of the text; `blank` bytes of
+    /// blank lines (with `newlines` line ends) come before it.
+    Open { blank: usize, newlines: u64 },
+}
+
+/// Reader of the records of CSV text; errors name `path` and the line.
 pub(crate) struct CsvRecords<'a> {
     path: &'a Path,
     text: &'a str,
-    reader: csv::Reader<&'a [u8]>,
-    record: csv::StringRecord,
+    /// The last record read, its buffers reused for the next.
+    record: CsvRecord,
     /// Byte offset where the next record's span starts.
     offset: usize,
     /// Physical line at `offset`.
@@ -105,16 +110,10 @@ impl<'a> CsvRecords<'a> {
         first_line: u64,
         ending: Ending,
     ) -> Self {
-        let reader = csv::ReaderBuilder::new()
-            .has_headers(false)
-            // Field counts are checked per row by the caller, so a short row is one bad row.
-            .flexible(true)
-            .from_reader(text.as_bytes());
         CsvRecords {
             path,
             text,
-            reader,
-            record: csv::StringRecord::new(),
+            record: CsvRecord::default(),
             offset: 0,
             line: first_line,
             ending,
@@ -128,150 +127,139 @@ impl<'a> CsvRecords<'a> {
         (self.offset, self.line)
     }
 
-    fn read(&mut self) -> Result<Option<CsvRecord>> {
-        let more = self.reader.read_record(&mut self.record).map_err(|e| {
-            Error::new(ErrorKind::Format, format!("malformed CSV: {e}"))
-                .at_line(self.line)
-                .in_file(self.path)
-        })?;
-        if !more {
-            // Only blank lines (if anything) are left; they are consumed too.
-            let rest = self.text.as_bytes().get(self.offset..).unwrap_or_default();
-            self.line += rest.iter().filter(|&&b| b == b'\n').count() as u64;
-            self.offset = self.text.len();
-            return Ok(None);
+    /// The next record, valid until the next call; `None` after the last record or an error.
+    pub(crate) fn next_record(&mut self) -> Option<Result<&CsvRecord>> {
+        if self.done {
+            return None;
         }
-        let end = usize::try_from(self.reader.position().byte()).unwrap_or(usize::MAX);
-        let span = self
-            .text
-            .as_bytes()
-            .get(self.offset..end)
-            .unwrap_or_default();
-        let (skipped_lines, quoted, unterminated) = quoted_fields(span);
-        let line = self.line + skipped_lines;
-        if unterminated && self.ending == Ending::Growing {
-            // The record may still be being written: leave it (but not the blank lines before
-            // it) for a later read.
-            let blank = span
-                .iter()
-                .take_while(|&&b| b == b'\r' || b == b'\n')
-                .count();
-            self.offset += span[..blank]
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |i| i + 1);
-            self.line += skipped_lines;
-            return Ok(None);
+        match self.scan() {
+            Scan::Record { end, newlines } => {
+                self.offset = end;
+                self.line += newlines;
+                Some(Ok(&self.record))
+            }
+            Scan::End { newlines } => {
+                self.done = true;
+                self.offset = self.text.len();
+                self.line += newlines;
+                None
+            }
+            Scan::Open { blank, newlines } => {
+                self.done = true;
+                let line = self.line + newlines;
+                if self.ending == Ending::Growing {
+                    // The record may still be being written: leave it (but not the blank lines
+                    // before it) for a later read.
+                    self.offset += blank;
+                    self.line = line;
+                    return None;
+                }
+                Some(Err(Error::new(
+                    ErrorKind::Format,
+                    "malformed CSV: a quoted field opened here is not closed before the end of the file",
+                )
+                .at_line(line)
+                .in_file(self.path)))
+            }
         }
-        if unterminated {
-            // The parser accepts a quote left open at the end of the file and swallows the rest
-            // of the file into one field; name the real problem instead of a field count.
-            return Err(Error::new(
-                ErrorKind::Format,
-                "malformed CSV: a quoted field opened here is not closed before the end of the file",
-            )
-            .at_line(line)
-            .in_file(self.path));
-        }
-        self.line += span.iter().filter(|&&b| b == b'\n').count() as u64;
-        self.offset = end;
-        if quoted.len() != self.record.len() {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                format!(
-                    "CSV field scan found {} fields where the parser found {}",
-                    quoted.len(),
-                    self.record.len()
-                ),
-            )
-            .at_line(line)
-            .in_file(self.path));
-        }
-        let fields = self
-            .record
-            .iter()
-            .zip(quoted)
-            .map(|(text, quoted)| (quoted || !text.is_empty()).then_some(text));
-        let size = (self.record.len(), self.record.as_slice().len());
-        Ok(Some(CsvRecord::with_fields(line, size, fields)))
     }
+
+    /// Scans the record at `offset` into `record`; see [`Scan`].
+    fn scan(&mut self) -> Scan {
+        let (text, bytes) = (self.text, self.text.as_bytes());
+        let mut at = self.offset;
+        let mut newlines = 0;
+        while let Some(&b @ (b'\r' | b'\n')) = bytes.get(at) {
+            newlines += u64::from(b == b'\n');
+            at += 1;
+        }
+        if at == bytes.len() {
+            return Scan::End { newlines };
+        }
+        let skipped = newlines;
+        // Blank bytes up to and including the last `\n` before the record.
+        let blank = bytes[self.offset..at]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let record = &mut self.record;
+        record.line = self.line + newlines;
+        record.text.clear();
+        record.ends.clear();
+        loop {
+            let quoted = bytes.get(at) == Some(&b'"');
+            if quoted {
+                at += 1;
+                loop {
+                    let Some(close) = memchr(b'"', &bytes[at..]) else {
+                        return Scan::Open {
+                            blank,
+                            newlines: skipped,
+                        };
+                    };
+                    let part = &text[at..at + close];
+                    newlines += part.bytes().filter(|&b| b == b'\n').count() as u64;
+                    record.text.push_str(part);
+                    at += close + 1;
+                    if bytes.get(at) != Some(&b'"') {
+                        break;
+                    }
+                    record.text.push('"');
+                    at += 1;
+                }
+            }
+            // An unquoted field, or the text after a closing quote, runs to a delimiter.
+            let stop = field_end(bytes, at);
+            record.text.push_str(&text[at..stop]);
+            record.end_field(quoted);
+            at = stop + 1;
+            match bytes.get(stop) {
+                // A delimiter opens another field, even at the end of the text.
+                Some(b',') => continue,
+                Some(b'\r') if bytes.get(at) == Some(&b'\n') => {
+                    return Scan::Record {
+                        end: at + 1,
+                        newlines: newlines + 1,
+                    }
+                }
+                Some(&b) => {
+                    return Scan::Record {
+                        end: at,
+                        newlines: newlines + u64::from(b == b'\n'),
+                    }
+                }
+                None => {
+                    return Scan::Record {
+                        end: stop,
+                        newlines,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The first `,`, `\r` or `\n` at or after `from` (or the end): a plain loop over the first
+/// bytes, since most fields are short and `memchr3` costs more to start than such a scan, and
+/// `memchr3` past them.
+fn field_end(bytes: &[u8], from: usize) -> usize {
+    const SHORT: usize = 16;
+    let is_end = |b: &u8| matches!(b, b',' | b'\r' | b'\n');
+    let head = &bytes[from..bytes.len().min(from + SHORT)];
+    if let Some(i) = head.iter().position(is_end) {
+        return from + i;
+    }
+    let rest = from + head.len();
+    memchr3(b',', b'\r', b'\n', &bytes[rest..]).map_or(bytes.len(), |i| rest + i)
 }
 
 impl Iterator for CsvRecords<'_> {
     type Item = Result<CsvRecord>;
 
+    /// The next record, as an owned copy (for the few records read apart: headers, samples).
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let item = self.read().transpose();
-        // After an error the reader's position no longer matches our line count; stop there.
-        self.done = !matches!(item, Some(Ok(_)));
-        item
+        self.next_record().map(|r| r.cloned())
     }
-}
-
-/// States of the scan; the names follow `csv-core`'s NFA.
-#[derive(Clone, Copy)]
-enum Scan {
-    StartRecord,
-    StartField,
-    InField,
-    InQuotedField,
-    /// Just after a quote inside a quoted field: a second quote is a literal one.
-    InDoubleEscapedQuote,
-}
-
-/// For the raw span of one record (possibly led by blank lines and followed by its line
-/// ending): the number of `\n` before the record starts, per field whether it starts with a
-/// quote, and whether the span ends inside an open quoted field. Mirrors `csv-core` with the
-/// default dialect so field boundaries agree exactly.
-fn quoted_fields(span: &[u8]) -> (u64, Vec<bool>, bool) {
-    let is_term = |b: u8| b == b'\r' || b == b'\n';
-    let mut skipped_lines = 0;
-    let mut quoted = Vec::new();
-    let mut state = Scan::StartRecord;
-    for &b in span {
-        state = match state {
-            Scan::StartRecord if is_term(b) => {
-                skipped_lines += u64::from(b == b'\n');
-                Scan::StartRecord
-            }
-            Scan::StartRecord | Scan::StartField => match b {
-                b'"' => {
-                    quoted.push(true);
-                    Scan::InQuotedField
-                }
-                b',' => {
-                    quoted.push(false);
-                    Scan::StartField
-                }
-                _ if is_term(b) => {
-                    quoted.push(false);
-                    return (skipped_lines, quoted, false);
-                }
-                _ => {
-                    quoted.push(false);
-                    Scan::InField
-                }
-            },
-            Scan::InField | Scan::InDoubleEscapedQuote if b == b',' => Scan::StartField,
-            Scan::InField | Scan::InDoubleEscapedQuote if is_term(b) => {
-                return (skipped_lines, quoted, false)
-            }
-            Scan::InField => Scan::InField,
-            Scan::InDoubleEscapedQuote if b == b'"' => Scan::InQuotedField,
-            // Text after a closing quote (`"a"b`) continues the same, already quoted, field.
-            Scan::InDoubleEscapedQuote => Scan::InField,
-            Scan::InQuotedField if b == b'"' => Scan::InDoubleEscapedQuote,
-            Scan::InQuotedField => Scan::InQuotedField,
-        };
-    }
-    // End of input: a pending delimiter still opens one last (empty, unquoted) field.
-    if matches!(state, Scan::StartField) {
-        quoted.push(false);
-    }
-    (skipped_lines, quoted, matches!(state, Scan::InQuotedField))
 }
 
 #[cfg(test)]
@@ -285,8 +273,15 @@ mod tests {
     }
 
     fn rec(line: u64, fields: &[Option<&str>]) -> CsvRecord {
-        let bytes = fields.iter().flatten().map(|f| f.len()).sum();
-        CsvRecord::with_fields(line, (fields.len(), bytes), fields.iter().copied())
+        let mut record = CsvRecord {
+            line,
+            ..CsvRecord::default()
+        };
+        for field in fields {
+            record.text.push_str(field.unwrap_or_default());
+            record.end_field(field.is_some());
+        }
+        record
     }
 
     /// Fields come back from the record's one buffer as they were parsed, NULL apart from the
@@ -346,13 +341,13 @@ mod tests {
         }
     }
 
-    /// The scan must agree with the csv crate on every input, or reads fail with an internal
-    /// error; exhaustively check all short strings over the bytes that matter.
+    /// The scan splits text exactly as the `csv` crate does: checked on every string of up to
+    /// seven bytes over the bytes that matter, record by record and field by field.
     #[test]
     fn scan_agrees_with_csv_crate_on_all_short_inputs() {
         let alphabet = [b'a', b',', b'"', b'\r', b'\n'];
         let mut buf = Vec::new();
-        for len in 0..=6u32 {
+        for len in 0..=7u32 {
             for mut code in 0..alphabet.len().pow(len) {
                 buf.clear();
                 for _ in 0..len {
@@ -360,12 +355,66 @@ mod tests {
                     code /= alphabet.len();
                 }
                 let text = std::str::from_utf8(&buf).unwrap();
-                let all: Result<Vec<_>> = CsvRecords::new(Path::new("t"), text).collect();
-                // An unclosed quote is the input's fault (Format); a disagreement would be ours.
-                if let Err(e) = &all {
-                    assert_eq!(e.kind(), ErrorKind::Format, "{text:?}: {e}");
+                let ours: Result<Vec<_>> = CsvRecords::new(Path::new("t"), text).collect();
+                let mut reader = csv::ReaderBuilder::new()
+                    .has_headers(false)
+                    .flexible(true)
+                    .from_reader(text.as_bytes());
+                let theirs: Vec<Vec<String>> = reader
+                    .records()
+                    .map(|r| r.unwrap().iter().map(str::to_string).collect())
+                    .collect();
+                match ours {
+                    Ok(ours) => {
+                        let ours: Vec<Vec<String>> = ours
+                            .iter()
+                            .map(|r| r.fields().map(|f| f.unwrap_or("").to_string()).collect())
+                            .collect();
+                        assert_eq!(ours, theirs, "{text:?}");
+                    }
+                    // The crate swallows an unclosed quote into one field; we refuse it.
+                    Err(e) => {
+                        assert_eq!(e.kind(), ErrorKind::Format, "{text:?}: {e}");
+                        assert!(e.to_string().contains("not closed"), "{text:?}: {e}");
+                    }
                 }
             }
         }
+    }
+
+    /// Growing text: a record with a quote still open is left, blank lines before it are not.
+    #[test]
+    fn an_open_quote_in_growing_text_is_left_for_a_later_read() {
+        let text = "a,b\n\n\"x\ny";
+        let mut records = CsvRecords::starting_at(Path::new("t"), text, 1, Ending::Growing);
+        assert_eq!(
+            records.next().unwrap().unwrap(),
+            rec(1, &[Some("a"), Some("b")])
+        );
+        assert!(records.next().is_none());
+        assert_eq!(records.consumed(), (5, 3));
+    }
+
+    /// Every line ending counts one line, `\r\n` included, and ends where consumption ends.
+    #[test]
+    fn line_endings_are_consumed_whole() {
+        let text = "a\r\nb\rc\n\r\nd";
+        let mut records = CsvRecords::new(Path::new("t"), text);
+        let mut seen = Vec::new();
+        while let Some(r) = records.next_record() {
+            let r = r.unwrap();
+            let (line, field) = (r.line, r.field(0).unwrap().to_string());
+            seen.push((line, field, records.consumed().0));
+        }
+        assert_eq!(
+            seen,
+            [
+                (1, "a".into(), 3),
+                (2, "b".into(), 5),
+                (2, "c".into(), 7),
+                (4, "d".into(), 10)
+            ]
+        );
+        assert_eq!(records.consumed(), (10, 4));
     }
 }

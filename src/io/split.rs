@@ -2,11 +2,12 @@
 //! validates only the records that begin in its share of the bytes.
 //!
 //! The split points are record boundaries found by the same tokenizers that read the file: a
-//! JSON-lines record ends at `\n`; a CSV record ends where the `csv` crate's reader ends it, so a
+//! JSON-lines record ends at `\n`; a CSV record ends where the reader's own scan ends it, so a
 //! quoted field spanning lines is never cut. Every process computes the same points (one pass
 //! over the bytes, without converting any value), then reads its share with
 //! [`super::read_file_range`].
 
+use super::csv_records::CsvRecords;
 use crate::plan::Format;
 use crate::Result;
 use std::path::Path;
@@ -36,15 +37,14 @@ pub fn split_points(path: &Path, format: Format, parts: usize) -> Result<Vec<(u6
             }
         }
         Format::Csv => {
-            let mut reader = csv::ReaderBuilder::new()
-                .has_headers(false)
-                .flexible(true)
-                .from_reader(bytes.as_slice());
-            let mut record = csv::ByteRecord::new();
+            // Offsets into the decoded text are offsets into the file (bad bytes stay one
+            // byte each).
+            let (text, _) = super::files::decode_marking(bytes, 1);
+            let mut records = CsvRecords::new(path, &text);
             // A malformed file is not split: the share that reads it reports the problem.
-            while let Ok(true) = reader.read_byte_record(&mut record) {
-                let at = reader.position();
-                take(&mut points, at.byte(), at.line());
+            while let Some(Ok(_)) = records.next_record() {
+                let (offset, line) = records.consumed();
+                take(&mut points, offset as u64, line);
             }
         }
     }

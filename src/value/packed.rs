@@ -76,9 +76,13 @@ fn int_payload(i: i64, width: usize) -> [u8; 8] {
 #[inline]
 fn int_value(tag: u8, bytes: &[u8]) -> i64 {
     let width = width_of(tag);
-    let mut raw = [0u8; 8];
-    raw[8 - width..].copy_from_slice(&bytes[..width]);
-    let raw = u64::from_be_bytes(raw) as i64;
+    // One fixed-size load per width: a copy of run-time length was a memcpy call per integer.
+    let raw = match width {
+        1 => u64::from(bytes[0]),
+        2 => u64::from(u16::from_be_bytes(fixed(bytes))),
+        4 => u64::from(u32::from_be_bytes(fixed(bytes))),
+        _ => u64::from_be_bytes(fixed(bytes)),
+    } as i64;
     if tag < POS1 && width < 8 {
         raw - (1i64 << (8 * width))
     } else {
