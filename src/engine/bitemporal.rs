@@ -50,10 +50,11 @@ use super::durable::{
 };
 use super::records::{RecordIn, RecordOut};
 use super::scd2::{History, Shape, Stored};
+use super::seq::Seq;
 use super::sorted_map::SortedMap;
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
-use crate::value::{Packer, Row, Value};
+use crate::value::{Packer, Row};
 use crate::Result;
 use differential_dataflow::consolidation::{consolidate, consolidate_from};
 use serde::{Deserialize, Serialize};
@@ -73,9 +74,9 @@ pub struct BitemporalState {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct KeyState {
     /// Every distinct event of the key, by business sequence.
-    by_seq: SortedMap<Value, One<Logged>>,
+    by_seq: SortedMap<Seq, One<Logged>>,
     /// The business sequence of every logged event, by system time.
-    by_system: SortedMap<Value, One<Value>>,
+    by_system: SortedMap<Seq, One<Seq>>,
     /// `H(smax)`: the SCD2 history of all logged events.
     h: History,
     /// Per business row (image, `__START_AT`, `__END_AT`), its system intervals.
@@ -88,12 +89,12 @@ struct KeyState {
 type One<T> = SmallVec<[T; 1]>;
 
 /// `[__SYSTEM_START_AT, __SYSTEM_END_AT)`; `None` = still believed.
-type Interval = (Value, Option<Value>);
+type Interval = (Seq, Option<Seq>);
 
 /// A logged event (its key and business sequence are where it is stored).
 #[derive(Debug, Serialize, Deserialize)]
 struct Logged {
-    system: Value,
+    system: Seq,
     kind: EventKind,
     image: Row,
     authored: Option<Box<[bool]>>,
@@ -217,7 +218,7 @@ impl CdcState for BitemporalState {
 impl Logged {
     fn from_event(e: Event) -> Self {
         Logged {
-            system: e.system,
+            system: e.system.into(),
             kind: e.kind,
             image: e.image,
             authored: e.authored.map(Vec::into_boxed_slice),
@@ -244,11 +245,11 @@ impl KeyState {
         stats: &mut CommitStats,
     ) {
         let fresh: Vec<Event> = events.into_iter().filter(|e| !self.logged(e)).collect();
-        let Some(s0) = fresh.iter().map(|e| &e.system).min().cloned() else {
+        let Some(s0) = fresh.iter().map(|e| &e.system).min().map(Seq::from) else {
             return;
         };
         // Business row → its belief changes at or after `s0`, in system order.
-        let mut touched: BTreeMap<Row, Vec<(Value, isize)>> = BTreeMap::new();
+        let mut touched: BTreeMap<Row, Vec<(Seq, isize)>> = BTreeMap::new();
         let late = self
             .by_system
             .last_before(Unbounded)
@@ -295,7 +296,7 @@ impl KeyState {
             }
         }
         for (system, seqs) in self.by_system.iter() {
-            let logged = |seq: &Value| {
+            let logged = |seq: &Seq| {
                 self.by_seq
                     .get(seq)
                     .is_some_and(|at| at.iter().any(|l| l.system == *system))
@@ -309,24 +310,24 @@ impl KeyState {
 
     /// Whether `e` is already in the log (D1).
     fn logged(&self, e: &Event) -> bool {
-        self.by_seq.get(&e.seq).is_some_and(|logged| {
+        let (seq, system) = (Seq::from(&e.seq), Seq::from(&e.system));
+        self.by_seq.get(&seq).is_some_and(|logged| {
             logged
                 .iter()
-                .any(|l| l.system == e.system && l.rank() == e.tie_rank())
+                .any(|l| l.system == system && l.rank() == e.tie_rank())
         })
     }
 
     /// Adds a new event to the log; it is a sequence tie (D2) if another event of the key has
     /// its business sequence.
     fn log(&mut self, e: Event, stats: &mut CommitStats) {
-        match self.by_system.get_mut(&e.system) {
-            Some(seqs) => seqs.push(e.seq.clone()),
+        let (seq, system) = (Seq::from(&e.seq), Seq::from(&e.system));
+        match self.by_system.get_mut(&system) {
+            Some(seqs) => seqs.push(seq.clone()),
             None => {
-                self.by_system
-                    .insert(e.system.clone(), smallvec![e.seq.clone()]);
+                self.by_system.insert(system, smallvec![seq.clone()]);
             }
         }
-        let seq = e.seq.clone();
         match self.by_seq.get_mut(&seq) {
             Some(logged) => {
                 stats.sequence_ties += 1;
@@ -339,7 +340,7 @@ impl KeyState {
     }
 
     /// The distinct business sequences of the logged events with system time `>= s0`.
-    fn sequences_from(&self, s0: &Value) -> Vec<Value> {
+    fn sequences_from(&self, s0: &Seq) -> Vec<Seq> {
         let mut seqs = Vec::new();
         let mut cursor = Included(s0);
         while let Some((s, at)) = self.by_system.first_from(cursor) {
@@ -353,7 +354,7 @@ impl KeyState {
 
     /// Rewinds `h` to `H(< s0)`, given every business sequence `seqs` that has logged events at
     /// or after `s0`: each gets back the tie winner among its events before `s0`, or none.
-    fn rewind(&mut self, seqs: &[Value], s0: &Value, shape: &Shape) {
+    fn rewind(&mut self, seqs: &[Seq], s0: &Seq, shape: &Shape) {
         let KeyState { by_seq, h, .. } = self;
         let mut discarded = Vec::new();
         for seq in seqs {
@@ -376,9 +377,9 @@ impl KeyState {
     /// Replays the logged events with system time `>= s0` into `h` (which must hold
     /// `H(< s0)`), in system order, and passes each system time's business-row changes to
     /// `changes`. Afterwards `h` holds `H(smax)`.
-    fn replay<F>(&mut self, s0: &Value, shape: &Shape, mut changes: F)
+    fn replay<F>(&mut self, s0: &Seq, shape: &Shape, mut changes: F)
     where
-        F: FnMut(&Value, Vec<(Row, isize)>),
+        F: FnMut(&Seq, Vec<(Row, isize)>),
     {
         let KeyState {
             by_seq,
@@ -386,7 +387,7 @@ impl KeyState {
             h,
             ..
         } = self;
-        let mut cursor: Bound<&Value> = Included(s0);
+        let mut cursor: Bound<&Seq> = Included(s0);
         while let Some((s, seqs)) = by_system.first_from(cursor) {
             cursor = Excluded(s);
             // One re-derivation per changed sequence keeps a time's events that lie far apart
@@ -420,8 +421,8 @@ impl KeyState {
     fn revise(
         &mut self,
         row: Row,
-        s0: &Value,
-        changes: Vec<(Value, isize)>,
+        s0: &Seq,
+        changes: Vec<(Seq, isize)>,
         out: &mut Vec<(Row, isize)>,
     ) {
         let old: &[Interval] = self.rows.get(&row).map_or(&[], |old| old.as_slice());
@@ -463,7 +464,7 @@ impl KeyState {
 }
 
 /// The greatest event by tie rank (D2) among `logged` whose system time passes `keep`.
-fn tie_winner(logged: Option<&One<Logged>>, keep: impl Fn(&Value) -> bool) -> Option<&Logged> {
+fn tie_winner(logged: Option<&One<Logged>>, keep: impl Fn(&Seq) -> bool) -> Option<&Logged> {
     logged
         .into_iter()
         .flatten()
@@ -499,11 +500,11 @@ fn emit_difference(row: &Row, old: &[Interval], new: &[Interval], out: &mut Vec<
 
 /// The output row: the business row, then `__SYSTEM_START_AT`, `__SYSTEM_END_AT`.
 fn versioned(row: &Row, (start, end): &Interval) -> Row {
-    Packer::new()
-        .extend_from(row.as_row_ref())
-        .push(start)
-        .push(end.as_ref().unwrap_or(&Value::Null))
-        .finish()
+    let mut out = Packer::new();
+    out.extend_from(row.as_row_ref());
+    Seq::pack(Some(start), &mut out);
+    Seq::pack(end.as_ref(), &mut out);
+    out.finish()
 }
 
 #[cfg(test)]
@@ -511,6 +512,7 @@ mod tests {
     use super::*;
     use crate::model;
     use crate::plan::{ScdType, Target, TargetKind};
+    use crate::value::Value;
     use crate::value::{DataType, Schema};
     use rand::rngs::ChaCha8Rng;
     use rand::{RngExt, SeedableRng};

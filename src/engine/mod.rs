@@ -18,6 +18,7 @@ mod records;
 mod replace;
 mod scd1;
 mod scd2;
+mod seq;
 mod snapshot;
 mod sorted_map;
 mod stats;

@@ -36,11 +36,12 @@ use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
 };
 use super::records::{RecordIn, RecordOut};
+use super::seq::Seq;
 use super::sorted_map::SortedMap;
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
-use crate::value::{Packer, Row, Value};
+use crate::value::{Packer, Row};
 use crate::Result;
 use differential_dataflow::consolidation::consolidate_from;
 use serde::{Deserialize, Serialize};
@@ -74,31 +75,79 @@ pub(super) struct Shape {
 /// One key's events by sequence and the versions they produce.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct History {
-    events: SortedMap<Value, Stored>,
-    runs: SortedMap<Value, Run>,
+    events: SortedMap<Seq, Stored>,
+    runs: SortedMap<Seq, Run>,
 }
 
 /// The event stored at a sequence (the winner of its ties).
 ///
-/// 56 bytes: every event of every key is one, and the two fields only partial targets fill are
-/// boxed (16 and 8 bytes where the unboxed forms took 24 and 32). They save as the unboxed forms
-/// would (serde sees through a `Box`).
-#[derive(Debug, Serialize, Deserialize)]
+/// 40 bytes: every event of every key is one, so what only partial updates fill (D6) is one
+/// box, 8 bytes, absent for whole-image upserts (two boxes took 24). Saved as the four fields
+/// it holds ([`StoredFields`]), as before the box.
+#[derive(Debug, Deserialize)]
+#[serde(from = "StoredFields<Row, Box<[bool]>, Row>")]
 pub(super) struct Stored {
     kind: EventKind,
     image: Row,
+    partial: Option<Box<Partial>>,
+}
+
+/// What a partial upsert adds to its image.
+#[derive(Debug, Default)]
+struct Partial {
+    /// The columns the upsert sets (`None`: all of them).
     authored: Option<Box<[bool]>>,
-    /// Partial targets only: the image folded up to and including this upsert, when it differs
-    /// from the image.
-    folded: Option<Box<Row>>,
+    /// The image folded up to and including this upsert, when it differs from the image.
+    folded: Option<Row>,
+}
+
+/// A [`Stored`] as saved.
+#[derive(Serialize, Deserialize)]
+struct StoredFields<I, A, F> {
+    kind: EventKind,
+    image: I,
+    authored: Option<A>,
+    folded: Option<F>,
+}
+
+impl Serialize for Stored {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        let partial = self.partial.as_deref();
+        StoredFields {
+            kind: self.kind,
+            image: &self.image,
+            authored: self.authored(),
+            folded: partial.and_then(|p| p.folded.as_ref()),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl From<StoredFields<Row, Box<[bool]>, Row>> for Stored {
+    fn from(f: StoredFields<Row, Box<[bool]>, Row>) -> Self {
+        let partial = (f.authored.is_some() || f.folded.is_some()).then(|| {
+            Box::new(Partial {
+                authored: f.authored,
+                folded: f.folded,
+            })
+        });
+        Stored {
+            kind: f.kind,
+            image: f.image,
+            partial,
+        }
+    }
 }
 
 /// A version: from its key (the start) to `end`, showing the folded image of its latest upsert,
 /// `last`. Runs point into the events instead of copying images.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Run {
-    end: Option<Value>,
-    last: Value,
+    end: Option<Seq>,
+    last: Seq,
 }
 
 impl Scd2State {
@@ -126,7 +175,7 @@ impl Scd2State {
             let Some(history) = self.keys.get_mut(&key) else {
                 continue;
             };
-            if history.forget_tombstone(&seq) {
+            if history.forget_tombstone(&Seq::from(seq)) {
                 self.changed.mark(&key);
                 // Forgetting a delete that closes nothing leaves the next event's predecessor
                 // a delete or nothing, so no other tombstone changes.
@@ -285,25 +334,43 @@ impl Stored {
 
     /// An event to store; its folded image is computed when runs are re-derived.
     pub(super) fn new(kind: EventKind, image: Row, authored: Option<Vec<bool>>) -> Self {
+        let partial = authored.map(|a| {
+            Box::new(Partial {
+                authored: Some(a.into_boxed_slice()),
+                folded: None,
+            })
+        });
         Stored {
             kind,
             image,
-            authored: authored.map(Vec::into_boxed_slice),
-            folded: None,
+            partial,
         }
+    }
+
+    /// The columns the upsert sets (`None`: all of them).
+    fn authored(&self) -> Option<&[bool]> {
+        self.partial.as_ref()?.authored.as_deref()
+    }
+
+    /// Sets the folded image; returns the one it had, if it differed from the image.
+    fn set_folded(&mut self, folded: Row) -> Option<Row> {
+        let partial = self.partial.get_or_insert_with(Box::default);
+        partial.folded.replace(folded)
     }
 
     /// The event's tie rank ([`Event::tie_rank`]).
     pub(super) fn rank(&self) -> (EventKind, &Row, Option<&[bool]>) {
-        (self.kind, &self.image, self.authored.as_deref())
+        (self.kind, &self.image, self.authored())
     }
 
     fn folded(&self) -> &Row {
-        self.folded.as_deref().unwrap_or(&self.image)
+        (self.partial.as_ref())
+            .and_then(|p| p.folded.as_ref())
+            .unwrap_or(&self.image)
     }
 
     fn into_folded(self) -> Row {
-        self.folded.map_or(self.image, |folded| *folded)
+        (self.partial).and_then(|p| p.folded).unwrap_or(self.image)
     }
 }
 
@@ -333,7 +400,7 @@ impl Shape {
     }
 
     fn fold(&self, before: &Row, e: &Stored) -> Row {
-        match &e.authored {
+        match e.authored() {
             Some(mask) if self.partial => before
                 .iter()
                 .zip(&e.image)
@@ -347,7 +414,7 @@ impl Shape {
 
 impl History {
     /// The event stored at `seq`.
-    pub(super) fn stored(&self, seq: &Value) -> Option<&Stored> {
+    pub(super) fn stored(&self, seq: &Seq) -> Option<&Stored> {
         self.events.get(seq)
     }
 
@@ -357,9 +424,9 @@ impl History {
     /// with `seq` inside its range.
     pub(super) fn replace(
         &mut self,
-        seq: &Value,
+        seq: &Seq,
         new: Option<Stored>,
-        before: &mut BTreeMap<Value, Row>,
+        before: &mut BTreeMap<Seq, Row>,
     ) {
         let old = match new {
             Some(stored) => self.events.insert(seq.clone(), stored),
@@ -374,7 +441,7 @@ impl History {
 
     /// Whether the event at `seq` is a tombstone: a delete that closes no version, because no
     /// upsert comes right before it.
-    fn is_tombstone(&self, seq: &Value) -> bool {
+    fn is_tombstone(&self, seq: &Seq) -> bool {
         let is_delete = self
             .events
             .get(seq)
@@ -388,7 +455,7 @@ impl History {
     }
 
     /// Removes the delete at `seq` if it closes no version; returns whether it did.
-    fn forget_tombstone(&mut self, seq: &Value) -> bool {
+    fn forget_tombstone(&mut self, seq: &Seq) -> bool {
         let forget = self.is_tombstone(seq);
         if forget {
             self.events.remove(seq);
@@ -400,13 +467,14 @@ impl History {
     /// the stored event right after it (its predecessor may change). An event stored right
     /// after another of `events` is one of `events` itself, so the set is the same before and
     /// after storing them.
-    fn probes(&self, events: &[Event]) -> Vec<Value> {
+    fn probes(&self, events: &[Event]) -> Vec<Seq> {
         let mut probes = Vec::with_capacity(2 * events.len());
         for e in events {
-            probes.push(e.seq.clone());
-            if let Some((next, _)) = self.events.first_from(Excluded(&e.seq)) {
+            let seq = Seq::from(&e.seq);
+            if let Some((next, _)) = self.events.first_from(Excluded(&seq)) {
                 probes.push(next.clone());
             }
+            probes.push(seq);
         }
         probes.sort_unstable();
         probes.dedup();
@@ -414,7 +482,7 @@ impl History {
     }
 
     /// How many of the sequences `at` hold a tombstone.
-    fn tombstones_at(&self, at: &[Value]) -> i64 {
+    fn tombstones_at(&self, at: &[Seq]) -> i64 {
         at.iter().filter(|seq| self.is_tombstone(seq)).count() as i64
     }
 
@@ -442,11 +510,10 @@ impl History {
     pub(super) fn fits(&self, shape: &Shape) -> Result<()> {
         for (_, e) in self.events.iter() {
             let width = |row: &Row| row.len() == shape.image_len;
-            let mask = e
-                .authored
-                .as_ref()
-                .is_none_or(|m| m.len() == shape.image_len);
-            let folded = e.folded.as_deref().is_none_or(width);
+            let mask = e.authored().is_none_or(|m| m.len() == shape.image_len);
+            let folded = (e.partial.as_ref())
+                .and_then(|p| p.folded.as_ref())
+                .is_none_or(width);
             if e.kind == EventKind::Upsert && !(width(&e.image) && mask && folded) {
                 return Err(misfit(format!(
                     "an image does not have the target's {} columns",
@@ -454,7 +521,7 @@ impl History {
                 )));
             }
         }
-        let points_at_upsert = |seq: &Value| {
+        let points_at_upsert = |seq: &Seq| {
             self.events
                 .get(seq)
                 .is_some_and(|e| e.kind == EventKind::Upsert)
@@ -474,12 +541,12 @@ impl History {
     fn absorb(
         &mut self,
         events: Vec<Event>,
-        before: &mut BTreeMap<Value, Row>,
+        before: &mut BTreeMap<Seq, Row>,
         stats: &mut CommitStats,
-    ) -> Option<(Value, Value)> {
-        let mut changed: Option<(Value, Value)> = None;
+    ) -> Option<(Seq, Seq)> {
+        let mut changed: Option<(Seq, Seq)> = None;
         for event in events {
-            let seq = event.seq.clone();
+            let seq = Seq::from(&event.seq);
             match self
                 .events
                 .get(&seq)
@@ -520,8 +587,9 @@ impl History {
         shape: &Shape,
         out: &mut Vec<(Row, isize)>,
     ) -> std::result::Result<i64, Vec<Event>> {
-        let after_last =
-            |first: &Event| self.events.last().is_none_or(|(last, _)| *last < first.seq);
+        let after_last = |first: &Event| {
+            (self.events.last()).is_none_or(|(last, _)| *last < Seq::from(&first.seq))
+        };
         let ascending = events.windows(2).all(|w| w[0].seq < w[1].seq);
         if !(ascending && events.first().is_some_and(after_last)) {
             return Err(events);
@@ -563,7 +631,7 @@ impl History {
     /// status changes.
     fn append_one(&mut self, event: Event, shape: &Shape, out: &mut Vec<(Row, isize)>) -> i64 {
         let History { events, runs } = self;
-        let seq = event.seq.clone();
+        let seq = Seq::from(&event.seq);
         let open = events
             .last()
             .map(|(_, e)| e)
@@ -596,7 +664,7 @@ impl History {
             };
             let folded = shape.fold(before, &stored);
             if folded != stored.image {
-                stored.folded = Some(Box::new(folded));
+                stored.set_folded(folded);
             }
         }
         match open {
@@ -624,20 +692,20 @@ impl History {
     /// this commit, as they were; it must hold the old image of every replaced or removed event.
     pub(super) fn rederive(
         &mut self,
-        lo: &Value,
-        hi: &Value,
+        lo: &Seq,
+        hi: &Seq,
         shape: &Shape,
-        mut before: BTreeMap<Value, Row>,
+        mut before: BTreeMap<Seq, Row>,
         out: &mut Vec<(Row, isize)>,
     ) {
         let (from, derived, stop, refolded) = self.walk(lo, hi, shape);
         let History { events, runs } = self;
         for (seq, folded) in refolded {
             let ev = events.get_mut(&seq).expect("refolded events exist");
-            let old = ev.folded.replace(Box::new(folded));
+            let old = ev.set_folded(folded);
             before
                 .entry(seq)
-                .or_insert_with(|| old.map_or_else(|| ev.image.clone(), |old| *old));
+                .or_insert_with(|| old.unwrap_or_else(|| ev.image.clone()));
         }
         let old = runs.drain_range(&from, stop.as_ref());
         // Compare rows by content (not by which event gives the image), so a key never emits a
@@ -647,7 +715,7 @@ impl History {
                 .get(&run.last)
                 .unwrap_or_else(|| folded_at(events, &run.last))
         };
-        let mut retract = |start: &Value, run: &Run| {
+        let mut retract = |start: &Seq, run: &Run| {
             out.push((row(start, run, image_before(run)), -1));
         };
         // Both are in start order: merging pairs each derived run with the old run of its start.
@@ -682,10 +750,10 @@ impl History {
     /// range of old runs they replace, and the new folded images (partial targets).
     fn walk(
         &self,
-        lo: &Value,
-        hi: &Value,
+        lo: &Seq,
+        hi: &Seq,
         shape: &Shape,
-    ) -> (Value, Vec<(Value, Run)>, Bound<Value>, Vec<(Value, Row)>) {
+    ) -> (Seq, Vec<(Seq, Run)>, Bound<Seq>, Vec<(Seq, Row)>) {
         let History { events, runs } = self;
         // Only partial targets fold into NULLs.
         let nulls = || Row::nulls(if shape.partial { shape.image_len } else { 0 });
@@ -705,15 +773,14 @@ impl History {
             }
             _ => (lo.clone(), None, Cow::Owned(nulls())),
         };
-        let mut derived: Vec<(Value, Run)> = Vec::new();
-        let mut refolded: Vec<(Value, Row)> = Vec::new();
-        let close = |open: &mut Option<(Value, Value)>,
-                     end: Option<Value>,
-                     derived: &mut Vec<(Value, Run)>| {
-            if let Some((start, last)) = open.take() {
-                derived.push((start, Run { end, last }));
-            }
-        };
+        let mut derived: Vec<(Seq, Run)> = Vec::new();
+        let mut refolded: Vec<(Seq, Row)> = Vec::new();
+        let close =
+            |open: &mut Option<(Seq, Seq)>, end: Option<Seq>, derived: &mut Vec<(Seq, Run)>| {
+                if let Some((start, last)) = open.take() {
+                    derived.push((start, Run { end, last }));
+                }
+            };
         let mut rest = events.range_from(Included(lo));
         while let Some((seq, ev)) = rest.next() {
             let past = seq > hi;
@@ -769,24 +836,25 @@ impl History {
 }
 
 /// The folded image of the event at `seq` (which exists: runs only point at stored upserts).
-fn folded_at<'a>(events: &'a SortedMap<Value, Stored>, seq: &Value) -> &'a Row {
+fn folded_at<'a>(events: &'a SortedMap<Seq, Stored>, seq: &Seq) -> &'a Row {
     events
         .get(seq)
         .expect("a run's last upsert is stored")
         .folded()
 }
 
-fn row(start: &Value, run: &Run, image: &Row) -> Row {
-    Packer::new()
-        .extend_from(image.as_row_ref())
-        .push(start)
-        .push(run.end.as_ref().unwrap_or(&Value::Null))
-        .finish()
+fn row(start: &Seq, run: &Run, image: &Row) -> Row {
+    let mut row = Packer::new();
+    row.extend_from(image.as_row_ref());
+    Seq::pack(Some(start), &mut row);
+    Seq::pack(run.end.as_ref(), &mut row);
+    row.finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::Value;
 
     fn ev(key: i64, city: Option<&str>, seq: i64) -> Event {
         let (kind, image) = match city {
@@ -827,11 +895,14 @@ mod tests {
         ])
     }
 
-    /// Every stored event of every key costs this much beside its key and image bytes.
+    /// Every stored event of every key costs this much beside its sequence (16 bytes) and its
+    /// image's heap bytes, and every version this much beside its start (16). With `Value`
+    /// sequences (32) and two boxes per event they were 56 and 64.
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn a_stored_event_is_56_bytes() {
-        assert_eq!(std::mem::size_of::<Stored>(), 56);
+    fn a_stored_event_is_40_bytes_and_a_version_32() {
+        assert_eq!(std::mem::size_of::<Stored>(), 40);
+        assert_eq!(std::mem::size_of::<Run>(), 32);
     }
 
     #[test]

@@ -1,0 +1,144 @@
+//! Sequence values as the states keep them.
+//!
+//! An SCD2 history holds a sequence for every stored event and three for every version (its
+//! start, its end and its last upsert): they were most of its bytes while each was a
+//! [`Value`], 32 bytes. A [`Seq`] takes 16: the types sequences nearly always have (integers,
+//! timestamps, dates) are held inline, any other value boxed.
+//!
+//! Invariant: a `Seq` is canonical — an integer, timestamp or date is never boxed — so the
+//! derived equality and hash agree with the order. Order, equality and serde are those of the
+//! value held: a state saved with `Value` sequences reads back unchanged, and the history's
+//! decisions (D2 ties, run boundaries) are the same as on values.
+
+use crate::value::{Datum, Packer, Value};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+/// A sequence value; see the module docs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Seq {
+    /// INT or BIGINT.
+    Int(i64),
+    /// TIMESTAMP (microseconds since the epoch).
+    Timestamp(i64),
+    /// DATE (days since the epoch).
+    Date(i32),
+    /// Any other type (a STRUCT of several sequence columns, a STRING, ...).
+    Other(Box<Value>),
+}
+
+// The point of the type: half a `Value`, and no larger inside an `Option`.
+const _: () = assert!(std::mem::size_of::<Seq>() == 16);
+const _: () = assert!(std::mem::size_of::<Option<Seq>>() == 16);
+
+impl Seq {
+    /// The value held.
+    pub(crate) fn to_value(&self) -> Cow<'_, Value> {
+        match self {
+            Seq::Int(i) => Cow::Owned(Value::Int(*i)),
+            Seq::Timestamp(t) => Cow::Owned(Value::Timestamp(*t)),
+            Seq::Date(d) => Cow::Owned(Value::Date(*d)),
+            Seq::Other(v) => Cow::Borrowed(v),
+        }
+    }
+
+    /// Appends the value held to `row` (NULL for `None`).
+    pub(crate) fn pack(seq: Option<&Seq>, row: &mut Packer) {
+        match seq {
+            None => row.push_datum(Datum::Null),
+            Some(Seq::Int(i)) => row.push_datum(Datum::Int(*i)),
+            Some(Seq::Timestamp(t)) => row.push_datum(Datum::Timestamp(*t)),
+            Some(Seq::Date(d)) => row.push_datum(Datum::Date(*d)),
+            Some(Seq::Other(v)) => row.push(v),
+        };
+    }
+}
+
+impl From<Value> for Seq {
+    fn from(value: Value) -> Self {
+        match value {
+            Value::Int(i) => Seq::Int(i),
+            Value::Timestamp(t) => Seq::Timestamp(t),
+            Value::Date(d) => Seq::Date(d),
+            other => Seq::Other(Box::new(other)),
+        }
+    }
+}
+
+impl From<&Value> for Seq {
+    fn from(value: &Value) -> Self {
+        match value {
+            Value::Int(i) => Seq::Int(*i),
+            Value::Timestamp(t) => Seq::Timestamp(*t),
+            Value::Date(d) => Seq::Date(*d),
+            other => Seq::Other(Box::new(other.clone())),
+        }
+    }
+}
+
+impl Ord for Seq {
+    #[inline]
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (Seq::Int(a), Seq::Int(b)) | (Seq::Timestamp(a), Seq::Timestamp(b)) => a.cmp(b),
+            (Seq::Date(a), Seq::Date(b)) => a.cmp(b),
+            _ => self.to_value().cmp(&other.to_value()),
+        }
+    }
+}
+
+impl PartialOrd for Seq {
+    #[inline]
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Serialize for Seq {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_value().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Seq {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(Seq::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::F64;
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::Int),
+            (-1e6f64..1e6).prop_map(|d| Value::Double(F64(d))),
+            "[a-c]{0,3}".prop_map(Value::Str),
+            any::<i32>().prop_map(Value::Date),
+            any::<i64>().prop_map(Value::Timestamp),
+            (any::<i64>(), "[a-c]{0,2}")
+                .prop_map(|(i, s)| Value::Struct(vec![Value::Int(i), Value::Str(s)])),
+        ]
+    }
+
+    proptest! {
+        /// Order and equality are the values', whatever two types meet; serde round-trips
+        /// through the value's own encoding.
+        #[test]
+        fn seqs_order_and_save_as_their_values(a in value(), b in value()) {
+            let (sa, sb) = (Seq::from(&a), Seq::from(b.clone()));
+            prop_assert_eq!(sa.cmp(&sb), a.cmp(&b));
+            prop_assert_eq!(sa == sb, a == b);
+            prop_assert_eq!(sa.to_value().into_owned(), a.clone());
+            let bytes = postcard::to_stdvec(&sa).unwrap();
+            prop_assert_eq!(&bytes, &postcard::to_stdvec(&a).unwrap());
+            prop_assert_eq!(postcard::from_bytes::<Seq>(&bytes).unwrap(), sa);
+        }
+    }
+}
