@@ -43,7 +43,6 @@ use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::value::{Packer, Row};
 use crate::Result;
-use differential_dataflow::consolidation::consolidate_from;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
@@ -273,10 +272,9 @@ impl Durable for Scd2State {
     }
 
     fn key_rows(&self, key: &Row, out: &mut Vec<(Row, isize)>) {
+        // One row per version, each with its own start: consolidated as they come.
         if let Some(history) = self.keys.get(key) {
-            let start = out.len();
             history.rows(out);
-            consolidate_from(out, start);
         }
     }
 
