@@ -11,7 +11,9 @@
 //! the last checkpoint; the engine then stays up, with its state in memory, for every later step
 //! of the session (`--follow`), so a step costs its commits, not a restore. One step, in order:
 //! 1. find the new input (the driver's `new_input`) and apply it as commits `base + 1, ...`;
-//! 2. append the step's change feeds, set-aside rows and metrics to their files, synced;
+//! 2. append the step's change feeds, set-aside rows and metrics to their files, synced (a
+//!    feed as its commits come, once it holds [`FEED_BUFFER`] bytes, so a long step never
+//!    holds its whole feed; the rest when the commits are applied);
 //! 3. save what every operator's state changed since the last save into a staged delta — or,
 //!    when the deltas have grown to half the base (or [`MAX_DELTAS`]), or the worker count
 //!    changed, the whole state into a staged base checkpoint (compaction);
@@ -366,7 +368,7 @@ impl<'a> Session<'a> {
         progress: Option<Progress>,
     ) -> Result<(Manifest, Option<Staged>, Appender<'a>)> {
         let (pipeline, options) = (self.pipeline, self.options);
-        let mut next = self.manifest.clone();
+        let next = self.manifest.clone();
         let base = next.version;
         if self.driver.is_none() {
             let live_tombstones = pipeline
@@ -397,12 +399,14 @@ impl<'a> Session<'a> {
         let driver = self.driver.as_mut().expect("started above");
         let commits = new.len() as u64;
         let (sources, consumed): (Vec<_>, Vec<_>) = new.into_iter().unzip();
-        let mut appender = Appender::new(pipeline, Layout::new(&self.out, self.format));
+        let layout = Layout::new(&self.out, self.format);
+        let mut appender = Appender::new(pipeline, layout, next);
         let ends = driver.apply(&sources, &mut appender)?;
         if commits == 0 {
-            return Ok((next, None, appender));
+            return Ok((appender.next.clone(), None, appender));
         }
-        appender.append(&mut next, &self.dir.path().join(METRICS_LOG))?;
+        appender.append(&self.dir.path().join(METRICS_LOG))?;
+        let mut next = appender.next.clone();
         let staged = self.dir.stage(base + commits, !compacts)?;
         driver.save(&staged.dir, staged.delta)?;
         for (c, end) in consumed.iter().zip(&ends) {
@@ -430,7 +434,10 @@ pub const MAX_DELTAS: usize = 64;
 struct Appender<'p> {
     pipeline: &'p Pipeline,
     layout: Layout,
-    /// Per target: its change feed's schema and the step's rows, rendered (no CSV header).
+    /// The manifest the step commits, with the lengths of what it appended so far.
+    next: Manifest,
+    /// Per target: its change feed's schema and the step's rows not appended yet, rendered (no
+    /// CSV header).
     feeds: Vec<(crate::value::Schema, String)>,
     /// The flows' names, indexed like [`driver::flows::all`].
     flows: Vec<String>,
@@ -446,10 +453,11 @@ struct Appender<'p> {
 }
 
 impl<'p> Appender<'p> {
-    fn new(pipeline: &'p Pipeline, layout: Layout) -> Self {
+    fn new(pipeline: &'p Pipeline, layout: Layout, next: Manifest) -> Self {
         Appender {
             pipeline,
             layout,
+            next,
             feeds: (pipeline.targets.iter())
                 .map(|t| (changefeed::schema(t), String::new()))
                 .collect(),
@@ -467,19 +475,36 @@ impl<'p> Appender<'p> {
         }
     }
 
-    /// Appends the step's outputs to their files and records their lengths in `next`.
-    fn append(&mut self, next: &mut Manifest, log: &Path) -> Result<()> {
+    /// Appends the change feeds rendered and not appended yet of every target whose feed holds
+    /// at least `least` bytes, and records their lengths in `next`. A step of many commits (a
+    /// first run over a long input) appends as it goes, so that its feeds never wait in memory
+    /// whole; only the manifest the step commits makes what they appended count, and a crash
+    /// before it leaves bytes the next run cuts off.
+    fn append_feeds(&mut self, least: usize) -> Result<()> {
         let format = self.layout.format;
         for (t, target) in self.pipeline.targets.iter().enumerate() {
+            let (schema, rows) = &mut self.feeds[t];
+            if rows.len() < least {
+                continue;
+            }
             let path = self.layout.changes(&target.name);
-            let header = committed(next, &path) == 0;
-            let (schema, rows) = &self.feeds[t];
+            let header = committed(&self.next, &path) == 0;
             let mut text = String::new();
             io::render_rows_into(&mut text, format, schema, &[], header)?;
             text.push_str(rows);
-            append(next, &path, &text)?;
-            self.written.push(path);
+            rows.clear();
+            append(&mut self.next, &path, &text)?;
+            if !self.written.contains(&path) {
+                self.written.push(path);
+            }
         }
+        Ok(())
+    }
+
+    /// Appends the step's outputs to their files and records their lengths in `next`.
+    fn append(&mut self, log: &Path) -> Result<()> {
+        self.append_feeds(0)?;
+        let next = &mut self.next;
         for (owner, records) in output::by_owner(&self.quarantined) {
             let path = self.layout.quarantine(&owner);
             append(next, &path, &io::render_quarantine(&records))?;
@@ -525,9 +550,14 @@ impl Sink for Appender<'_> {
         self.quarantined.extend(commit.quarantined);
         self.warnings.extend(commit.warnings);
         self.events += commit.events;
-        Ok(())
+        self.append_feeds(FEED_BUFFER)
     }
 }
+
+/// Bytes of a change feed a step renders before appending them (see [`Appender::append_feeds`]).
+/// The library's own tests append at every commit, so that their steps of several commits
+/// append early.
+const FEED_BUFFER: usize = if cfg!(test) { 1 } else { 8 << 20 };
 
 fn push_log(text: &mut String, line: &LogLine) -> Result<()> {
     let json =

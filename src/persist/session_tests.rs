@@ -175,3 +175,59 @@ fn relative_paths_of_older_manifests_become_absolute() {
     assert_eq!(m.appended[0].path, state.join("metrics.jsonl"));
     assert_eq!(m.appended[1].path, Path::new("/srv/out/t.changes.csv"));
 }
+
+/// A step that fails after appending some of its commits' feed rows (each commit appends at
+/// once here) leaves them uncommitted: the next run cuts them off and applies those commits
+/// again, so the feed holds each change once.
+#[test]
+fn feed_rows_a_failed_step_appended_are_cut_off() {
+    let f = Fixture::new();
+    f.write("live/a.csv", "1,ann,1,UPSERT\n");
+    assert_eq!(f.run(false).commits, 1);
+    let committed = f.out("t.changes.csv");
+    // Ten commits the engine applies (reading waits for the workers to hold fewer than its
+    // window, so most are delivered and appended by then), then a file with a header without
+    // `name`, which fails the step.
+    for k in 2..12 {
+        f.write(&format!("live/b{k:02}.csv"), &format!("{k},bob,1,UPSERT\n"));
+    }
+    fs::write(
+        f.dir.path().join("live/c.csv"),
+        "id,nom,seq,op\n12,cy,1,UPSERT\n",
+    )
+    .unwrap();
+    let durability = Durability {
+        state: f.dir.path().join("state"),
+        out: f.dir.path().join("out"),
+        format: OutputFormat::Csv,
+        full_refresh: false,
+    };
+    let err = run(&f.pipeline, &Options::default(), &durability, None).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Format, "{err}");
+    assert!(
+        f.out("t.changes.csv").len() > committed.len(),
+        "b's rows were appended before c failed"
+    );
+    fs::write(
+        f.dir.path().join("live/c.csv"),
+        "id,name,seq,op\n12,cy,1,UPSERT\n",
+    )
+    .unwrap();
+    let run = f.run(false);
+    assert_eq!((run.base, run.commits), (1, 11));
+    let feed = f.out("t.changes.csv");
+    let rows: Vec<(&str, &str)> = feed
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            (fields[0], fields[4])
+        })
+        .collect();
+    let expected: Vec<(String, String)> = (1..13).map(|k| (k.to_string(), k.to_string())).collect();
+    let rows: Vec<(String, String)> = rows
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(rows, expected, "{feed}");
+}
