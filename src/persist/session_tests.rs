@@ -39,13 +39,17 @@ impl Fixture {
     }
 
     fn run(&self, full_refresh: bool) -> DurableRun {
+        self.try_run(full_refresh).unwrap()
+    }
+
+    fn try_run(&self, full_refresh: bool) -> Result<DurableRun> {
         let durability = Durability {
             state: self.dir.path().join("state"),
             out: self.dir.path().join("out"),
             format: OutputFormat::Csv,
             full_refresh,
         };
-        run(&self.pipeline, &Options::default(), &durability, None).unwrap()
+        run(&self.pipeline, &Options::default(), &durability, None)
     }
 
     fn out(&self, file: &str) -> String {
@@ -122,13 +126,7 @@ fn a_rewritten_input_file_is_refused() {
         "id,name,seq,op\n1,zed,1,UPSERT\n",
     )
     .unwrap();
-    let durability = Durability {
-        state: f.dir.path().join("state"),
-        out: f.dir.path().join("out"),
-        format: OutputFormat::Csv,
-        full_refresh: false,
-    };
-    let e = run(&f.pipeline, &Options::default(), &durability, None).unwrap_err();
+    let e = f.try_run(false).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::State);
     assert!(e.to_string().contains("live/a.csv"), "{e}");
     assert!(e.to_string().contains("--full-refresh"), "{e}");
@@ -196,13 +194,7 @@ fn feed_rows_a_failed_step_appended_are_cut_off() {
         "id,nom,seq,op\n12,cy,1,UPSERT\n",
     )
     .unwrap();
-    let durability = Durability {
-        state: f.dir.path().join("state"),
-        out: f.dir.path().join("out"),
-        format: OutputFormat::Csv,
-        full_refresh: false,
-    };
-    let err = run(&f.pipeline, &Options::default(), &durability, None).unwrap_err();
+    let err = f.try_run(false).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Format, "{err}");
     assert!(
         f.out("t.changes.csv").len() > committed.len(),
