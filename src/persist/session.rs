@@ -488,12 +488,15 @@ impl<'p> Appender<'p> {
                 continue;
             }
             let path = self.layout.changes(&target.name);
-            let header = committed(&self.next, &path) == 0;
-            let mut text = String::new();
-            io::render_rows_into(&mut text, format, schema, &[], header)?;
-            text.push_str(rows);
+            // Only a feed's first append carries a header: the rows are appended as they are,
+            // never copied behind one.
+            if committed(&self.next, &path) == 0 {
+                let mut header = String::new();
+                io::render_rows_into(&mut header, format, schema, &[], true)?;
+                rows.insert_str(0, &header);
+            }
+            append(&mut self.next, &path, rows)?;
             rows.clear();
-            append(&mut self.next, &path, &text)?;
             if !self.written.contains(&path) {
                 self.written.push(path);
             }

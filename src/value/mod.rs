@@ -17,6 +17,9 @@ mod packed;
 mod row;
 
 pub use datum::Datum;
+/// Values of every type, for property tests across the crate.
+#[cfg(test)]
+pub(crate) use row::tests::value as any_value;
 pub use row::{Datums, Packer, Row, RowRef, Unpacked};
 
 use serde::{Deserialize, Serialize};

@@ -500,7 +500,7 @@ impl<'de> Deserialize<'de> for Row {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::F64;
     use super::*;
     use proptest::prelude::*;
@@ -523,7 +523,8 @@ mod tests {
         ]
     }
 
-    fn value() -> impl Strategy<Value = Value> {
+    /// Any value: every type, nested STRUCTs and ARRAYs, the edges of the packed layout.
+    pub(crate) fn value() -> impl Strategy<Value = Value> {
         scalar().prop_recursive(2, 8, 3, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Struct),
