@@ -22,7 +22,7 @@ LAYERS = {
     "core": ["value", "event", "expr", "plan", "temporal", "model", "engine", "error"],
     "dataflow": ["operators", "runtime"],
     "app": ["sql", "flow_builder", "io", "ingest", "prepare", "driver", "persist", "output",
-            "query", "gen", "bench"],
+            "query", "gen", "bench", "warehouse", "delta"],
     "cli": ["cli"],
 }
 RANK = {m: i for i, (_, mods) in enumerate(LAYERS.items()) for m in mods}

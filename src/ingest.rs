@@ -1,6 +1,7 @@
 //! Sources → commits: each input file of a `read_files` table is one commit (files of a
-//! directory in name order; tables in pipeline order). Tables reading `STREAM(other)` receive
-//! the projected, filtered rows of the same commit.
+//! directory in name order; tables in pipeline order), and so is each version of a Delta table
+//! source that adds rows. Tables reading `STREAM(other)` receive the projected, filtered rows of
+//! the same commit.
 
 use crate::driver::expect::{self, ExpectationCount, Verdict};
 use crate::driver::{ReadFrom, Span};
@@ -9,7 +10,7 @@ use crate::io::{self, RowError, SourceRow};
 use crate::plan::{Pipeline, SnapshotSource, SourceInput};
 use crate::value::{Packer, Row, Schema, Value};
 use crate::Result;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// One commit's rows, per source table.
 #[derive(Debug)]
@@ -39,6 +40,16 @@ pub fn input_files(pipeline: &Pipeline) -> Result<Vec<(usize, PathBuf)>> {
     Ok(files)
 }
 
+/// The Delta table sources of `pipeline`: each table and its directory.
+pub fn delta_inputs(pipeline: &Pipeline) -> Vec<(usize, &Path)> {
+    (pipeline.tables.iter().enumerate())
+        .filter_map(|(t, table)| match &table.input {
+            SourceInput::Delta { dir, .. } => Some((t, dir.as_path())),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Reads one input file of table `t` as a commit: the part of it `span` says.
 pub fn read_commit(
     pipeline: &Pipeline,
@@ -46,6 +57,11 @@ pub fn read_commit(
     file: PathBuf,
     span: Span,
 ) -> Result<SourceCommit> {
+    if let (SourceInput::Delta { table, .. }, Span::Version(version)) =
+        (&pipeline.tables[t].input, span)
+    {
+        return read_version(pipeline, t, file, table, version);
+    }
     let SourceInput::Files {
         format,
         header,
@@ -76,6 +92,13 @@ pub fn read_commit(
             from.line,
             to,
         )?,
+        Span::Version(_) => {
+            let message = format!(
+                "table `{}` does not read a Delta table",
+                pipeline.tables[t].name
+            );
+            return Err(crate::Error::new(crate::ErrorKind::Internal, message));
+        }
         Span::From(from) => {
             let tail = io::read_file_from(
                 &commit.file,
@@ -98,6 +121,46 @@ pub fn read_commit(
             Err(e) => commit.invalid.push((t, e)),
         }
     }
+    derive(pipeline, t, &mut commit)?;
+    Ok(commit)
+}
+
+/// Reads version `version` of the Delta table at `dir` (table `t`, the warehouse's `name`) as a
+/// commit. Its rows are numbered from 1 in the version, as lines are in a file. A version that
+/// is not an append fails: a stream reads appends only, as Spark's does.
+fn read_version(
+    pipeline: &Pipeline,
+    t: usize,
+    dir: PathBuf,
+    name: &str,
+    version: u64,
+) -> Result<SourceCommit> {
+    let log = crate::delta::Log::open(&dir)?;
+    let rows = match log.version_rows(version, &pipeline.tables[t].schema)? {
+        crate::delta::VersionRows::Appended(rows) => rows,
+        crate::delta::VersionRows::Changed(operation) => {
+            let what = operation.map_or_else(|| "a change".to_string(), |o| format!("a {o}"));
+            let message = format!(
+                "version {version} of {name} is {what} that removes rows, not an append: a \
+                 stream of a table reads appended rows only; read the table again from its \
+                 current version (--full-refresh)"
+            );
+            return Err(crate::Error::new(crate::ErrorKind::Format, message).in_file(&dir));
+        }
+    };
+    let mut commit = SourceCommit {
+        rows: vec![Vec::new(); pipeline.tables.len()],
+        invalid: Vec::new(),
+        expectations: vec![Vec::new(); pipeline.tables.len()],
+        file: dir,
+        end: None,
+    };
+    commit.rows[t] = (rows.into_iter().enumerate())
+        .map(|(i, row)| SourceRow {
+            line: i as u64 + 1,
+            row,
+        })
+        .collect();
     derive(pipeline, t, &mut commit)?;
     Ok(commit)
 }
@@ -153,6 +216,7 @@ fn shape(
     let input_schema = match &table.input {
         SourceInput::Files { file_schema, .. } => file_schema,
         SourceInput::Table(parent) => &pipeline.tables[*parent].schema,
+        SourceInput::Delta { .. } => &table.schema,
     };
     let mut counts = expect::counts(&table.expectations);
     let mut kept = Vec::with_capacity(rows.len());

@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod delta;
 pub mod driver;
 pub mod engine;
 pub mod error;
@@ -45,6 +46,7 @@ pub mod runtime;
 pub mod sql;
 pub mod temporal;
 pub mod value;
+pub mod warehouse;
 
 pub use error::{Error, ErrorKind, Result};
 

@@ -59,6 +59,14 @@ pub enum SourceInput {
     },
     /// `FROM STREAM(other)`: index into [`Pipeline::tables`].
     Table(usize),
+    /// `FROM STREAM(catalog.schema.table)`: a Delta table of the warehouse, each version that
+    /// adds rows a commit.
+    Delta {
+        /// The table's directory.
+        dir: PathBuf,
+        /// Its full name, as messages give it.
+        table: String,
+    },
 }
 
 /// An append-only streaming table.

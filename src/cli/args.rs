@@ -27,6 +27,9 @@ pub enum Command {
     /// Write a seeded change-feed workload (one file per commit) and SCD1 / SCD2 pipelines
     /// over it.
     Generate(GenerateArgs),
+    /// Run SQL statements against a warehouse of Delta tables (CREATE SCHEMA, CREATE TABLE,
+    /// INSERT, DROP TABLE, SELECT).
+    Sql(SqlArgs),
     /// Measure per-commit latency under reordering (scdflow against a sequential state loop
     /// and a differential `reduce`, in the same run) and optionally write a report with plots.
     Bench(BenchArgs),
@@ -41,6 +44,8 @@ pub struct RunArgs {
     /// Output directory.
     #[arg(long, default_value = "out")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub warehouse: WarehouseArgs,
     /// Worker threads (per process).
     #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub workers: u16,
@@ -123,6 +128,8 @@ pub struct QueryArgs {
     /// `SELECT * FROM target [FOR SYSTEM_TIME AS OF '...'] [FOR BUSINESS_TIME AS OF '...']
     /// [WHERE column = literal [AND ...]]`.
     pub query: String,
+    #[command(flatten)]
+    pub warehouse: WarehouseArgs,
     /// Worker threads.
     #[arg(short = 'w', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub workers: u16,
@@ -134,11 +141,65 @@ pub struct QueryArgs {
     pub on_invalid: OnInvalidArg,
 }
 
+/// `scdflow sql`.
+#[derive(Debug, clap::Args)]
+pub struct SqlArgs {
+    /// The statements, separated by `;` (or give --file).
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    pub statements: Option<String>,
+    /// Read the statements from this file.
+    #[arg(short = 'f', long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub warehouse: WarehouseArgs,
+    /// How query results are printed.
+    #[arg(long, value_enum, default_value_t = ResultFormat::Table)]
+    pub format: ResultFormat,
+}
+
+/// Where warehouse tables are, and the defaults for short names.
+#[derive(Debug, clap::Args)]
+pub struct WarehouseArgs {
+    /// The warehouse directory: `catalog.schema.table` is DIR/catalog/schema/table, a Delta
+    /// table.
+    #[arg(long, value_name = "DIR")]
+    pub warehouse: Option<PathBuf>,
+    /// The catalog of one- and two-part names.
+    #[arg(long, default_value = scdflow::warehouse::DEFAULT_CATALOG)]
+    pub catalog: String,
+    /// The schema of one-part names.
+    #[arg(long, default_value = scdflow::warehouse::DEFAULT_SCHEMA)]
+    pub schema: String,
+}
+
+impl WarehouseArgs {
+    /// The warehouse, when `--warehouse` is given.
+    pub fn open(&self) -> scdflow::Result<Option<scdflow::warehouse::Warehouse>> {
+        let Some(dir) = &self.warehouse else {
+            return Ok(None);
+        };
+        scdflow::warehouse::Warehouse::open(dir, Some(&self.catalog), Some(&self.schema)).map(Some)
+    }
+}
+
+/// `scdflow sql --format`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ResultFormat {
+    /// Aligned columns with a header.
+    Table,
+    /// CSV with a header line.
+    Csv,
+    /// JSON lines.
+    Jsonl,
+}
+
 /// `scdflow check`.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// The pipeline file (SQL).
     pub pipeline: PathBuf,
+    #[command(flatten)]
+    pub warehouse: WarehouseArgs,
 }
 
 /// The generator knobs that `generate` and `bench` share (see `scdflow::gen::Workload`).

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let pipeline = scdflow::sql::load(&args.pipeline)?;
+    let pipeline = scdflow::sql::load_in(&args.pipeline, args.warehouse.open()?.as_ref())?;
     let mut out = std::io::stdout().lock();
     for warning in &pipeline.warnings {
         eprintln!("warning: {warning}");

@@ -1,15 +1,16 @@
 //! What `run` and `query` share: load a pipeline, run it with a progress line, and report its
 //! warnings and set-aside rows on stderr.
 
+use super::args::WarehouseArgs;
 use super::progress::Progress;
 use scdflow::driver::{Evaluation, Options, Quarantined};
 use scdflow::persist::{DurableRun, Session};
 use scdflow::plan::Pipeline;
 use std::path::Path;
 
-/// Loads the pipeline file, printing its warnings.
-pub fn load(path: &Path) -> anyhow::Result<Pipeline> {
-    let pipeline = scdflow::sql::load(path)?;
+/// Loads the pipeline file (its tables may read tables of `warehouse`), printing its warnings.
+pub fn load(path: &Path, warehouse: &WarehouseArgs) -> anyhow::Result<Pipeline> {
+    let pipeline = scdflow::sql::load_in(path, warehouse.open()?.as_ref())?;
     for warning in &pipeline.warnings {
         eprintln!("warning: {warning}");
     }

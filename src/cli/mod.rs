@@ -13,6 +13,7 @@ mod progress;
 mod query;
 mod report;
 mod run;
+mod sql;
 
 pub use args::parse;
 
@@ -27,5 +28,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Query(a) => query::query(a),
         Command::Generate(a) => generate::generate(a),
         Command::Bench(a) => bench::bench(a),
+        Command::Sql(a) => sql::sql(a),
     }
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 pub fn query(args: QueryArgs) -> anyhow::Result<ExitCode> {
-    let pipeline = super::evaluate::load(&args.pipeline)?;
+    let pipeline = super::evaluate::load(&args.pipeline, &args.warehouse)?;
     // Resolve the query first: a typo should not wait for the whole pipeline to run.
     let prepared = scdflow::query::prepare(&pipeline, &args.query)?;
     let options = scdflow::driver::Options {

@@ -18,7 +18,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.connect_timeout,
         args.peer_timeout,
     )?;
-    let pipeline = super::evaluate::load(&args.pipeline)?;
+    let pipeline = super::evaluate::load(&args.pipeline, &args.warehouse)?;
     let options = scdflow::driver::Options {
         workers: usize::from(args.workers),
         on_invalid: args.on_invalid.into(),

@@ -59,6 +59,9 @@ pub enum Span {
         /// Where the share ends.
         to: u64,
     },
+    /// The rows this version of a Delta table source added (the commit's `file` is the
+    /// table's directory).
+    Version(u64),
 }
 
 /// Where a read starts: a record boundary and its line.
@@ -80,8 +83,8 @@ impl CommitSource {
 }
 
 /// The commits of a run, in order: every source table's files (tables in pipeline order), then
-/// every snapshot flow's versioned files in increasing version order; a version that repeats
-/// is skipped (D12).
+/// every Delta table source's versions that change data, then every snapshot flow's versioned
+/// files in increasing version order; a version that repeats is skipped (D12).
 pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
     let mut commits: Vec<CommitSource> = ingest::input_files(pipeline)?
         .into_iter()
@@ -91,6 +94,14 @@ pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
             span: Span::Whole,
         })
         .collect();
+    for (table, dir) in ingest::delta_inputs(pipeline) {
+        let versions = crate::delta::Log::open(dir)?.data_versions(0)?;
+        commits.extend(versions.into_iter().map(|v| CommitSource::Table {
+            table,
+            file: dir.to_path_buf(),
+            span: Span::Version(v),
+        }));
+    }
     for (flow, sf) in pipeline.snapshot_flows.iter().enumerate() {
         let SnapshotSource::Files {
             path,

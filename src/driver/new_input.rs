@@ -9,6 +9,8 @@
 //!   a long-lived caller ([`Checked`], `--follow`) checks a file again only when its length,
 //!   modification time or inode changed, or the consumed offset moved, so an idle poll reads
 //!   no file. (A rewrite that keeps all three is not seen until the next process start.)
+//! - A Delta table source is consumed version by version: its progress records the number of
+//!   versions read (as `consumed`), and each later version that changes data is a commit.
 //! - A file feeding a periodic snapshot flow (`FROM SNAPSHOT (SELECT ... FROM table)`) is a whole
 //!   snapshot: when its length or checksum changed, all of it is the next snapshot.
 //! - A versioned snapshot file (`FROM SNAPSHOT read_files(..., version => ...)`) is read once;
@@ -34,6 +36,8 @@ pub(crate) enum Consumed {
     Lines { file: PathBuf, from: ReadFrom },
     /// A whole file of `len` bytes with checksum `crc`.
     Whole { file: PathBuf, len: u64, crc: u32 },
+    /// A version of the Delta table at `dir`: the next one to read is `next`.
+    Version { dir: PathBuf, next: u64 },
     /// A versioned snapshot file of `len` bytes with checksum `crc`; `version` is applied unless
     /// the commit skips it.
     Snapshot {
@@ -122,6 +126,38 @@ pub(crate) fn find(
             commits.push((source, Consumed::Lines { file, from }));
         }
     }
+    for (table, source) in crate::ingest::delta_inputs(pipeline) {
+        let dir = io::normal_path(source)?;
+        let log = crate::delta::Log::open(source)?;
+        let from = match known(&dir) {
+            None => 0,
+            Some(p) => {
+                let read = p.consumed;
+                let latest = log.latest_version()?;
+                if read > latest + 1 {
+                    let message = format!(
+                        "{read} versions of this Delta table were read, and it has {} now: it \
+                         was dropped and created again; reprocess all input with --full-refresh",
+                        latest + 1
+                    );
+                    return Err(Error::new(ErrorKind::State, message).in_file(source));
+                }
+                read
+            }
+        };
+        for version in log.data_versions(from)? {
+            let commit = CommitSource::Table {
+                table,
+                file: source.to_path_buf(),
+                span: Span::Version(version),
+            };
+            let consumed = Consumed::Version {
+                dir: dir.clone(),
+                next: version + 1,
+            };
+            commits.push((commit, consumed));
+        }
+    }
     for (flow, sf) in pipeline.snapshot_flows.iter().enumerate() {
         let SnapshotSource::Files { path, version, .. } = &sf.source else {
             continue;
@@ -184,6 +220,12 @@ pub(crate) fn record(
                 window: io::crc_of_range(file, end.offset.saturating_sub(WINDOW), end.offset)?,
             }
         }
+        Consumed::Version { dir, next } => InputProgress {
+            file: dir.clone(),
+            consumed: *next,
+            next_line: 0,
+            window: 0,
+        },
         Consumed::Whole { file, len, crc } => InputProgress {
             file: file.clone(),
             consumed: *len,

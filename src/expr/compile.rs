@@ -45,7 +45,7 @@ fn fail(at: &ast::Expr, message: impl Into<String>) -> Error {
 }
 
 /// The type two operands meet at (comparison, IN, COALESCE), if any.
-fn unify(a: &DataType, b: &DataType) -> Option<DataType> {
+pub fn unify(a: &DataType, b: &DataType) -> Option<DataType> {
     use DataType::*;
     match (a, b) {
         (a, b) if a == b => Some(a.clone()),

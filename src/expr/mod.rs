@@ -19,7 +19,7 @@ mod types;
 mod tests;
 
 pub use cast::cast_value;
-pub use compile::compile;
+pub use compile::{compile, unify};
 pub use types::parse_type;
 
 use crate::value::{Column, DataType, Datum, Packer, Value};

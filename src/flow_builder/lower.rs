@@ -159,6 +159,7 @@ fn name(text: &str) -> Name {
     Name {
         text: text.to_string(),
         line: NO_LINE,
+        qualifier: Vec::new(),
     }
 }
 

@@ -33,6 +33,7 @@ pub mod format;
 mod infer;
 mod json_lines;
 mod json_read;
+pub mod names;
 pub(crate) mod parse_value;
 mod row;
 mod split;

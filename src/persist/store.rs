@@ -99,7 +99,8 @@ impl Checks {
     }
 }
 
-/// How much of one input file has been consumed.
+/// How much of one input file has been consumed; for a Delta table source, `file` is its
+/// directory and `consumed` the number of its versions read.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputProgress {
     /// The file, as the pipeline names it.

@@ -3,15 +3,14 @@
 //! Names are unique, case-insensitively, within tables and within flows.
 //!
 //! Table and flow names become file names (`<table>.csv`, `<table>.changes.csv`,
-//! `_quarantine/<flow>.jsonl`), so a name must be one safe file name component: not empty, at
-//! most [`MAX_NAME_BYTES`] bytes (the file system's 255 less the longest suffix scdflow adds),
-//! no path separator, no NUL or other control character, not starting with `.` (`.` and `..`
-//! are directories; dot files are hidden, and scdflow stages its outputs under such names). And
-//! no two tables' files may be the same file: `x` writes `x.changes.csv`, so a table named
-//! `x.changes` beside `x` is refused (compared case-insensitively, as some file systems do).
+//! `_quarantine/<flow>.jsonl`), so a name must be one safe file name component
+//! ([`crate::io::names`]). And no two tables' files may be the same file: `x` writes
+//! `x.changes.csv`, so a table named `x.changes` beside `x` is refused (compared
+//! case-insensitively, as some file systems do).
 
 use super::cursor::{invalid, Name};
 use super::syntax::{FlowStmt, Statement, TableStmt};
+use crate::io::names::{component_problem, shown};
 use crate::value::closest;
 use crate::Result;
 
@@ -47,7 +46,7 @@ impl Catalog {
         Ok(catalog)
     }
 
-    fn add_table(&mut self, table: TableStmt) -> Result<()> {
+    pub(crate) fn add_table(&mut self, table: TableStmt) -> Result<()> {
         file_name(&table.name, "CREATE STREAMING TABLE: table")?;
         if let Some(i) = self.table(&table.name.text) {
             let message = format!(
@@ -124,39 +123,14 @@ impl Catalog {
 /// The suffix of a change-feed file's name after its table's name.
 const CHANGES: &str = ".changes";
 
-/// The longest table or flow name, in bytes: a file name holds 255, and the longest suffix
-/// scdflow adds (`.changes.part-<process>.jsonl`) needs well under 55.
-pub(crate) const MAX_NAME_BYTES: usize = 200;
-
 /// Fails unless `name` is safe as one file name component (see the module docs); `what` says
 /// what it names.
 fn file_name(name: &Name, what: &str) -> Result<()> {
-    let text = &name.text;
-    let why = if text.is_empty() {
-        Some("is empty".to_string())
-    } else if text.len() > MAX_NAME_BYTES {
-        Some(format!(
-            "is {} bytes long; names become file names and may have at most {MAX_NAME_BYTES}",
-            text.len()
-        ))
-    } else if text.contains(['/', '\\']) {
-        Some("contains a path separator (`/` or `\\`); names become file names".to_string())
-    } else if let Some(c) = text.chars().find(|c| c.is_control()) {
-        Some(format!(
-            "contains the control character U+{:04X}; names become file names",
-            c as u32
-        ))
-    } else if text.starts_with('.') {
-        Some("starts with `.`; names become file names, and those are hidden or special".into())
-    } else {
-        None
-    };
-    match why {
+    match component_problem(&name.text) {
         None => Ok(()),
-        Some(why) => {
-            let shown: String = text.chars().take(40).flat_map(char::escape_debug).collect();
-            let more = if text.chars().count() > 40 { "..." } else { "" };
-            Err(invalid(name.line, format!("{what} `{shown}{more}` {why}")))
-        }
+        Some(why) => Err(invalid(
+            name.line,
+            format!("{what} `{}` {why}", shown(&name.text)),
+        )),
     }
 }

@@ -140,7 +140,7 @@ fn snapshot(c: &mut Cursor) -> Result<Query> {
     let from = if c.is_word_at(0, "read_files") {
         From::ReadFiles(read_files(c)?)
     } else {
-        From::Table(c.table_name("FROM SNAPSHOT")?)
+        From::Table(c.source_name("FROM SNAPSHOT")?)
     };
     Ok(Query {
         projection: None,
@@ -153,11 +153,11 @@ fn snapshot(c: &mut Cursor) -> Result<Query> {
 /// `STREAM(name)`, `STREAM name` or `name`.
 fn source(c: &mut Cursor) -> Result<Name> {
     if c.eat_words(&["STREAM"]) && c.eat(&Token::LParen) {
-        let name = c.table_name("FROM STREAM")?;
+        let name = c.source_name("FROM STREAM")?;
         c.expect(&Token::RParen, "FROM STREAM")?;
         return Ok(name);
     }
-    c.table_name("FROM")
+    c.source_name("FROM")
 }
 
 /// `*`, `* EXCEPT (cols)` or `(cols)`.

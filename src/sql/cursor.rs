@@ -20,6 +20,9 @@ static DIALECT: DatabricksDialect = DatabricksDialect;
 pub(crate) struct Name {
     pub(crate) text: String,
     pub(crate) line: u64,
+    /// The catalog and schema written before a table's name (`main.cdc_tutorial.` of
+    /// `main.cdc_tutorial.users_cdf`): a table of the warehouse, not of the pipeline.
+    pub(crate) qualifier: Vec<String>,
 }
 
 pub(crate) struct Cursor {
@@ -205,29 +208,53 @@ impl Cursor {
                 Ok(Name {
                     text: w.value,
                     line,
+                    qualifier: Vec::new(),
                 })
             }
             _ => Err(self.unexpected(context, "a name")),
         }
     }
 
-    /// A table name; the legacy `LIVE.` schema prefix is accepted and dropped.
+    /// The name of a table the pipeline declares; the legacy `LIVE.` schema prefix is
+    /// accepted and dropped.
     pub(crate) fn table_name(&mut self, context: &str) -> Result<Name> {
-        let first = self.name(context)?;
-        if self.peek() != &Token::Period {
-            return Ok(first);
-        }
-        if !first.text.eq_ignore_ascii_case("live") {
-            return Err(syntax(
-                first.line,
+        let name = self.source_name(context)?;
+        match name.qualifier.first() {
+            None => Ok(name),
+            Some(_) => Err(syntax(
+                name.line,
                 format!(
-                    "{context}: qualified table names are not supported (`{}.`)",
-                    first.text
+                    "{context}: a table the pipeline declares has a one-part name; `{}.{}` \
+                     names a table of the warehouse, which a pipeline reads (FROM) but does \
+                     not declare",
+                    name.qualifier.join("."),
+                    name.text
                 ),
-            ));
+            )),
         }
-        self.next();
-        self.name(context)
+    }
+
+    /// The name of a table read from: `name`, `schema.name` or `catalog.schema.name` (a
+    /// warehouse table), or `LIVE.name` (the pipeline's own table, the legacy prefix dropped).
+    pub(crate) fn source_name(&mut self, context: &str) -> Result<Name> {
+        let mut parts = vec![self.name(context)?];
+        while self.peek() == &Token::Period && parts.len() < 3 {
+            self.next();
+            parts.push(self.name(context)?);
+        }
+        if self.peek() == &Token::Period {
+            let message =
+                format!("{context}: a table name has at most three parts (catalog.schema.table)");
+            return Err(syntax(parts[0].line, message));
+        }
+        let mut last = parts.pop().expect("one part at least");
+        if let [live] = parts.as_slice() {
+            if live.text.eq_ignore_ascii_case("live") {
+                return Ok(last);
+            }
+        }
+        last.qualifier = parts.into_iter().map(|p| p.text).collect();
+        Ok(last)
     }
 
     /// A column name that must not be qualified (E-K1).

@@ -63,6 +63,11 @@ fn source(out: &mut String, t: &SourceTable, p: &Pipeline, base: &Path) {
             let name = p.tables.get(*i).map_or("?", |u| u.name.as_str());
             let _ = writeln!(out, "  input: stream of {name}");
         }
+        SourceInput::Delta { dir, table } => {
+            let shown = shown_path(dir, base);
+            let _ = writeln!(out, "  input: stream of the Delta table {table} ({shown})");
+            let _ = writeln!(out, "  schema: {}", t.schema);
+        }
     }
     if let Some(items) = &t.projection {
         let _ = writeln!(out, "  select: {}", select_list(items, &t.schema));

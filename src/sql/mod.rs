@@ -4,7 +4,8 @@
 //! 1. `cursor` + `statement`/`query`/`clauses`: tokens (sqlparser's tokenizer, Databricks
 //!    dialect: `"..."` and `'...'` are strings, `` `...` `` quotes names) → `syntax` statements.
 //!    Embedded expressions are parsed by sqlparser; the statement grammar is ours.
-//! 2. `catalog`: statements → tables and flows by (case-insensitive) name.
+//! 2. `catalog`: statements → tables and flows by (case-insensitive) name; `warehouse_tables`
+//!    adds an implicit source table for each table of the warehouse the pipeline reads.
 //! 3. `sources`: source tables in dependency order, with files and schemas resolved.
 //! 4. `targets`: every flow checked against its source (`flows` for change feeds, `snapshots` +
 //!    `snapshot_files` for AUTO CDC FROM SNAPSHOT, `replace` for REPLACE USING), targets derived
@@ -32,6 +33,7 @@ mod sources;
 mod statement;
 pub(crate) mod syntax;
 pub(crate) mod targets;
+mod warehouse_tables;
 
 #[cfg(test)]
 mod tests;
@@ -39,27 +41,44 @@ mod tests;
 pub use describe::describe;
 
 use crate::plan::Pipeline;
+use crate::warehouse::Warehouse;
 use crate::{Error, Result};
 use std::path::Path;
 
 /// Reads and parses the pipeline file at `path`.
 pub fn load(path: &Path) -> Result<Pipeline> {
+    load_in(path, None)
+}
+
+/// Reads and parses the pipeline file at `path`, whose tables may read tables of `warehouse`
+/// (`FROM STREAM(catalog.schema.table)`).
+pub fn load_in(path: &Path, warehouse: Option<&Warehouse>) -> Result<Pipeline> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, &e))?;
     // Editors on Windows start UTF-8 files with a byte-order mark; it is not SQL.
-    parse(text.strip_prefix('\u{feff}').unwrap_or(&text), path)
+    parse_in(
+        text.strip_prefix('\u{feff}').unwrap_or(&text),
+        path,
+        warehouse,
+    )
 }
 
 /// Parses pipeline `text`; `file` locates errors and anchors relative `read_files` paths.
 pub fn parse(text: &str, file: &Path) -> Result<Pipeline> {
-    build(text, file).map_err(|e| e.in_file(file))
+    parse_in(text, file, None)
 }
 
-fn build(text: &str, given: &Path) -> Result<Pipeline> {
+/// Parses pipeline `text` as [`parse`] does, its tables able to read tables of `warehouse`.
+pub fn parse_in(text: &str, file: &Path, warehouse: Option<&Warehouse>) -> Result<Pipeline> {
+    build(text, file, warehouse).map_err(|e| e.in_file(file))
+}
+
+fn build(text: &str, given: &Path, warehouse: Option<&Warehouse>) -> Result<Pipeline> {
     // Paths stay as the user wrote them (relative to the working directory), so that error
     // messages name files the way the user knows them.
     let file = given.to_path_buf();
     let base = file.parent().unwrap_or(Path::new(""));
-    let catalog = catalog::Catalog::new(statement::parse_statements(text)?)?;
+    let mut catalog = catalog::Catalog::new(statement::parse_statements(text)?)?;
+    warehouse_tables::declare(&mut catalog, warehouse)?;
     let (tables, sources) = sources::build_sources(&catalog, base)?;
     let mut warnings = Vec::new();
     let built = targets::build_targets(&catalog, &tables, &sources, base, &mut warnings)?;

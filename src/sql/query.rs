@@ -233,7 +233,7 @@ fn from_target(c: &mut Cursor) -> Result<From> {
     if c.is_word_at(0, "read_files") {
         return read_files(c).map(From::ReadFiles);
     }
-    c.table_name("FROM").map(From::Table)
+    c.source_name("FROM").map(From::Table)
 }
 
 /// `read_files( 'path' [, option => value ...] )`, starting at the `read_files` word.

@@ -87,6 +87,10 @@ fn streaming_source(cx: &Context, query: &Query) -> Result<usize> {
             );
             Err(invalid(name.line, message))
         }
+        From::Warehouse { .. } => Err(crate::Error::new(
+            crate::ErrorKind::Internal,
+            "a flow reads a warehouse table directly, not through its implicit table",
+        )),
         From::ReadFiles(spec) => {
             let message = "FROM: REPLACE USING needs a streaming source: FROM STREAM(src), where src is a streaming table (CREATE STREAMING TABLE src AS SELECT * FROM STREAM read_files(...))";
             Err(invalid(spec.line, message))
@@ -169,6 +173,7 @@ fn sequence_column(sequence: &Located<ast::Expr>, schema: &Schema, what: &str) -
     let name = Name {
         text: ident.value.clone(),
         line,
+        qualifier: Vec::new(),
     };
     resolve_in("SEQUENCE BY", &name, schema, what)
 }

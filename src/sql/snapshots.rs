@@ -158,6 +158,10 @@ fn resolve(cx: &Context, query: &Located<Query>) -> Result<Resolved> {
             let (source, file_schema) = snapshot_files(spec, cx.base)?;
             (source, file_schema, spec.path.clone())
         }
+        From::Warehouse { .. } => {
+            let message = "a snapshot flow reads a warehouse table directly";
+            return Err(crate::Error::new(crate::ErrorKind::Internal, message));
+        }
         From::Table(table) => {
             let i = cx.source_table(table, "FROM SNAPSHOT")?;
             let source = SnapshotSource::Table { table: i };

@@ -37,7 +37,7 @@ pub(crate) fn build_sources(
 fn upstream(catalog: &Catalog, i: usize) -> Option<&Name> {
     match &catalog.tables[i].query.as_ref()?.from {
         From::Table(name) => Some(name),
-        From::ReadFiles(_) => None,
+        From::ReadFiles(_) | From::Warehouse { .. } => None,
     }
 }
 
@@ -93,6 +93,14 @@ fn build_one(
     };
     let (input, input_schema) = match &query.from {
         From::ReadFiles(spec) => read_files(spec, base)?,
+        From::Warehouse { name, dir } => {
+            let table = crate::delta::Table::open(dir).map_err(|e| e.at_line(stmt.line))?;
+            let input = SourceInput::Delta {
+                dir: dir.clone(),
+                table: name.clone(),
+            };
+            (input, table.schema().clone())
+        }
         From::Table(name) => {
             // `visit` put the upstream table earlier in `order`, so it is built already.
             let upstream = catalog.resolve(name, "FROM")?;

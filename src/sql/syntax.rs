@@ -83,6 +83,12 @@ pub(crate) enum SelectItem {
 pub(crate) enum From {
     ReadFiles(ReadFiles),
     Table(Name),
+    /// A Delta table of the warehouse (`name` its full name), which an implicit source table
+    /// reads ([`super::warehouse_tables`]); never written by the user.
+    Warehouse {
+        name: String,
+        dir: std::path::PathBuf,
+    },
 }
 
 /// `read_files('path', format => ..., header => ..., schema => ...)`.

@@ -30,5 +30,7 @@ mod util;
 mod durable;
 // Durable runs killed (SIGKILL) at random instants vs one uninterrupted run.
 mod crash;
+// A warehouse of Delta tables: `scdflow sql`, pipelines reading tables by name.
+mod warehouse;
 // Mutated pipelines, inputs and states: no panic or hang, one error line, outputs untouched.
 mod fuzz;

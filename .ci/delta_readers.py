@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Checks scdflow's Delta tables with the readers users have: the Python `deltalake` package and
+Polars (run by .ci/run with a virtual environment that has them).
+
+1. `scdflow sql` creates the seed's sample data (dataflows/warehouse/sample_data.sql, verbatim);
+   deltalake and polars read the table and see the seed's eight rows.
+2. `scdflow sql` appends to a table with the change data feed on; deltalake's load_cdf reads
+   the appended rows as inserts of their versions.
+3. deltalake writes a table in two versions (a create and an append); `scdflow run` reads it by
+   its qualified name as a stream, version by version, and its target holds both versions' rows.
+
+usage: python .ci/delta_readers.py path/to/scdflow
+"""
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import polars as pl
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SEED_ROWS = [
+    (123, "Isabel", "Monterrey", "INSERT", 1),
+    (123, "Isabel", "Chihuahua", "UPDATE", 5),
+    (123, None, None, "DELETE", 6),
+    (124, "Raul", "Oaxaca", "INSERT", 1),
+    (125, "Mercedes", "Tijuana", "INSERT", 2),
+    (125, "Mercedes", "Mexicali", "UPDATE", 5),
+    (125, "Mercedes", "Guadalajara", "UPDATE", 6),
+    (126, "Lily", "Cancun", "INSERT", 2),
+]
+COLUMNS = ["userId", "name", "city", "operation", "sequenceNum"]
+
+
+def run(*args, cwd):
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(map(str, args))} failed:\n{done.stderr}")
+    return done.stdout
+
+
+def sorted_rows(records):
+    # NULL first, as SQL orders it; Python cannot compare None with text.
+    return sorted((tuple(r[c] for c in COLUMNS) for r in records), key=lambda row: tuple(
+        (v is not None, v) for v in row))
+
+
+def main():
+    scdflow = pathlib.Path(sys.argv[1]).resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        (tmp / "w").mkdir()
+        sample = ROOT / "dataflows/warehouse/sample_data.sql"
+        run(scdflow, "sql", "--warehouse", "w", "-f", sample, cwd=tmp)
+        table = tmp / "w/main/cdc_tutorial/users_cdf"
+
+        dt = DeltaTable(str(table))
+        got = sorted_rows(dt.to_pyarrow_table().to_pylist())
+        assert got == sorted_rows(dict(zip(COLUMNS, r)) for r in SEED_ROWS), f"deltalake read {got}"
+        schema = {f.name: f.type for f in dt.schema().fields}
+        assert str(schema["userId"]) == str(schema["sequenceNum"]) == 'PrimitiveType("integer")', schema
+        got = sorted_rows(pl.read_delta(str(table)).to_dicts())
+        assert got == sorted_rows(dict(zip(COLUMNS, r)) for r in SEED_ROWS), f"polars read {got}"
+        print(f"deltalake {dt.version()} and polars read {table.name}: {len(got)} rows")
+
+        # A table with the change data feed: scdflow's appends are what its readers see.
+        run(scdflow, "sql", "--warehouse", "w",
+            "CREATE TABLE main.cdc_tutorial.feed (id BIGINT, city STRING) "
+            "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true'); "
+            "INSERT INTO main.cdc_tutorial.feed VALUES (1, 'Oaxaca'), (2, 'Tijuana'); "
+            "INSERT INTO main.cdc_tutorial.feed VALUES (3, 'Puebla')", cwd=tmp)
+        feed = DeltaTable(str(tmp / "w/main/cdc_tutorial/feed"))
+        assert feed.protocol().min_writer_version >= 4, feed.protocol()
+        changes = pa.table(feed.load_cdf(starting_version=0).read_all()).to_pylist()
+        got = sorted((r["_commit_version"], r["id"], r["city"], r["_change_type"]) for r in changes)
+        want = [(1, 1, "Oaxaca", "insert"), (1, 2, "Tijuana", "insert"), (2, 3, "Puebla", "insert")]
+        assert got == want, got
+        print(f"deltalake read the change data feed of {len(want)} appended rows")
+
+        # A table deltalake writes, read by a pipeline as a stream of its versions.
+        events = tmp / "w/main/cdc_tutorial/py_events"
+        first = pa.table({
+            "userId": pa.array([1, 2], pa.int64()),
+            "city": ["Oaxaca", "Tijuana"],
+            "seq": pa.array([1, 1], pa.int64()),
+        })
+        second = pa.table({
+            "userId": pa.array([1], pa.int64()),
+            "city": ["Puebla"],
+            "seq": pa.array([2], pa.int64()),
+        })
+        write_deltalake(str(events), first)
+        write_deltalake(str(events), second, mode="append")
+        pipeline = tmp / "p.sql"
+        pipeline.write_text(
+            "CREATE OR REFRESH STREAMING TABLE cities;\n"
+            "CREATE FLOW f AS AUTO CDC INTO cities FROM STREAM(main.cdc_tutorial.py_events)\n"
+            "KEYS (userId) SEQUENCE BY seq STORED AS SCD TYPE 1;\n"
+        )
+        run(scdflow, "run", "p.sql", "--warehouse", "w", "--out", "out", cwd=tmp)
+        table = (tmp / "out/cities.csv").read_text()
+        assert table == "userId,city,seq\n1,Puebla,2\n2,Tijuana,1\n", table
+        print("scdflow read a table deltalake wrote, version by version")
+
+
+if __name__ == "__main__":
+    main()

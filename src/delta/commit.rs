@@ -1,0 +1,146 @@
+//! One atomic Delta version of our own actions.
+//!
+//! Why not delta-rs's `CommitBuilder`: without its query engine (the `datafusion` feature) its
+//! protocol check refuses every table of writer version 3 or more — it cannot enforce CHECK
+//! constraints, generated columns or invariants — and so every table with the change data feed
+//! (writer 4). This module checks instead what scdflow honours ([`writable`]) and writes the
+//! version with the log store's put-if-absent (`write_commit_entry`), so two writers can never
+//! both make one version.
+//!
+//! A writer that lost the race to the next version reloads the table and, for an append
+//! (which commutes with any other append), tries again on top of the winner, unless the winner
+//! changed the table's schema, properties or protocol; other operations fail, naming the
+//! version another writer made.
+
+use super::table::failed;
+use crate::{Error, ErrorKind, Result};
+use deltalake::kernel::transaction::{CommitData, TransactionError};
+use deltalake::kernel::Action;
+use deltalake::logstore::{CommitOrBytes, LogStore};
+use deltalake::protocol::DeltaOperation;
+use deltalake::{DeltaTable, DeltaTableError};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// How many times an append retries after losing the race to the next version.
+const APPEND_ATTEMPTS: usize = 10;
+
+/// The writer features whose rules scdflow keeps: it only appends and replaces whole tables,
+/// so `appendOnly` holds; the others are accepted only while the table uses none of them
+/// ([`writable`] checks), and the change data feed is written by scdflow itself.
+const WRITER_FEATURES: [&str; 6] = [
+    "appendOnly",
+    "invariants",
+    "checkConstraints",
+    "generatedColumns",
+    "changeDataFeed",
+    "timestampNtz",
+];
+
+/// Commits `actions` as the version after `table`'s, then loads that version into `table`.
+/// `append` says whether the actions only add data (so a lost race may be retried).
+pub(super) async fn commit(
+    table: &mut DeltaTable,
+    actions: Vec<Action>,
+    operation: DeltaOperation,
+    append: bool,
+    dir: &Path,
+) -> Result<u64> {
+    let mut attempts = 0;
+    loop {
+        writable(table).map_err(|why| refused(dir, &why))?;
+        let read = table.version().unwrap_or(0);
+        let metadata = HashMap::from([("readVersion".to_string(), serde_json::json!(read))]);
+        let data = CommitData::new(actions.clone(), operation.clone(), metadata, Vec::new());
+        let bytes = data.get_bytes().map_err(|e| failed(dir, e))?;
+        let store = table.log_store();
+        let written = store
+            .write_commit_entry(
+                read + 1,
+                CommitOrBytes::LogBytes(bytes),
+                uuid::Uuid::new_v4(),
+            )
+            .await;
+        match written {
+            Ok(()) => {
+                table
+                    .load_version(read + 1)
+                    .await
+                    .map_err(|e| failed(dir, e))?;
+                return Ok(read + 1);
+            }
+            Err(TransactionError::VersionAlreadyExists(taken)) => {
+                let before = shape(table).map_err(|e| failed(dir, e))?;
+                table.update_state().await.map_err(|e| failed(dir, e))?;
+                attempts += 1;
+                let same = shape(table).map_err(|e| failed(dir, e))? == before;
+                if !append || !same || attempts == APPEND_ATTEMPTS {
+                    let message = format!(
+                        "Delta table {}: another writer made version {taken} first; run the \
+                         statement again",
+                        dir.display()
+                    );
+                    return Err(Error::new(ErrorKind::Io, message));
+                }
+            }
+            Err(e) => return Err(failed(dir, e)),
+        }
+    }
+}
+
+/// What a concurrent append must not have changed: schema, properties and protocol.
+fn shape(table: &DeltaTable) -> Result<String, DeltaTableError> {
+    let snapshot = table.snapshot()?;
+    let metadata = snapshot.metadata();
+    let mut properties: Vec<_> = metadata.configuration().iter().collect();
+    properties.sort();
+    Ok(format!(
+        "{:?} {properties:?} {:?}",
+        snapshot.schema(),
+        snapshot.protocol()
+    ))
+}
+
+/// Why scdflow cannot write `table` without breaking a rule of its protocol, if it cannot.
+pub(super) fn writable(table: &DeltaTable) -> Result<(), String> {
+    let snapshot = table.snapshot().map_err(|e| e.to_string())?;
+    let protocol = snapshot.protocol();
+    let version = protocol.min_writer_version();
+    match version {
+        5 => return Err("the table uses column mapping (writer version 5)".into()),
+        6 => return Err("the table has identity columns (writer version 6)".into()),
+        v if v > 7 => return Err(format!("the table needs writer version {v}")),
+        _ => {}
+    }
+    let features = protocol.writer_features().unwrap_or_default();
+    if let Some(f) = features
+        .iter()
+        .find(|f| !WRITER_FEATURES.contains(&f.as_ref()))
+    {
+        return Err(format!("the table uses the Delta writer feature `{f}`"));
+    }
+    let configuration = snapshot.metadata().configuration();
+    if let Some(key) = configuration
+        .keys()
+        .find(|k| k.starts_with("delta.constraints."))
+    {
+        return Err(format!("the table has a CHECK constraint ({key})"));
+    }
+    let schema = snapshot.schema();
+    for field in schema.fields() {
+        for key in ["delta.generationExpression", "delta.invariants"] {
+            if field.metadata().contains_key(key) {
+                return Err(format!("column `{}` has {key}", field.name()));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn refused(dir: &Path, why: &str) -> Error {
+    let message = format!(
+        "Delta table {}: scdflow cannot write it: {why}",
+        dir.display()
+    );
+    Error::new(ErrorKind::Validation, message)
+}

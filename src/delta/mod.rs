@@ -1,0 +1,31 @@
+//! Delta Lake tables on the local file system: created, appended to and read with delta-rs (the
+//! `deltalake` crate), their data in Parquet files.
+//!
+//! Why delta-rs: it is the Rust implementation the Delta ecosystem maintains (the Python
+//! `deltalake` package and Polars read and write through it), so its log handling, protocol
+//! checks and Parquet statistics are what other readers expect. Only the parts that need no query
+//! engine are used (no `datafusion` feature, a much larger build): `CreateBuilder`, the
+//! `RecordBatchWriter` (Parquet files with statistics, as `add` actions) and the log store (a
+//! version's actions; put-if-absent commits, see `commit` for why not `CommitBuilder`). The
+//! crate is async; a [`Table`] drives it on its own current-thread tokio runtime, so callers
+//! stay synchronous.
+//!
+//! What we write: protocol reader 1 / writer 2 (writer 4 when the table property
+//! `delta.enableChangeDataFeed` is set), no table features; unpartitioned tables, one Parquet
+//! file per commit. Types as in [`batch`].
+//!
+//! What we read: unpartitioned tables without deletion vectors or column mapping (the reader
+//! features a plain file read would get wrong); anything else is refused with its name. A
+//! version's new rows are the files its `add` actions bring with `dataChange`; a version that
+//! removes data (`remove` with `dataChange`) is not an append, and readers of a stream say so.
+
+pub mod batch;
+mod commit;
+mod log;
+mod table;
+
+pub use log::{Log, VersionRows};
+pub use table::Table;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,279 @@
+//! One Delta table: create, open, append, read the current rows or one version's new rows.
+//!
+//! Invariant: a [`Table`] always holds a loaded snapshot (its `version`), and every write
+//! commits on top of that snapshot and then moves to the version it made; a writer that lost a
+//! race is refused by delta-rs's conflict check, never merged silently into a version another
+//! writer made.
+
+use super::batch::{arrow_schema, from_batch, our_schema, to_batch};
+use super::commit::commit;
+use crate::value::{Row, Schema};
+use crate::{Error, ErrorKind, Result};
+use deltalake::arrow::datatypes::{Schema as ArrowSchema, SchemaRef};
+use deltalake::kernel::engine::arrow_conversion::{TryFromArrow, TryIntoArrow};
+use deltalake::kernel::{Action, StructField, StructType};
+use deltalake::logstore::object_store::ObjectStoreExt;
+use deltalake::logstore::ObjectStoreRef;
+use deltalake::operations::create::CreateBuilder;
+use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use deltalake::protocol::{DeltaOperation, SaveMode};
+use deltalake::writer::{DeltaWriter, RecordBatchWriter};
+use deltalake::{DeltaTable, DeltaTableError, Path as StorePath};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use tokio::runtime::Runtime;
+
+/// An open Delta table.
+pub struct Table {
+    runtime: Runtime,
+    inner: DeltaTable,
+    dir: PathBuf,
+    schema: Schema,
+    arrow: SchemaRef,
+}
+
+impl Table {
+    /// Whether `dir` holds a Delta table (a `_delta_log` directory).
+    pub fn exists(dir: &Path) -> bool {
+        dir.join("_delta_log").is_dir()
+    }
+
+    /// Creates a table of `schema` at `dir` holding `rows` in its first version (0), with the
+    /// given table properties. `replace` replaces an existing table's schema and rows in a new
+    /// version (`CREATE OR REPLACE`: delta-rs removes the old files in the same commit);
+    /// otherwise an existing table is an error.
+    pub fn create(
+        dir: &Path,
+        schema: &Schema,
+        properties: &BTreeMap<String, String>,
+        rows: &[Row],
+        replace: bool,
+    ) -> Result<Table> {
+        let runtime = runtime(dir)?;
+        let arrow = arrow_schema(schema)?;
+        let columns = delta_columns(&arrow, dir)?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::write(dir, &e))?;
+        let url = deltalake::ensure_table_uri(dir.to_string_lossy()).map_err(|e| failed(dir, e))?;
+        let inner = runtime
+            .block_on(async {
+                let mut actions = Vec::new();
+                if !rows.is_empty() {
+                    let mut writer =
+                        RecordBatchWriter::try_new(url.as_str(), arrow.clone(), None, None)?;
+                    writer
+                        .write(to_batch(schema, &arrow, rows).map_err(to_delta)?)
+                        .await?;
+                    actions.extend(writer.flush().await?.into_iter().map(Action::Add));
+                }
+                let mode = if replace {
+                    SaveMode::Overwrite
+                } else {
+                    SaveMode::ErrorIfExists
+                };
+                CreateBuilder::new()
+                    .with_location(url.as_str())
+                    .with_columns(columns)
+                    .with_configuration(
+                        properties.iter().map(|(k, v)| (k.clone(), Some(v.clone()))),
+                    )
+                    .with_actions(actions)
+                    .with_save_mode(mode)
+                    .await
+            })
+            .map_err(|e| failed(dir, e))?;
+        Ok(Table {
+            runtime,
+            inner,
+            dir: dir.to_path_buf(),
+            schema: schema.clone(),
+            arrow,
+        })
+    }
+
+    /// Opens the table at `dir` at its latest version.
+    pub fn open(dir: &Path) -> Result<Table> {
+        if !Self::exists(dir) {
+            let message = format!(
+                "{} is not a Delta table (it has no _delta_log)",
+                dir.display()
+            );
+            return Err(Error::new(ErrorKind::Io, message));
+        }
+        let runtime = runtime(dir)?;
+        let url = deltalake::ensure_table_uri(dir.to_string_lossy()).map_err(|e| failed(dir, e))?;
+        let inner = runtime
+            .block_on(deltalake::open_table(url))
+            .map_err(|e| failed(dir, e))?;
+        let arrow = readable_schema(&inner, dir)?;
+        let schema = our_schema(&arrow).map_err(|e| unreadable(dir, e))?;
+        Ok(Table {
+            runtime,
+            inner,
+            dir: dir.to_path_buf(),
+            schema,
+            arrow: std::sync::Arc::new(arrow),
+        })
+    }
+
+    /// The table's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The version the table was opened at or last committed.
+    pub fn version(&self) -> u64 {
+        self.inner.version().unwrap_or(0)
+    }
+
+    /// The table's columns.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The table's properties (`TBLPROPERTIES`), by name.
+    pub fn properties(&self) -> Result<BTreeMap<String, String>> {
+        let snapshot = self.inner.snapshot().map_err(|e| failed(&self.dir, e))?;
+        Ok(snapshot
+            .metadata()
+            .configuration()
+            .clone()
+            .into_iter()
+            .collect())
+    }
+
+    /// Every row of the current version, file by file.
+    pub fn rows(&self) -> Result<Vec<Row>> {
+        let snapshot = self.inner.snapshot().map_err(|e| failed(&self.dir, e))?;
+        let files: Vec<StorePath> = snapshot
+            .log_data()
+            .iter()
+            .map(|f| f.object_store_path())
+            .collect();
+        let mut rows = Vec::new();
+        for file in files {
+            let store = self.inner.object_store();
+            rows.extend(read_parquet(
+                &self.runtime,
+                &store,
+                &self.dir,
+                &file,
+                &self.schema,
+            )?);
+        }
+        Ok(rows)
+    }
+
+    /// Appends `rows` as one new version (a `WRITE` in append mode); returns it.
+    pub fn append(&mut self, rows: &[Row]) -> Result<u64> {
+        let batch = to_batch(&self.schema, &self.arrow, rows)?;
+        let Table {
+            runtime,
+            inner,
+            dir,
+            ..
+        } = self;
+        runtime.block_on(async {
+            let mut writer = RecordBatchWriter::for_table(inner).map_err(|e| failed(dir, e))?;
+            writer.write(batch).await.map_err(|e| failed(dir, e))?;
+            let adds = writer.flush().await.map_err(|e| failed(dir, e))?;
+            let operation = DeltaOperation::Write {
+                mode: SaveMode::Append,
+                partition_by: None,
+                predicate: None,
+            };
+            let actions = adds.into_iter().map(Action::Add).collect();
+            commit(inner, actions, operation, true, dir).await
+        })
+    }
+}
+
+/// The rows of the Parquet file at `file` in `store` (the table at `dir`), as `schema`.
+pub(super) fn read_parquet(
+    runtime: &Runtime,
+    store: &ObjectStoreRef,
+    dir: &Path,
+    file: &StorePath,
+    schema: &Schema,
+) -> Result<Vec<Row>> {
+    let shown = dir.join(file.as_ref());
+    let where_ = shown.display().to_string();
+    let bytes = runtime
+        .block_on(async { store.get(file).await?.bytes().await })
+        .map_err(|e| Error::new(ErrorKind::Io, format!("{where_}: {e}")))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .and_then(|b| b.build())
+        .map_err(|e| Error::new(ErrorKind::Format, format!("{where_}: {e}")))?;
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| Error::new(ErrorKind::Format, format!("{where_}: {e}")))?;
+        rows.extend(from_batch(schema, &batch, &where_)?);
+    }
+    Ok(rows)
+}
+
+/// A runtime for one table's calls: current-thread, since each call is awaited to completion.
+pub(super) fn runtime(dir: &Path) -> Result<Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("{}: tokio runtime: {e}", dir.display()),
+            )
+        })
+}
+
+/// Delta's columns for an Arrow schema of ours.
+fn delta_columns(arrow: &ArrowSchema, dir: &Path) -> Result<Vec<StructField>> {
+    let delta = StructType::try_from_arrow(arrow).map_err(|e| failed(dir, e))?;
+    Ok(delta.fields().cloned().collect())
+}
+
+/// The Arrow schema of a table we can read, or why we cannot.
+fn readable_schema(table: &DeltaTable, dir: &Path) -> Result<ArrowSchema> {
+    let snapshot = table.snapshot().map_err(|e| failed(dir, e))?;
+    let protocol = snapshot.protocol();
+    let metadata = snapshot.metadata();
+    let unsupported = (protocol.reader_features().unwrap_or_default().iter())
+        .map(|f| f.to_string())
+        .find(|f| f == "deletionVectors" || f == "columnMapping");
+    if let Some(feature) = unsupported {
+        return Err(unreadable(
+            dir,
+            format!("the table uses the Delta reader feature `{feature}`"),
+        ));
+    }
+    let mapping = metadata.configuration().get("delta.columnMapping.mode");
+    if mapping.is_some_and(|m| m != "none") {
+        return Err(unreadable(dir, "the table uses column mapping".to_string()));
+    }
+    if !metadata.partition_columns().is_empty() {
+        let message = format!(
+            "the table is partitioned by {}",
+            metadata.partition_columns().join(", ")
+        );
+        return Err(unreadable(dir, message));
+    }
+    let schema = snapshot.schema();
+    schema
+        .as_ref()
+        .try_into_arrow()
+        .map_err(|e: deltalake::arrow::error::ArrowError| unreadable(dir, e.to_string()))
+}
+
+pub(super) fn failed(dir: &Path, e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Io, format!("Delta table {}: {e}", dir.display()))
+}
+
+fn unreadable(dir: &Path, why: String) -> Error {
+    let message = format!(
+        "Delta table {}: scdflow cannot read it: {why}",
+        dir.display()
+    );
+    Error::new(ErrorKind::Format, message)
+}
+
+fn to_delta(e: Error) -> DeltaTableError {
+    DeltaTableError::Generic(e.message().to_string())
+}

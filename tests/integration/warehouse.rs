@@ -1,0 +1,220 @@
+//! A warehouse of Delta tables through the binary: the seed's sample data created by
+//! `scdflow sql` exactly as the seed writes it, its SCD1 and SCD2 pipelines reading the table by
+//! its qualified name, durable runs reading new versions only, and the refusals (names as
+//! paths, qualified names without a warehouse, a version that rewrites rows).
+
+use crate::durable::{scdflow, stderr, succeed};
+use std::path::Path;
+
+/// Seed 000's SQL, verbatim: the sample data and the SCD type 1 and 2 pipelines.
+const SAMPLE: &str = include_str!("../../dataflows/warehouse/sample_data.sql");
+const SCD1: &str = include_str!("../../dataflows/warehouse/scd1.sql");
+const SCD2: &str = include_str!("../../dataflows/warehouse/scd2.sql");
+
+fn warehouse() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("w")).unwrap();
+    std::fs::write(dir.path().join("sample.sql"), SAMPLE).unwrap();
+    std::fs::write(dir.path().join("scd1.sql"), SCD1).unwrap();
+    std::fs::write(dir.path().join("scd2.sql"), SCD2).unwrap();
+    succeed(dir.path(), &["sql", "--warehouse", "w", "-f", "sample.sql"]);
+    dir
+}
+
+fn sql(cwd: &Path, statements: &str) -> String {
+    succeed(
+        cwd,
+        &["sql", "--warehouse", "w", "--format", "csv", statements],
+    )
+}
+
+#[test]
+fn the_seeds_sample_data_is_a_delta_table_scdflow_sql_reads() {
+    let dir = warehouse();
+    let table = dir.path().join("w/main/cdc_tutorial/users_cdf");
+    assert!(table.join("_delta_log/00000000000000000000.json").is_file());
+    let rows = sql(
+        dir.path(),
+        "SELECT * FROM main.cdc_tutorial.users_cdf ORDER BY sequenceNum, userId DESC",
+    );
+    assert_eq!(
+        rows,
+        "userId,name,city,operation,sequenceNum\n\
+         124,Raul,Oaxaca,INSERT,1\n\
+         123,Isabel,Monterrey,INSERT,1\n\
+         126,Lily,Cancun,INSERT,2\n\
+         125,Mercedes,Tijuana,INSERT,2\n\
+         125,Mercedes,Mexicali,UPDATE,5\n\
+         123,Isabel,Chihuahua,UPDATE,5\n\
+         125,Mercedes,Guadalajara,UPDATE,6\n\
+         123,,,DELETE,6\n"
+    );
+    // The schema is created once; creating it again without IF NOT EXISTS is an error.
+    let out = scdflow(
+        dir.path(),
+        &["sql", "--warehouse", "w", "CREATE SCHEMA main.cdc_tutorial"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("already exists"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_seeds_scd1_and_scd2_pipelines_read_the_table_by_its_qualified_name() {
+    let dir = warehouse();
+    succeed(
+        dir.path(),
+        &["run", "scd1.sql", "--warehouse", "w", "--out", "out1"],
+    );
+    let scd1 = std::fs::read_to_string(dir.path().join("out1/users_current.csv")).unwrap();
+    assert_eq!(
+        scd1,
+        "userId,name,city\n124,Raul,Oaxaca\n125,Mercedes,Guadalajara\n126,Lily,Cancun\n"
+    );
+    succeed(
+        dir.path(),
+        &["run", "scd2.sql", "--warehouse", "w", "--out", "out2"],
+    );
+    let scd2 = std::fs::read_to_string(dir.path().join("out2/users_history.csv")).unwrap();
+    assert_eq!(
+        scd2,
+        "userId,name,city,__START_AT,__END_AT\n\
+         123,Isabel,Monterrey,1,5\n\
+         123,Isabel,Chihuahua,5,6\n\
+         124,Raul,Oaxaca,1,\n\
+         125,Mercedes,Tijuana,2,5\n\
+         125,Mercedes,Mexicali,5,6\n\
+         125,Mercedes,Guadalajara,6,\n\
+         126,Lily,Cancun,2,\n"
+    );
+}
+
+#[test]
+fn a_durable_run_reads_only_the_versions_added_since() {
+    let dir = warehouse();
+    let run = || {
+        succeed(
+            dir.path(),
+            &[
+                "run",
+                "scd1.sql",
+                "--warehouse",
+                "w",
+                "--state",
+                "st",
+                "--out",
+                "out",
+            ],
+        )
+    };
+    run();
+    sql(
+        dir.path(),
+        "INSERT INTO main.cdc_tutorial.users_cdf VALUES (127, 'Ana', 'Puebla', 'INSERT', 7); \
+         INSERT INTO main.cdc_tutorial.users_cdf VALUES (124, 'Raul', 'Merida', 'UPDATE', 8)",
+    );
+    run();
+    let table = std::fs::read_to_string(dir.path().join("out/users_current.csv")).unwrap();
+    assert_eq!(
+        table,
+        "userId,name,city\n124,Raul,Merida\n125,Mercedes,Guadalajara\n126,Lily,Cancun\n127,Ana,Puebla\n"
+    );
+    // Each version was one commit, each read once: the feed holds each change exactly once.
+    let feed = std::fs::read_to_string(dir.path().join("out/users_current.changes.csv")).unwrap();
+    assert_eq!(feed.matches("Puebla").count(), 1, "{feed}");
+    assert_eq!(feed.matches("Merida").count(), 1, "{feed}");
+    run();
+    let again = std::fs::read_to_string(dir.path().join("out/users_current.changes.csv")).unwrap();
+    assert_eq!(again, feed);
+}
+
+#[test]
+fn a_stream_refuses_a_version_that_rewrites_rows() {
+    let dir = warehouse();
+    sql(
+        dir.path(),
+        "CREATE OR REPLACE TABLE main.cdc_tutorial.users_cdf AS \
+         SELECT * FROM main.cdc_tutorial.users_cdf WHERE userId <> 126",
+    );
+    let out = scdflow(
+        dir.path(),
+        &["run", "scd1.sql", "--warehouse", "w", "--out", "out"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("version 1 of main.cdc_tutorial.users_cdf"),
+        "{err}"
+    );
+    assert!(err.contains("not an append"), "{err}");
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn names_never_leave_the_warehouse_and_qualified_names_need_one() {
+    let dir = warehouse();
+    for bad in [
+        "CREATE SCHEMA `..`.x",
+        "CREATE TABLE main.`../..`.t (a INT)",
+        "CREATE TABLE main.cdc_tutorial.`a/b` (a INT)",
+        "SELECT * FROM a.b.c.d",
+    ] {
+        let out = scdflow(dir.path(), &["sql", "--warehouse", "w", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("panicked"),
+            "{bad}: {}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir.path().join("w")).unwrap().count(), 1);
+    let out = scdflow(dir.path(), &["run", "scd1.sql", "--out", "out"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("give --warehouse DIR"),
+        "{}",
+        stderr(&out)
+    );
+    // A table in a schema that was never created is refused, naming the schema.
+    let out = scdflow(
+        dir.path(),
+        &["sql", "--warehouse", "w", "CREATE TABLE nope.t (a INT)"],
+    );
+    assert!(
+        stderr(&out).contains("schema main.nope does not exist"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_failing_statement_names_its_line_and_keeps_the_ones_before() {
+    let dir = warehouse();
+    let script = "CREATE TABLE main.cdc_tutorial.t (a INT);\n\
+                  INSERT INTO main.cdc_tutorial.t VALUES (1);\n\
+                  INSERT INTO main.cdc_tutorial.t VALUES ('x');\n";
+    std::fs::write(dir.path().join("s.sql"), script).unwrap();
+    let out = scdflow(dir.path(), &["sql", "--warehouse", "w", "-f", "s.sql"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("s.sql:3"), "{err}");
+    assert!(err.contains("INSERT INTO"), "{err}");
+    assert_eq!(
+        sql(dir.path(), "SELECT a FROM main.cdc_tutorial.t"),
+        "a\n1\n"
+    );
+    // A syntax error anywhere runs nothing.
+    let out = scdflow(
+        dir.path(),
+        &[
+            "sql",
+            "--warehouse",
+            "w",
+            "INSERT INTO main.cdc_tutorial.t VALUES (2); SELEC 1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        sql(dir.path(), "SELECT a FROM main.cdc_tutorial.t"),
+        "a\n1\n"
+    );
+}
