@@ -4,7 +4,7 @@
 //! Opening a [`Log`] loads no snapshot (no log replay), so reading one version costs that
 //! version's commit file and data files, however long the log is.
 
-use super::table::{failed, read_parquet, runtime};
+use super::table::{existing, failed, read_parquet};
 use crate::value::{Row, Schema};
 use crate::{Error, ErrorKind, Result};
 use deltalake::kernel::{Action, Add};
@@ -33,15 +33,7 @@ pub enum VersionRows {
 impl Log {
     /// The log of the table at `dir`.
     pub fn open(dir: &Path) -> Result<Log> {
-        if !super::Table::exists(dir) {
-            let message = format!(
-                "{} is not a Delta table (it has no _delta_log)",
-                dir.display()
-            );
-            return Err(Error::new(ErrorKind::Io, message));
-        }
-        let runtime = runtime(dir)?;
-        let url = deltalake::ensure_table_uri(dir.to_string_lossy()).map_err(|e| failed(dir, e))?;
+        let (runtime, url) = existing(dir)?;
         let table = DeltaTableBuilder::from_url(url)
             .and_then(|b| b.build())
             .map_err(|e| failed(dir, e))?;

@@ -92,15 +92,7 @@ impl Table {
 
     /// Opens the table at `dir` at its latest version.
     pub fn open(dir: &Path) -> Result<Table> {
-        if !Self::exists(dir) {
-            let message = format!(
-                "{} is not a Delta table (it has no _delta_log)",
-                dir.display()
-            );
-            return Err(Error::new(ErrorKind::Io, message));
-        }
-        let runtime = runtime(dir)?;
-        let url = deltalake::ensure_table_uri(dir.to_string_lossy()).map_err(|e| failed(dir, e))?;
+        let (runtime, url) = existing(dir)?;
         let inner = runtime
             .block_on(deltalake::open_table(url))
             .map_err(|e| failed(dir, e))?;
@@ -209,6 +201,20 @@ pub(super) fn read_parquet(
         rows.extend(from_batch(schema, &batch, &where_)?);
     }
     Ok(rows)
+}
+
+/// A runtime for the calls on the existing table at `dir`, and the table's URL; an error when
+/// `dir` holds no Delta table.
+pub(super) fn existing(dir: &Path) -> Result<(Runtime, url::Url)> {
+    if !Table::exists(dir) {
+        let message = format!(
+            "{} is not a Delta table (it has no _delta_log)",
+            dir.display()
+        );
+        return Err(Error::new(ErrorKind::Io, message));
+    }
+    let url = deltalake::ensure_table_uri(dir.to_string_lossy()).map_err(|e| failed(dir, e))?;
+    Ok((runtime(dir)?, url))
 }
 
 /// A runtime for one table's calls: current-thread, since each call is awaited to completion.

@@ -65,7 +65,11 @@ impl AutoCdcFlow {
         let mut warnings = Vec::new();
         // The source is catalog table 0, the only table with a query; no path is read.
         let tables = std::slice::from_ref(&source);
-        let built = build_targets(&catalog, tables, &[0], Path::new(""), &mut warnings)?;
+        let paths = crate::sql::paths::Paths {
+            base: Path::new(""),
+            warehouse: None,
+        };
+        let built = build_targets(&catalog, tables, &[0], paths, &mut warnings)?;
         let (mut targets, mut flows) = (built.targets, built.flows);
         match (targets.pop(), flows.pop()) {
             (Some(target), Some(flow)) => Ok(BuiltFlow::new(

@@ -24,6 +24,7 @@ mod describe_flows;
 mod expectations;
 mod flows;
 mod insert;
+pub(crate) mod paths;
 mod query;
 mod replace;
 mod schema;
@@ -79,9 +80,10 @@ fn build(text: &str, given: &Path, warehouse: Option<&Warehouse>) -> Result<Pipe
     let base = file.parent().unwrap_or(Path::new(""));
     let mut catalog = catalog::Catalog::new(statement::parse_statements(text)?)?;
     warehouse_tables::declare(&mut catalog, warehouse)?;
-    let (tables, sources) = sources::build_sources(&catalog, base)?;
+    let paths = paths::Paths { base, warehouse };
+    let (tables, sources) = sources::build_sources(&catalog, paths)?;
     let mut warnings = Vec::new();
-    let built = targets::build_targets(&catalog, &tables, &sources, base, &mut warnings)?;
+    let built = targets::build_targets(&catalog, &tables, &sources, paths, &mut warnings)?;
     for table in &catalog.tables {
         targets::unknown_properties(table, &mut warnings);
     }

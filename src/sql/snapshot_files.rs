@@ -7,6 +7,7 @@
 //! lowest version, so files the pattern ignores never shape the target.
 
 use super::cursor::invalid;
+use super::paths::Paths;
 use super::schema::parse_schema_text;
 use super::sources::file_format;
 use super::syntax::ReadFiles;
@@ -14,12 +15,11 @@ use crate::plan::SnapshotSource;
 use crate::value::Schema;
 use crate::Result;
 use regex::Regex;
-use std::path::Path;
 
 const EXAMPLE: &str = "e.g. version => 'snapshot_([0-9]+)[.]csv'";
 
-/// The snapshot source and its files' schema; `base` is the pipeline file's directory.
-pub(crate) fn snapshot_files(spec: &ReadFiles, base: &Path) -> Result<(SnapshotSource, Schema)> {
+/// The snapshot source and its files' schema; its path resolves by `paths`.
+pub(crate) fn snapshot_files(spec: &ReadFiles, paths: Paths) -> Result<(SnapshotSource, Schema)> {
     let Some(pattern) = &spec.version else {
         let message = format!(
             "FROM SNAPSHOT read_files: version => 'pattern' is required: a regular expression over the file names whose first capture group is the version, {EXAMPLE}"
@@ -27,7 +27,7 @@ pub(crate) fn snapshot_files(spec: &ReadFiles, base: &Path) -> Result<(SnapshotS
         return Err(invalid(spec.line, message));
     };
     let regex = version_regex(pattern, spec.line)?;
-    let path = base.join(&spec.path);
+    let path = paths.of(spec)?;
     let format = file_format(spec, &path)?;
     let header = spec.header.unwrap_or(true);
     // A pattern that matches none of the files there is a mistake in the pipeline: said at its

@@ -155,7 +155,7 @@ fn resolve(cx: &Context, query: &Located<Query>) -> Result<Resolved> {
                 let message = "FROM SNAPSHOT: a SELECT list or WHERE over read_files is not supported yet; write FROM SNAPSHOT read_files(...) and choose the columns with schema => '...'";
                 return Err(invalid(spec.line, message));
             }
-            let (source, file_schema) = snapshot_files(spec, cx.base)?;
+            let (source, file_schema) = snapshot_files(spec, cx.paths)?;
             (source, file_schema, spec.path.clone())
         }
         From::Warehouse { .. } => {

@@ -6,6 +6,7 @@
 use super::catalog::Catalog;
 use super::cursor::{in_clause, invalid, syntax, Name};
 use super::expectations::compile_expectations;
+use super::paths::Paths;
 use super::schema::{check_declared, parse_schema_text};
 use super::syntax::{From, Located, Query, ReadFiles, SelectItem};
 use crate::expr::{compile, Expr};
@@ -14,11 +15,10 @@ use crate::value::{Column, DataType, Schema};
 use crate::Result;
 use std::path::Path;
 
-/// Builds every table with a query, dependencies first. `base` is the pipeline file's
-/// directory. Returns the tables and, per table, its index in the catalog.
+/// Builds every table with a query, dependencies first; `read_files` paths resolve by `paths`. Returns the tables and, per table, its index in the catalog.
 pub(crate) fn build_sources(
     catalog: &Catalog,
-    base: &Path,
+    paths: Paths,
 ) -> Result<(Vec<SourceTable>, Vec<usize>)> {
     let mut order = Vec::new();
     let mut visiting = Vec::new();
@@ -27,7 +27,7 @@ pub(crate) fn build_sources(
     }
     let mut tables: Vec<SourceTable> = Vec::with_capacity(order.len());
     for &i in &order {
-        let table = build_one(catalog, i, &tables, &order, base)?;
+        let table = build_one(catalog, i, &tables, &order, paths)?;
         tables.push(table);
     }
     Ok((tables, order))
@@ -85,14 +85,14 @@ fn build_one(
     i: usize,
     built: &[SourceTable],
     order: &[usize],
-    base: &Path,
+    paths: Paths,
 ) -> Result<SourceTable> {
     let stmt = &catalog.tables[i];
     let Some(query) = stmt.query.as_ref() else {
         return Err(internal("a target table was built as a source"));
     };
     let (input, input_schema) = match &query.from {
-        From::ReadFiles(spec) => read_files(spec, base)?,
+        From::ReadFiles(spec) => read_files(spec, paths)?,
         From::Warehouse { name, dir } => {
             let table = crate::delta::Table::open(dir).map_err(|e| e.at_line(stmt.line))?;
             let input = SourceInput::Delta {
@@ -153,12 +153,12 @@ pub(crate) fn predicate(
     }
 }
 
-fn read_files(spec: &ReadFiles, base: &Path) -> Result<(SourceInput, Schema)> {
+fn read_files(spec: &ReadFiles, paths: Paths) -> Result<(SourceInput, Schema)> {
     if spec.version.is_some() {
         let message = "read_files: version => is only valid in AUTO CDC FROM SNAPSHOT read_files(...) (a source table reads every file)";
         return Err(invalid(spec.line, message));
     }
-    let path = base.join(&spec.path);
+    let path = paths.of(spec)?;
     let format = file_format(spec, &path)?;
     let header = spec.header.unwrap_or(true);
     let (file_schema, declared) = match &spec.schema {

@@ -8,6 +8,7 @@ use super::catalog::Catalog;
 use super::cursor::{invalid, Name};
 use super::expectations::compile_expectations;
 use super::flows::{build_flow, Shape};
+use super::paths::Paths;
 use super::replace::build_replace_flow;
 use super::schema::check_declared;
 use super::snapshots::build_snapshot_flow;
@@ -18,7 +19,6 @@ use crate::plan::{
 };
 use crate::value::Column;
 use crate::Result;
-use std::path::Path;
 
 const TOMBSTONE_PROPERTY: &str = "pipelines.cdc.tombstoneGCThresholdInSeconds";
 
@@ -29,8 +29,8 @@ pub(crate) struct Context<'a> {
     pub(crate) tables: &'a [SourceTable],
     /// `sources[i]` is the catalog index of `tables[i]`.
     pub(crate) sources: &'a [usize],
-    /// The pipeline file's directory, for `read_files` paths.
-    pub(crate) base: &'a Path,
+    /// What `read_files` paths resolve against.
+    pub(crate) paths: Paths<'a>,
 }
 
 impl Context<'_> {
@@ -67,19 +67,19 @@ struct First {
 }
 
 /// Builds every flow (declaration order) and every target (declaration order of the tables).
-/// `sources[i]` is the catalog index of `tables[i]`; `base` is the pipeline file's directory.
+/// `sources[i]` is the catalog index of `tables[i]`; `read_files` paths resolve by `paths`.
 pub(crate) fn build_targets(
     catalog: &Catalog,
     tables: &[SourceTable],
     sources: &[usize],
-    base: &Path,
+    paths: Paths,
     warnings: &mut Vec<(u64, String)>,
 ) -> Result<Built> {
     let cx = Context {
         catalog,
         tables,
         sources,
-        base,
+        paths,
     };
     let target_tables: Vec<usize> = (0..catalog.tables.len())
         .filter(|&i| catalog.tables[i].query.is_none())

@@ -218,3 +218,56 @@ fn a_failing_statement_names_its_line_and_keeps_the_ones_before() {
         "a\n1\n"
     );
 }
+
+#[test]
+fn volume_paths_are_files_inside_the_warehouse() {
+    let dir = warehouse();
+    let landing = dir.path().join("w/main/cdc_tutorial/landing");
+    std::fs::create_dir_all(&landing).unwrap();
+    std::fs::write(
+        landing.join("users.csv"),
+        "id,city\n1,Oaxaca\n2,Tijuana\n1,Puebla\n",
+    )
+    .unwrap();
+    let pipeline = |path: &str| {
+        format!(
+            "CREATE OR REFRESH STREAMING TABLE landed AS SELECT * FROM STREAM \
+             read_files('{path}', format => 'csv', schema => 'id INT, city STRING');\n\
+             CREATE OR REFRESH STREAMING TABLE cities;\n\
+             CREATE FLOW f AS AUTO CDC INTO cities FROM STREAM(landed) KEYS (id) \
+             SEQUENCE BY city STORED AS SCD TYPE 1;\n"
+        )
+    };
+    std::fs::write(
+        dir.path().join("v.sql"),
+        pipeline("/Volumes/Main/cdc_tutorial/landing/"),
+    )
+    .unwrap();
+    succeed(
+        dir.path(),
+        &["run", "v.sql", "--warehouse", "w", "--out", "out"],
+    );
+    let table = std::fs::read_to_string(dir.path().join("out/cities.csv")).unwrap();
+    assert_eq!(table, "id,city\n1,Puebla\n2,Tijuana\n");
+    let out = scdflow(dir.path(), &["run", "v.sql", "--out", "out2"]);
+    assert!(
+        stderr(&out).contains("give --warehouse DIR"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(
+        dir.path().join("v.sql"),
+        pipeline("/Volumes/main/cdc_tutorial/../../../etc"),
+    )
+    .unwrap();
+    let out = scdflow(
+        dir.path(),
+        &["run", "v.sql", "--warehouse", "w", "--out", "out3"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("volume name `..`"),
+        "{}",
+        stderr(&out)
+    );
+}
