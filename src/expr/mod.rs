@@ -11,6 +11,7 @@
 
 mod cast;
 mod compile;
+pub mod depth;
 mod eval;
 mod like;
 mod types;

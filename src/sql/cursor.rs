@@ -6,6 +6,7 @@
 //! are matched by their text, case-insensitively, and only when unquoted: a backquoted
 //! `keys` is a name, never a keyword.
 
+use crate::expr::depth::{is_operator, MAX_EXPR_OPERATORS};
 use crate::{Error, ErrorKind, Result};
 use sqlparser::ast;
 use sqlparser::dialect::DatabricksDialect;
@@ -31,43 +32,6 @@ pub(crate) struct Cursor {
     last_line: u64,
     /// Per token index: the operators ([`is_operator`]) from it to the end of its statement.
     operators_ahead: Vec<u32>,
-}
-
-/// The most operators an expression may have, counted from its start to the end of its
-/// statement before it is parsed. Parsing, compiling, evaluating, printing and dropping an
-/// expression recurse once per level of its tree, and a flat chain (`a + a + ...`, thousands of
-/// `AND`s) is as deep as it is long: 4,000 terms overflowed the stack. Every level takes at
-/// least one operator token, so this bounds the depth, before any tree exists; 256 is far
-/// beyond hand-written SQL and fits a 2 MiB thread stack with room to spare.
-pub(crate) const MAX_EXPR_OPERATORS: u32 = 256;
-
-/// Tokens that can open a level of an expression tree: punctuation but commas and closing
-/// parentheses, and the keywords of operators.
-fn is_operator(token: &Token) -> bool {
-    use sqlparser::keywords::Keyword;
-    match token {
-        Token::Word(w) => matches!(
-            w.keyword,
-            Keyword::AND
-                | Keyword::OR
-                | Keyword::NOT
-                | Keyword::IS
-                | Keyword::IN
-                | Keyword::LIKE
-                | Keyword::ILIKE
-                | Keyword::RLIKE
-                | Keyword::BETWEEN
-                | Keyword::CASE
-                | Keyword::WHEN
-                | Keyword::CAST
-        ),
-        Token::Comma | Token::RParen | Token::Whitespace(_) | Token::EOF => false,
-        Token::Number(..)
-        | Token::SingleQuotedString(_)
-        | Token::DoubleQuotedString(_)
-        | Token::Char(_) => false,
-        _ => true,
-    }
 }
 
 /// A syntax error at `line`.

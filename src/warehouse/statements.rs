@@ -13,12 +13,14 @@
 use super::select::{self, name_parts, open, packed, table_name, unsupported, Relation};
 use super::Warehouse;
 use crate::delta::Table;
+use crate::expr::depth::{is_operator, MAX_EXPR_OPERATORS};
 use crate::expr::parse_type;
 use crate::value::{DataType, Row, Schema, Value};
 use crate::{Error, ErrorKind, Result};
 use sqlparser::ast::{self, Spanned, Statement};
 use sqlparser::dialect::DatabricksDialect;
 use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer};
 use std::collections::BTreeMap;
 
 /// What a statement did.
@@ -37,6 +39,7 @@ pub fn run(
     text: &str,
     each: &mut dyn FnMut(Outcome) -> Result<()>,
 ) -> Result<()> {
+    refuse_deep_expressions(text)?;
     let statements = Parser::parse_sql(&DatabricksDialect {}, text).map_err(|e| {
         let message = e.to_string();
         let line = message
@@ -59,6 +62,30 @@ pub fn run(
             }
         })?;
         each(outcome)?;
+    }
+    Ok(())
+}
+
+/// Fails on a run of more than [`MAX_EXPR_OPERATORS`] operators between two commas or
+/// semicolons: an expression as deep as that (`a + a + ...`) would overflow the stack when
+/// compiled. Deep nesting across commas (`f(1, f(1, ...))`) is the parser's recursion limit's.
+fn refuse_deep_expressions(text: &str) -> Result<()> {
+    let tokens = Tokenizer::new(&DatabricksDialect {}, text)
+        .tokenize_with_location()
+        .map_err(|e| Error::new(ErrorKind::Syntax, e.message).at_line(e.location.line))?;
+    let mut run = 0u32;
+    for t in &tokens {
+        run = match t.token {
+            Token::Comma | Token::SemiColon => 0,
+            ref token => run + u32::from(is_operator(token)),
+        };
+        if run > MAX_EXPR_OPERATORS {
+            let message = format!(
+                "an expression is too long: more than {MAX_EXPR_OPERATORS} operators (chained \
+                 or nested); split it"
+            );
+            return Err(Error::new(ErrorKind::Syntax, message).at_line(t.span.start.line));
+        }
     }
     Ok(())
 }
