@@ -107,11 +107,6 @@ impl Table {
         })
     }
 
-    /// The table's directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The version the table was opened at or last committed.
     pub fn version(&self) -> u64 {
         self.inner.version().unwrap_or(0)
@@ -120,17 +115,6 @@ impl Table {
     /// The table's columns.
     pub fn schema(&self) -> &Schema {
         &self.schema
-    }
-
-    /// The table's properties (`TBLPROPERTIES`), by name.
-    pub fn properties(&self) -> Result<BTreeMap<String, String>> {
-        let snapshot = self.inner.snapshot().map_err(|e| failed(&self.dir, e))?;
-        Ok(snapshot
-            .metadata()
-            .configuration()
-            .clone()
-            .into_iter()
-            .collect())
     }
 
     /// Every row of the current version, file by file.
