@@ -35,10 +35,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let process = cluster.as_ref().map_or(0, |c| c.process);
     let format = args.format.into();
-    let layout = match args.partitioned_output {
+    let mut layout = match args.partitioned_output {
         true => scdflow::output::Layout::part(&args.out, format, process),
         false => scdflow::output::Layout::new(&args.out, format),
     };
+    if let Some(warehouse) = args.warehouse.open()? {
+        if args.partitioned_output {
+            anyhow::bail!(
+                "--partitioned-output writes each process's share as files; targets published                  in a --warehouse are written whole by process 0 (drop --partitioned-output)"
+            );
+        }
+        layout = layout.publish(warehouse.target_dirs(&pipeline)?);
+    }
     let progress = Progress::start();
     let written = scdflow::output::run(
         &pipeline,

@@ -21,10 +21,13 @@
 
 pub mod batch;
 mod commit;
+mod dv;
 mod log;
+mod maintained;
 mod table;
 
 pub use log::{Log, VersionRows};
+pub use maintained::{MaintainedTable, Written, FANOUT};
 pub use table::Table;
 
 #[cfg(test)]

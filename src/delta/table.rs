@@ -49,6 +49,16 @@ impl Table {
         rows: &[Row],
         replace: bool,
     ) -> Result<Table> {
+        // Spark's rule: any property of the user's own, but no unknown `delta.` one.
+        if let Some(key) = (properties.keys())
+            .find(|k| k.starts_with("delta.") && k.parse::<deltalake::TableProperty>().is_err())
+        {
+            let message = format!(
+                "Delta table {}: unknown table property `{key}`",
+                dir.display()
+            );
+            return Err(Error::new(ErrorKind::Validation, message));
+        }
         let runtime = runtime(dir)?;
         let arrow = arrow_schema(schema)?;
         let columns = delta_columns(&arrow, dir)?;
@@ -76,6 +86,7 @@ impl Table {
                     .with_configuration(
                         properties.iter().map(|(k, v)| (k.clone(), Some(v.clone()))),
                     )
+                    .with_raise_if_key_not_exists(false)
                     .with_actions(actions)
                     .with_save_mode(mode)
                     .await
@@ -117,24 +128,36 @@ impl Table {
         &self.schema
     }
 
-    /// Every row of the current version, file by file.
+    /// The table's properties (`TBLPROPERTIES`), by name.
+    pub fn properties(&self) -> Result<BTreeMap<String, String>> {
+        let snapshot = self.inner.snapshot().map_err(|e| failed(&self.dir, e))?;
+        let configuration = snapshot.metadata().configuration();
+        Ok(configuration.clone().into_iter().collect())
+    }
+
+    /// Every row of the current version, file by file, without the rows deletion vectors
+    /// remove.
     pub fn rows(&self) -> Result<Vec<Row>> {
         let snapshot = self.inner.snapshot().map_err(|e| failed(&self.dir, e))?;
-        let files: Vec<StorePath> = snapshot
-            .log_data()
-            .iter()
-            .map(|f| f.object_store_path())
+        let files: Vec<_> = (snapshot.log_data().iter())
+            .map(|f| (f.object_store_path(), f.deletion_vector_descriptor()))
             .collect();
         let mut rows = Vec::new();
-        for file in files {
+        for (file, deleted) in files {
             let store = self.inner.object_store();
-            rows.extend(read_parquet(
-                &self.runtime,
-                &store,
-                &self.dir,
-                &file,
-                &self.schema,
-            )?);
+            let all = read_parquet(&self.runtime, &store, &self.dir, &file, &self.schema)?;
+            match deleted {
+                None => rows.extend(all),
+                Some(dv) => {
+                    let where_ = self.dir.join(file.as_ref()).display().to_string();
+                    let deleted = super::dv::read(&self.dir, &dv, &where_)?;
+                    rows.extend(
+                        (all.into_iter().enumerate())
+                            .filter(|(i, _)| !deleted.contains(*i as u64))
+                            .map(|(_, row)| row),
+                    );
+                }
+            }
         }
         Ok(rows)
     }
@@ -227,7 +250,7 @@ fn readable_schema(table: &DeltaTable, dir: &Path) -> Result<ArrowSchema> {
     let metadata = snapshot.metadata();
     let unsupported = (protocol.reader_features().unwrap_or_default().iter())
         .map(|f| f.to_string())
-        .find(|f| f == "deletionVectors" || f == "columnMapping");
+        .find(|f| f == "columnMapping");
     if let Some(feature) = unsupported {
         return Err(unreadable(
             dir,

@@ -1,4 +1,5 @@
-//! Moves a run's staged files into place as a group: all of them, or none.
+//! Moves a run's staged files into place as a group: all of them, or none. A staged directory
+//! (a Delta table) moves as one entry and replaces a directory.
 //!
 //! A plain run stages every output file beside `--out`; moving them in is one rename each, and
 //! a rename can fail part-way through the group (a directory in the way, a folder inside `--out`
@@ -40,8 +41,8 @@ struct Move {
 /// Moves each staged file `from` to `to`, as a group (see the module docs); `stage` is the
 /// staging directory the journal and the replaced files go to.
 pub fn swap_in(stage: &Path, moves: &[(PathBuf, PathBuf)]) -> Result<()> {
-    for (_, to) in moves {
-        if to.is_dir() {
+    for (from, to) in moves {
+        if to.is_dir() && !from.is_dir() {
             return Err(Error::new(
                 ErrorKind::Io,
                 format!(
@@ -62,7 +63,12 @@ pub fn swap_in(stage: &Path, moves: &[(PathBuf, PathBuf)]) -> Result<()> {
         .map(|(i, (from, to))| Move {
             from: from.clone(),
             to: to.clone(),
-            aside: aside.join(i.to_string()),
+            // A directory (a Delta table) is staged beside its destination, maybe on another
+            // file system than the group's stage: its old one goes aside beside it.
+            aside: match from.is_dir() {
+                true => from.with_file_name("replaced"),
+                false => aside.join(i.to_string()),
+            },
         })
         .collect();
     let journal = stage.join(JOURNAL);

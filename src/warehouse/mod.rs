@@ -139,6 +139,45 @@ impl Warehouse {
             .join(&name.table)
     }
 
+    /// Where `pipeline`'s targets are published: each target's table in the default catalog and
+    /// schema, which must exist (as Lakeflow requires of a pipeline's target schema). A target
+    /// may not be a table the pipeline reads: a run would replace its own input.
+    pub fn target_dirs(&self, pipeline: &crate::plan::Pipeline) -> Result<Vec<PathBuf>> {
+        if !self.has_schema(&self.catalog, &self.schema) {
+            let message = format!(
+                "the pipeline publishes its targets in schema {}.{}, which does not exist in \
+                 the warehouse {}; create it first (`scdflow sql --warehouse {} \"CREATE SCHEMA \
+                 {}.{}\"`) or choose another with --catalog and --schema",
+                self.catalog,
+                self.schema,
+                self.root.display(),
+                self.root.display(),
+                self.catalog,
+                self.schema
+            );
+            return Err(Error::new(ErrorKind::Validation, message));
+        }
+        let mut dirs = Vec::new();
+        for target in &pipeline.targets {
+            let name = self
+                .table_name(&[&target.name])
+                .map_err(|why| Error::new(ErrorKind::Validation, why))?;
+            let dir = self.table_dir(&name);
+            let read = pipeline.tables.iter().find(
+                |t| matches!(&t.input, crate::plan::SourceInput::Delta { dir: d, .. } if *d == dir),
+            );
+            if let Some(source) = read {
+                let message = format!(
+                    "target `{}` would be published as {name}, which the pipeline reads as                      `{}`; a run would replace its own input",
+                    target.name, source.name
+                );
+                return Err(Error::new(ErrorKind::Validation, message));
+            }
+            dirs.push(dir);
+        }
+        Ok(dirs)
+    }
+
     /// Whether the schema of `name` exists.
     pub fn has_schema(&self, catalog: &str, schema: &str) -> bool {
         self.schema_dir(catalog, schema).is_dir()

@@ -58,23 +58,43 @@ fn the_seeds_sample_data_is_a_delta_table_scdflow_sql_reads() {
     assert!(stderr(&out).contains("already exists"), "{}", stderr(&out));
 }
 
+/// `scdflow run` in the seed's schema, publishing its targets there.
+fn publish(cwd: &Path, pipeline: &str, out: &str) {
+    succeed(
+        cwd,
+        &[
+            "run",
+            pipeline,
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+            "--out",
+            out,
+        ],
+    );
+}
+
 #[test]
 fn the_seeds_scd1_and_scd2_pipelines_read_the_table_by_its_qualified_name() {
     let dir = warehouse();
-    succeed(
+    publish(dir.path(), "scd1.sql", "out1");
+    let scd1 = sql(
         dir.path(),
-        &["run", "scd1.sql", "--warehouse", "w", "--out", "out1"],
+        "SELECT * FROM main.cdc_tutorial.users_current ORDER BY userId",
     );
-    let scd1 = std::fs::read_to_string(dir.path().join("out1/users_current.csv")).unwrap();
     assert_eq!(
         scd1,
         "userId,name,city\n124,Raul,Oaxaca\n125,Mercedes,Guadalajara\n126,Lily,Cancun\n"
     );
-    succeed(
+    // The targets are tables of the warehouse; --out holds the run's metrics.
+    assert!(dir.path().join("out1/metrics.json").is_file());
+    assert!(!dir.path().join("out1/users_current.csv").exists());
+    publish(dir.path(), "scd2.sql", "out2");
+    let scd2 = sql(
         dir.path(),
-        &["run", "scd2.sql", "--warehouse", "w", "--out", "out2"],
+        "SELECT * FROM main.cdc_tutorial.users_history ORDER BY userId, __START_AT",
     );
-    let scd2 = std::fs::read_to_string(dir.path().join("out2/users_history.csv")).unwrap();
     assert_eq!(
         scd2,
         "userId,name,city,__START_AT,__END_AT\n\
@@ -85,6 +105,73 @@ fn the_seeds_scd1_and_scd2_pipelines_read_the_table_by_its_qualified_name() {
          125,Mercedes,Mexicali,5,6\n\
          125,Mercedes,Guadalajara,6,\n\
          126,Lily,Cancun,2,\n"
+    );
+}
+
+/// A plain run publishes each target afresh: one Delta version per scdflow commit, replacing
+/// the table it published before, never a table it did not publish, and never in a schema
+/// that does not exist.
+#[test]
+fn a_plain_run_replaces_only_the_tables_it_published() {
+    let dir = warehouse();
+    let log = dir
+        .path()
+        .join("w/main/cdc_tutorial/users_current/_delta_log");
+    publish(dir.path(), "scd1.sql", "out");
+    sql(
+        dir.path(),
+        "INSERT INTO main.cdc_tutorial.users_cdf VALUES (127, 'Ana', 'Puebla', 'INSERT', 7)",
+    );
+    publish(dir.path(), "scd1.sql", "out");
+    // Two source versions, two commits: versions 0 (created), 1 and 2, the old history gone.
+    let mut versions: Vec<String> = std::fs::read_dir(&log)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    versions.sort();
+    assert_eq!(
+        versions,
+        [0, 1, 2].map(|v| format!("{v:020}.json")),
+        "{versions:?}"
+    );
+    let rows = sql(
+        dir.path(),
+        "SELECT userId FROM main.cdc_tutorial.users_current ORDER BY userId",
+    );
+    assert_eq!(rows, "userId\n124\n125\n126\n127\n");
+
+    sql(
+        dir.path(),
+        "CREATE TABLE main.cdc_tutorial.users_history (a INT)",
+    );
+    let out = scdflow(
+        dir.path(),
+        &[
+            "run",
+            "scd2.sql",
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("scdflow did not publish"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        sql(dir.path(), "SELECT * FROM main.cdc_tutorial.users_history"),
+        "a\n"
+    );
+
+    let out = scdflow(dir.path(), &["run", "scd2.sql", "--warehouse", "w"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("schema main.default, which does not exist"),
+        "{}",
+        stderr(&out)
     );
 }
 
@@ -137,7 +224,16 @@ fn a_stream_refuses_a_version_that_rewrites_rows() {
     );
     let out = scdflow(
         dir.path(),
-        &["run", "scd1.sql", "--warehouse", "w", "--out", "out"],
+        &[
+            "run",
+            "scd1.sql",
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+            "--out",
+            "out",
+        ],
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
@@ -147,6 +243,10 @@ fn a_stream_refuses_a_version_that_rewrites_rows() {
     );
     assert!(err.contains("not an append"), "{err}");
     assert!(!dir.path().join("out").exists());
+    assert!(!dir
+        .path()
+        .join("w/main/cdc_tutorial/users_current")
+        .exists());
 }
 
 #[test]
@@ -243,11 +343,11 @@ fn volume_paths_are_files_inside_the_warehouse() {
         pipeline("/Volumes/Main/cdc_tutorial/landing/"),
     )
     .unwrap();
-    succeed(
+    publish(dir.path(), "v.sql", "out");
+    let table = sql(
         dir.path(),
-        &["run", "v.sql", "--warehouse", "w", "--out", "out"],
+        "SELECT * FROM main.cdc_tutorial.cities ORDER BY id",
     );
-    let table = std::fs::read_to_string(dir.path().join("out/cities.csv")).unwrap();
     assert_eq!(table, "id,city\n1,Puebla\n2,Tijuana\n");
     let out = scdflow(dir.path(), &["run", "v.sql", "--out", "out2"]);
     assert!(
@@ -270,4 +370,58 @@ fn volume_paths_are_files_inside_the_warehouse() {
         "{}",
         stderr(&out)
     );
+}
+
+/// The published table holds the file table's rows whatever the workers, over a workload of
+/// many commits (deletion vectors, merged files): read back through `scdflow sql`.
+#[test]
+fn a_published_table_equals_the_file_table_for_any_workers() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    succeed(
+        cwd,
+        &[
+            "generate",
+            "--out",
+            "g",
+            "--events",
+            "6000",
+            "--keys",
+            "300",
+            "--displacement",
+            "200",
+            "--commits",
+            "40",
+            "--seed",
+            "11",
+        ],
+    );
+    sql(cwd, "CREATE SCHEMA main.default");
+    for (flow, order) in [("scd1", "k"), ("scd2", "k, __START_AT")] {
+        let pipeline = format!("g/{flow}.sql");
+        succeed(cwd, &["run", &pipeline, "--out", "files"]);
+        let file = std::fs::read_to_string(cwd.join(format!("files/{flow}.csv"))).unwrap();
+        for workers in ["1", "2"] {
+            succeed(
+                cwd,
+                &[
+                    "run",
+                    &pipeline,
+                    "--warehouse",
+                    "w",
+                    "-w",
+                    workers,
+                    "--out",
+                    "o",
+                ],
+            );
+            let table = sql(cwd, &format!("SELECT * FROM {flow} ORDER BY {order}"));
+            assert_eq!(table, file, "{flow}, {workers} workers");
+        }
+    }
+    let files = std::fs::read_dir(cwd.join("w/main/default/scd2")).unwrap();
+    let vectors = (files.map(|e| e.unwrap().file_name()))
+        .filter(|n| n.to_string_lossy().starts_with("deletion_vector_"))
+        .count();
+    assert!(vectors > 0, "updates are deletion vectors");
 }

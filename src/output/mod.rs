@@ -13,8 +13,16 @@
 //! directory is removed, or — after a crash — by the next run into the same `DIR`, which first
 //! completes a group that was moving in).
 //!
+//! With a warehouse ([`Layout::publish`]) each target is a Delta table there instead, its
+//! change feed the table's change data feed ([`published`]); `DIR` keeps `metrics.json` and
+//! the set-aside rows, and the tables move in with them as one group.
+//!
 //! Limits: into an existing `DIR`, a reader listing it during the renames (microseconds per
 //! file) can see some files new and others old.
+
+mod published;
+
+pub use published::TARGET_PROPERTY;
 
 use crate::driver::{CommitLatency, CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};
 use crate::engine::changefeed;
@@ -38,6 +46,8 @@ pub struct Layout {
     pub format: OutputFormat,
     /// Before the extension of tables and change feeds: `.part-<p>` for a partition.
     pub suffix: String,
+    /// Per target, the Delta table it is published as; empty: tables are files in `dir`.
+    pub published: Vec<PathBuf>,
 }
 
 impl Layout {
@@ -47,6 +57,15 @@ impl Layout {
             dir: dir.to_path_buf(),
             format,
             suffix: String::new(),
+            published: Vec::new(),
+        }
+    }
+
+    /// The targets published as the Delta tables `dirs` (one per target) instead of files.
+    pub fn publish(self, dirs: Vec<PathBuf>) -> Layout {
+        Layout {
+            published: dirs,
+            ..self
         }
     }
 
@@ -162,8 +181,8 @@ pub struct StagedRun<'p> {
     stage: Layout,
     /// Whether this process writes `metrics.json` and the set-aside rows (process 0).
     run_files: bool,
-    /// Per target: its change feed's schema and staged file.
-    feeds: Vec<(crate::value::Schema, BufWriter<File>)>,
+    /// Per target: its change feed's schema and staged file, or its staged Delta table.
+    feeds: Vec<Feed>,
     quarantine: BTreeMap<String, BufWriter<File>>,
     metrics: RunMetrics,
     /// Rows set aside and warnings, for the caller to report.
@@ -175,6 +194,14 @@ pub struct StagedRun<'p> {
     text: String,
     /// The lock on `--out` ([`lock`]), held until the run ends.
     _lock: File,
+}
+
+/// Where a target's change feed goes.
+enum Feed {
+    /// A file, its rows in this schema.
+    File(crate::value::Schema, BufWriter<File>),
+    /// A Delta table's change data feed.
+    Delta(Box<published::Published>),
 }
 
 /// The staging directory of a run into `DIR` is `.<DIR name>` + this + the process id.
@@ -201,7 +228,13 @@ impl<'p> StagedRun<'p> {
         let stage = layout.within(&stage_dir);
         let mut feeds = Vec::new();
         let mut text = String::new();
-        for target in &pipeline.targets {
+        for (t, target) in pipeline.targets.iter().enumerate() {
+            if let Some(dir) = layout.published.get(t) {
+                feeds.push(Feed::Delta(Box::new(published::Published::create(
+                    target, dir,
+                )?)));
+                continue;
+            }
             let path = stage.changes(&target.name);
             let mut file = create(&path)?;
             let schema = changefeed::schema(target);
@@ -210,7 +243,7 @@ impl<'p> StagedRun<'p> {
             file.write_all(text.as_bytes())
                 .map_err(|e| Error::write(&path, &e))?;
             text.clear();
-            feeds.push((schema, file));
+            feeds.push(Feed::File(schema, file));
         }
         Ok(StagedRun {
             pipeline,
@@ -232,8 +265,16 @@ impl<'p> StagedRun<'p> {
     /// place; returns the table files with their row counts.
     pub fn finish(mut self, tables: &RenderedTables) -> Result<Vec<(PathBuf, usize)>> {
         let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let mut published = Vec::new();
         for (t, target) in self.pipeline.targets.iter().enumerate() {
-            let feed = &mut self.feeds[t].1;
+            let feed = match &mut self.feeds[t] {
+                Feed::File(_, feed) => feed,
+                Feed::Delta(table) => {
+                    staged.push(table.staged());
+                    published.push((t, table.published()));
+                    continue;
+                }
+            };
             let path = self.stage.changes(&target.name);
             feed.flush().map_err(|e| Error::write(&path, &e))?;
             feed.get_ref()
@@ -259,21 +300,23 @@ impl<'p> StagedRun<'p> {
             staged.push((path, self.layout.metrics()));
         }
         // A new `DIR` appears whole; another process may create it first (partitions).
-        let whole =
-            !self.layout.dir.exists() && std::fs::rename(&self.stage.dir, &self.layout.dir).is_ok();
+        let whole = published.is_empty()
+            && !self.layout.dir.exists()
+            && std::fs::rename(&self.stage.dir, &self.layout.dir).is_ok();
         if !whole {
             io::swap_in(&self.stage.dir, &staged)?;
             let _ = std::fs::remove_dir_all(&self.stage.dir);
         }
         crate::persist::frames::sync_parent(&self.layout.metrics())?;
         crate::persist::frames::sync_parent(&self.layout.dir)?;
-        Ok(self
-            .pipeline
-            .targets
-            .iter()
+        let mut written: Vec<(PathBuf, usize)> = (self.pipeline.targets.iter())
             .enumerate()
             .map(|(t, target)| (self.layout.table(&target.name), tables.rows(t)))
-            .collect())
+            .collect();
+        for (t, table) in published {
+            written[t] = table;
+        }
+        Ok(written)
     }
 }
 
@@ -286,12 +329,17 @@ impl Drop for StagedRun<'_> {
 
 impl Sink for StagedRun<'_> {
     fn commit(&mut self, commit: CommitOutput) -> Result<()> {
-        for (t, changes) in commit.changes.iter().enumerate() {
-            if changes.is_empty() {
-                continue;
-            }
-            let target = &self.pipeline.targets[t];
-            let (schema, file) = &mut self.feeds[t];
+        for (t, target) in self.pipeline.targets.iter().enumerate() {
+            let changes = commit.changes.get(t).map_or(&[][..], Vec::as_slice);
+            let (schema, file) = match &mut self.feeds[t] {
+                // Every commit is a version, so that Delta's versions are scdflow's.
+                Feed::Delta(table) => {
+                    table.commit(commit.version, commit.timestamp, changes)?;
+                    continue;
+                }
+                _ if changes.is_empty() => continue,
+                Feed::File(schema, file) => (schema, file),
+            };
             self.text.clear();
             let (version, timestamp) = (commit.version, commit.timestamp);
             let format = self.layout.format;

@@ -1,0 +1,543 @@
+//! A Delta table maintained from a change feed: each commit's changes become one version, its
+//! rows written in proportion to the change, never to the table.
+//!
+//! Layout of a version (one put-if-absent log entry, so it appears whole or not at all):
+//! - the commit's new rows (inserts and post-images) in one new Parquet file;
+//! - the rows it removes (deletes and pre-images) as deletion vectors on the files holding
+//!   them: each touched file is re-added with its grown vector (all vectors of a commit in one
+//!   DV file, see [`super::dv`]), and a file with no row left is removed;
+//! - the change data feed: the commit's changes with `_change_type` in one file under
+//!   `_change_data/` (Delta's `cdc` action), which readers of the table's change data feed use
+//!   as the version's changes;
+//! - `txn` with the writer's application id and the scdflow commit, and `commitInfo` whose
+//!   timestamp is the commit's (readers show it as `_commit_timestamp`).
+//!
+//! Compaction keeps the files few: whenever [`FANOUT`] files hold live rows of the same order
+//! of magnitude (a tier: live rows in `[FANOUT^k, FANOUT^(k+1))`), the commit merges them into
+//! one (their live rows read back, deletion vectors applied) in the same version, so a row is
+//! rewritten about `log_FANOUT(rows)` times over its life and a file's deleted rows fall to its
+//! live size's tier. The merge's actions carry `dataChange = false`.
+//!
+//! Invariant: the index maps every live row (by a 128-bit hash of its packed bytes) to its
+//! file and position, and each live file's deletion vector holds exactly its removed positions;
+//! a removal the index cannot place means the feed and the table disagree and fails the commit
+//! before anything is written. Memory: about 40 bytes per live row.
+//!
+//! Limits: the table's writer must be the only one (versions are made by this writer in
+//! sequence: another writer's version makes the next commit fail); files merged away and
+//! superseded DV files stay on disk until a vacuum.
+
+use super::batch::{arrow_schema, to_batch};
+use super::dv::{self, DvFile};
+use super::table::{failed, read_parquet};
+use crate::engine::changefeed::ChangeType;
+use crate::value::{DataType, Row, Schema};
+use crate::{Error, ErrorKind, Result};
+use deltalake::arrow::datatypes::SchemaRef;
+use deltalake::kernel::transaction::{CommitData, TransactionError};
+use deltalake::kernel::{Action, Add, AddCDCFile, Remove, Transaction};
+use deltalake::logstore::object_store::{ObjectStoreExt, PutPayload};
+use deltalake::logstore::{CommitOrBytes, LogStoreRef, ObjectStoreRef};
+use deltalake::protocol::{DeltaOperation, OutputMode};
+use deltalake::writer::{DeltaWriter, RecordBatchWriter};
+use deltalake::Path as StorePath;
+use roaring::RoaringTreemap;
+use smallvec::SmallVec;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasher;
+use std::path::{Path, PathBuf};
+use tokio::runtime::Runtime;
+
+/// How many files of one tier are merged into one.
+pub const FANOUT: u64 = 8;
+
+/// Where a live row is: file id and position in it.
+#[derive(Clone, Copy, Debug)]
+struct Location {
+    file: u32,
+    row: u32,
+}
+
+/// A file of the current version.
+#[derive(Debug)]
+struct LiveFile {
+    add: Add,
+    rows: u64,
+    deleted: RoaringTreemap,
+}
+
+impl LiveFile {
+    fn live(&self) -> u64 {
+        self.rows - self.deleted.len()
+    }
+}
+
+/// What one commit wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// The Delta version made.
+    pub version: u64,
+    /// Bytes of data, change-feed, deletion-vector and log files written.
+    pub bytes: u64,
+    /// Rows rewritten by compaction.
+    pub compacted_rows: u64,
+}
+
+/// A Delta table maintained from a change feed; see the module docs.
+pub struct MaintainedTable {
+    runtime: Runtime,
+    store: ObjectStoreRef,
+    log: LogStoreRef,
+    url: url::Url,
+    dir: PathBuf,
+    schema: Schema,
+    arrow: SchemaRef,
+    cdc_schema: Schema,
+    cdc_arrow: SchemaRef,
+    app_id: String,
+    version: u64,
+    files: Vec<Option<LiveFile>>,
+    index: HashMap<u128, SmallVec<[Location; 1]>, foldhash::fast::FixedState>,
+}
+
+impl MaintainedTable {
+    /// Creates an empty table of `schema` at `dir` (version 0) with the change data feed and
+    /// deletion vectors enabled and `properties`, written by the application `app_id`.
+    pub fn create(
+        dir: &Path,
+        schema: &Schema,
+        properties: &BTreeMap<String, String>,
+        app_id: &str,
+    ) -> Result<MaintainedTable> {
+        let mut properties = properties.clone();
+        for key in ["delta.enableChangeDataFeed", "delta.enableDeletionVectors"] {
+            properties.insert(key.to_string(), "true".to_string());
+        }
+        let table = super::Table::create(dir, schema, &properties, &[], false)?;
+        drop(table);
+        Self::open(dir, schema, app_id)
+    }
+
+    /// Opens the maintained table at `dir`: its files, deletion vectors and live rows are read
+    /// to build the index. Its columns must be `schema`'s.
+    pub fn open(dir: &Path, schema: &Schema, app_id: &str) -> Result<MaintainedTable> {
+        let (runtime, url) = super::table::existing(dir)?;
+        let table = runtime
+            .block_on(deltalake::open_table(url.clone()))
+            .map_err(|e| failed(dir, e))?;
+        let arrow = arrow_schema(schema)?;
+        let mut cdc_schema = schema.clone();
+        cdc_schema
+            .columns
+            .extend(Schema::new([("_change_type".to_string(), DataType::String)]).columns);
+        let cdc_arrow = arrow_schema(&cdc_schema)?;
+        let snapshot = table.snapshot().map_err(|e| failed(dir, e))?;
+        let columns = super::Table::open(dir)?.schema().clone();
+        if columns != *schema {
+            return Err(Error::new(
+                ErrorKind::State,
+                format!(
+                    "Delta table {}: its columns are not the target's; drop it (`scdflow sql \
+                     \"DROP TABLE ...\"`) or run without --state to publish it afresh",
+                    dir.display()
+                ),
+            ));
+        }
+        let adds: Vec<Add> = snapshot.log_data().iter().map(|f| as_add(&f)).collect();
+        let mut maintained = MaintainedTable {
+            store: table.object_store(),
+            log: table.log_store(),
+            version: table.version().unwrap_or(0),
+            runtime,
+            url,
+            dir: dir.to_path_buf(),
+            schema: schema.clone(),
+            arrow,
+            cdc_schema,
+            cdc_arrow,
+            app_id: app_id.to_string(),
+            files: Vec::new(),
+            index: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
+        };
+        for add in adds {
+            let where_ = dir.join(&add.path).display().to_string();
+            let deleted = match &add.deletion_vector {
+                Some(d) => dv::read(dir, d, &where_)?,
+                None => RoaringTreemap::new(),
+            };
+            let rows = maintained.read(&add)?;
+            let file = maintained.files.len() as u32;
+            for (i, row) in rows.iter().enumerate() {
+                if !deleted.contains(i as u64) {
+                    maintained.place(row, file, i as u32);
+                }
+            }
+            maintained.files.push(Some(LiveFile {
+                rows: rows.len() as u64,
+                add,
+                deleted,
+            }));
+        }
+        Ok(maintained)
+    }
+
+    /// The table's latest version.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Live rows.
+    pub fn rows(&self) -> u64 {
+        self.files.iter().flatten().map(LiveFile::live).sum()
+    }
+
+    /// Files of the current version.
+    pub fn files(&self) -> usize {
+        self.files.iter().flatten().count()
+    }
+
+    /// The last scdflow commit this application wrote (its `txn` version), if any.
+    pub fn last_commit(&self) -> Result<Option<u64>> {
+        let (runtime, url) = super::table::existing(&self.dir)?;
+        let table = runtime
+            .block_on(deltalake::open_table(url))
+            .map_err(|e| failed(&self.dir, e))?;
+        let log = table.log_store();
+        let snapshot = table.snapshot().map_err(|e| failed(&self.dir, e))?;
+        let version = runtime
+            .block_on(snapshot.transaction_version(log.as_ref(), &self.app_id))
+            .map_err(|e| failed(&self.dir, e))?;
+        Ok(version.map(|v| v as u64))
+    }
+
+    /// Writes commit `commit`'s changes (in feed order) as the next version, with the commit's
+    /// time `timestamp` (µs since the epoch).
+    pub fn commit(
+        &mut self,
+        commit: u64,
+        timestamp: i64,
+        changes: &[(ChangeType, Row)],
+    ) -> Result<Written> {
+        let mut written = Written::default();
+        // Removals are placed before anything is written, so a disagreement writes nothing.
+        let mut touched: BTreeMap<u32, RoaringTreemap> = BTreeMap::new();
+        // Rows the commit adds, and by hash the ones a later change of it may take back.
+        let mut inserted: Vec<Option<&Row>> = Vec::new();
+        let mut new_rows: HashMap<u128, Vec<usize>> = HashMap::new();
+        for (kind, row) in changes {
+            let hash = self.hash(row);
+            match kind {
+                ChangeType::Insert | ChangeType::UpdatePostimage => {
+                    new_rows.entry(hash).or_default().push(inserted.len());
+                    inserted.push(Some(row));
+                }
+                ChangeType::Delete | ChangeType::UpdatePreimage => {
+                    if let Some(i) = new_rows.get_mut(&hash).and_then(Vec::pop) {
+                        inserted[i] = None;
+                        continue;
+                    }
+                    let Some(at) = self.unplace(row) else {
+                        return Err(Error::new(
+                            ErrorKind::Internal,
+                            format!(
+                                "Delta table {}: commit {commit} removes a row the table does \
+                                 not hold",
+                                self.dir.display()
+                            ),
+                        ));
+                    };
+                    touched.entry(at.file).or_default().insert(at.row as u64);
+                }
+            }
+        }
+        let inserted: Vec<Row> = inserted.into_iter().flatten().cloned().collect();
+        let mut actions = Vec::new();
+        if !inserted.is_empty() {
+            let add = self.write_file(&inserted, true)?;
+            written.bytes += add.size as u64;
+            let file = self.files.len() as u32;
+            for (i, row) in inserted.iter().enumerate() {
+                self.place(row, file, i as u32);
+            }
+            actions.push(Action::Add(add.clone()));
+            self.files.push(Some(LiveFile {
+                add,
+                rows: inserted.len() as u64,
+                deleted: RoaringTreemap::new(),
+            }));
+        }
+        let mut vectors = DvFile::new();
+        for (id, positions) in touched {
+            let file = self.files[id as usize]
+                .as_mut()
+                .expect("a placed row's file");
+            actions.push(Action::Remove(remove(&file.add, timestamp, true)));
+            file.deleted |= positions;
+            if file.live() == 0 {
+                self.files[id as usize] = None;
+                continue;
+            }
+            file.add.deletion_vector = Some(vectors.push(&file.deleted)?);
+            file.add.data_change = true;
+            actions.push(Action::Add(file.add.clone()));
+        }
+        let (merged, rows) = self.compact(timestamp, &mut actions)?;
+        written.bytes += merged;
+        written.compacted_rows = rows;
+        if !vectors.is_empty() {
+            written.bytes += vectors.bytes().len() as u64;
+            self.put(&vectors.name(), vectors.bytes().to_vec())?;
+        }
+        if !changes.is_empty() {
+            let cdc = self.write_feed(changes)?;
+            written.bytes += cdc.size as u64;
+            actions.push(Action::Cdc(cdc));
+        }
+        written.bytes += self.commit_log(commit, timestamp, actions)?;
+        written.version = self.version;
+        Ok(written)
+    }
+
+    /// Merges each tier that has [`FANOUT`] files into one (see the module docs); returns the
+    /// bytes written and rows moved.
+    fn compact(&mut self, timestamp: i64, actions: &mut Vec<Action>) -> Result<(u64, u64)> {
+        let (mut bytes, mut moved) = (0, 0);
+        loop {
+            // A file this commit added leaves without a `remove`: no version before held it.
+            let fresh: Vec<String> = (actions.iter())
+                .filter_map(|a| match a {
+                    Action::Add(add) if add.deletion_vector.is_none() => Some(add.path.clone()),
+                    _ => None,
+                })
+                .collect();
+            let mut tiers: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+            for (id, file) in self.files.iter().enumerate() {
+                if let Some(file) = file {
+                    tiers
+                        .entry(file.live().max(1).ilog(FANOUT))
+                        .or_default()
+                        .push(id as u32);
+                }
+            }
+            let Some(ids) = tiers.into_values().find(|ids| ids.len() as u64 >= FANOUT) else {
+                return Ok((bytes, moved));
+            };
+            let mut rows = Vec::new();
+            for &id in &ids {
+                let file = self.files[id as usize].take().expect("a live file");
+                let all = self.read(&file.add)?;
+                rows.extend(
+                    (all.into_iter().enumerate())
+                        .filter(|(i, _)| !file.deleted.contains(*i as u64))
+                        .map(|(_, row)| row),
+                );
+                // The file leaves this version whether or not the commit re-added it above.
+                actions.retain(|a| !matches!(a, Action::Add(add) if add.path == file.add.path));
+                let path = &file.add.path;
+                if !fresh.contains(path)
+                    && !(actions.iter()).any(|a| matches!(a, Action::Remove(r) if r.path == *path))
+                {
+                    actions.push(Action::Remove(remove(&file.add, timestamp, false)));
+                }
+            }
+            let add = self.write_file(&rows, false)?;
+            bytes += add.size as u64;
+            moved += rows.len() as u64;
+            let file = self.files.len() as u32;
+            for (i, row) in rows.iter().enumerate() {
+                let hash = self.hash(row);
+                if let Some(at) = self.index.get_mut(&hash).and_then(|ats| {
+                    ats.iter_mut()
+                        .find(|at| ids.contains(&at.file) && at.file != file)
+                }) {
+                    *at = Location {
+                        file,
+                        row: i as u32,
+                    };
+                }
+            }
+            actions.push(Action::Add(add.clone()));
+            self.files.push(Some(LiveFile {
+                add,
+                rows: rows.len() as u64,
+                deleted: RoaringTreemap::new(),
+            }));
+        }
+    }
+
+    /// Commits `actions` as the next version, with `txn` and `commitInfo`; returns the log
+    /// entry's bytes.
+    fn commit_log(&mut self, commit: u64, timestamp: i64, actions: Vec<Action>) -> Result<u64> {
+        let operation = DeltaOperation::StreamingUpdate {
+            output_mode: OutputMode::Update,
+            query_id: self.app_id.clone(),
+            epoch_id: commit as i64,
+        };
+        let mut info = operation.get_commit_info();
+        info.timestamp = Some(timestamp.div_euclid(1000));
+        info.read_version = Some(self.version);
+        let mut all = vec![Action::CommitInfo(info)];
+        all.extend(actions);
+        let txn = Transaction::new_with_last_update(
+            &self.app_id,
+            commit as i64,
+            Some(timestamp.div_euclid(1000)),
+        );
+        let data = CommitData::new(all, operation, HashMap::new(), vec![txn]);
+        let bytes = data.get_bytes().map_err(|e| failed(&self.dir, e))?;
+        let size = bytes.len() as u64;
+        let next = self.version + 1;
+        let written = self.runtime.block_on(self.log.write_commit_entry(
+            next,
+            CommitOrBytes::LogBytes(bytes),
+            uuid::Uuid::new_v4(),
+        ));
+        match written {
+            Ok(()) => {
+                self.version = next;
+                Ok(size)
+            }
+            Err(TransactionError::VersionAlreadyExists(taken)) => Err(Error::new(
+                ErrorKind::State,
+                format!(
+                    "Delta table {}: another writer made version {taken}; scdflow maintains \
+                     this table alone",
+                    self.dir.display()
+                ),
+            )),
+            Err(e) => Err(failed(&self.dir, e)),
+        }
+    }
+
+    /// Writes `rows` as one Parquet data file (statistics included); returns its `add`.
+    fn write_file(&self, rows: &[Row], data_change: bool) -> Result<Add> {
+        let batch = to_batch(&self.schema, &self.arrow, rows)?;
+        let mut adds = self.write_parquet(self.url.as_str(), self.arrow.clone(), batch)?;
+        let mut add = adds
+            .pop()
+            .filter(|_| adds.is_empty())
+            .ok_or_else(|| failed(&self.dir, "one batch made other than one file"))?;
+        add.data_change = data_change;
+        Ok(add)
+    }
+
+    /// Writes the change-data file of `changes`.
+    fn write_feed(&self, changes: &[(ChangeType, Row)]) -> Result<AddCDCFile> {
+        let rows: Vec<Row> = changes
+            .iter()
+            .map(|(kind, row)| {
+                let mut packer = crate::value::Packer::new();
+                packer
+                    .extend_from(row.as_row_ref())
+                    .push(&crate::value::Value::Str(kind.as_str().to_string()));
+                packer.finish()
+            })
+            .collect();
+        let batch = to_batch(&self.cdc_schema, &self.cdc_arrow, &rows)?;
+        let folder = self
+            .url
+            .join("_change_data/")
+            .map_err(|e| failed(&self.dir, e))?;
+        std::fs::create_dir_all(self.dir.join("_change_data"))
+            .map_err(|e| Error::write(&self.dir.join("_change_data"), &e))?;
+        let add = self
+            .write_parquet(folder.as_str(), self.cdc_arrow.clone(), batch)?
+            .pop()
+            .ok_or_else(|| failed(&self.dir, "no change-data file was written"))?;
+        Ok(AddCDCFile {
+            path: format!("_change_data/{}", add.path),
+            size: add.size,
+            partition_values: HashMap::new(),
+            data_change: false,
+            tags: None,
+        })
+    }
+
+    fn write_parquet(
+        &self,
+        url: &str,
+        arrow: SchemaRef,
+        batch: deltalake::arrow::array::RecordBatch,
+    ) -> Result<Vec<Add>> {
+        self.runtime
+            .block_on(async {
+                let mut writer = RecordBatchWriter::try_new(url, arrow, None, None)?;
+                writer.write(batch).await?;
+                writer.flush().await
+            })
+            .map_err(|e| failed(&self.dir, e))
+    }
+
+    fn put(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
+        let path = StorePath::from(name);
+        self.runtime
+            .block_on(self.store.put(&path, PutPayload::from(bytes)))
+            .map(|_| ())
+            .map_err(|e| failed(&self.dir, e))
+    }
+
+    /// The rows of a data file, in order.
+    fn read(&self, add: &Add) -> Result<Vec<Row>> {
+        let path = StorePath::from(add.path.as_str());
+        read_parquet(&self.runtime, &self.store, &self.dir, &path, &self.schema)
+    }
+
+    fn hash(&self, row: &Row) -> u128 {
+        let bytes = row.as_row_ref().as_bytes();
+        let low = self.index.hasher().hash_one(bytes);
+        let high = foldhash::fast::FixedState::with_seed(1).hash_one(bytes);
+        (u128::from(high) << 64) | u128::from(low)
+    }
+
+    fn place(&mut self, row: &Row, file: u32, row_at: u32) {
+        let hash = self.hash(row);
+        self.index
+            .entry(hash)
+            .or_default()
+            .push(Location { file, row: row_at });
+    }
+
+    /// Takes a live row out of the index; where it was.
+    fn unplace(&mut self, row: &Row) -> Option<Location> {
+        let hash = self.hash(row);
+        let ats = self.index.get_mut(&hash)?;
+        let at = ats.pop()?;
+        if ats.is_empty() {
+            self.index.remove(&hash);
+        }
+        Some(at)
+    }
+}
+
+/// A live file's `add`, as the version holding it has it.
+pub(super) fn as_add(file: &deltalake::kernel::LogicalFileView) -> Add {
+    Add {
+        path: file.path().to_string(),
+        partition_values: file.partition_values_map(),
+        size: file.size(),
+        modification_time: file.modification_time(),
+        data_change: true,
+        stats: file.stats(),
+        tags: None,
+        deletion_vector: file.deletion_vector_descriptor(),
+        base_row_id: None,
+        default_row_commit_version: None,
+        clustering_provider: None,
+    }
+}
+
+/// The `remove` of a file `add` brought.
+fn remove(add: &Add, timestamp: i64, data_change: bool) -> Remove {
+    Remove {
+        path: add.path.clone(),
+        data_change,
+        deletion_timestamp: Some(timestamp.div_euclid(1000)),
+        extended_file_metadata: Some(true),
+        partition_values: Some(add.partition_values.clone()),
+        size: Some(add.size),
+        tags: add.tags.clone(),
+        deletion_vector: add.deletion_vector.clone(),
+        base_row_id: add.base_row_id,
+        default_row_commit_version: add.default_row_commit_version,
+    }
+}

@@ -1,0 +1,123 @@
+//! A plain run's targets published as Delta tables in a warehouse, with their change data feed.
+//!
+//! Each target's table is built afresh in a staging directory beside it
+//! (`.<table>.scdflow-staging-<pid>/table`, on the same file system): version 0 creates it,
+//! and scdflow commit `n` is Delta version `n` ([`MaintainedTable`]: the commit's rows,
+//! deletion vectors, change-data file and `txn` in one log entry). When the run succeeds the
+//! staged table moves into place with the run's other outputs ([`crate::io::swap_in`]), so a
+//! plain run replaces the table whole, its history included, as a full refresh does; a run
+//! that fails leaves it as it was. Only a table scdflow published (table property
+//! `scdflow.target`) is replaced: any other table in the way is an error naming it.
+//!
+//! Limits: readers of the table see the new one from the moment it moves in, never a mix, but
+//! a reader holding the old table's files open may find them gone.
+
+use crate::delta::{MaintainedTable, Table};
+use crate::engine::changefeed::ChangeType;
+use crate::plan::Target;
+use crate::value::Row;
+use crate::{Error, ErrorKind, Result};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// The table property that marks a table as a published target.
+pub const TARGET_PROPERTY: &str = "scdflow.target";
+
+/// What follows `.<table>` in the name of a table's staging directory.
+const STAGING: &str = ".scdflow-staging-";
+
+/// One target's table, staged; see the module docs.
+pub(super) struct Published {
+    table: MaintainedTable,
+    /// The staging directory (the new table is its `table`).
+    stage: PathBuf,
+    /// Where the table goes.
+    dir: PathBuf,
+    /// The lock on `dir` ([`super::lock`]), held until the run ends.
+    _lock: File,
+}
+
+impl Published {
+    /// Stages `target`'s table for `dir`, after checking that `dir` is free or holds a table
+    /// scdflow published. Staging directories left by crashed runs are removed.
+    pub(super) fn create(target: &Target, dir: &Path) -> Result<Published> {
+        let lock = super::lock(dir, "")?;
+        if dir.exists() {
+            let ours = Table::exists(dir)
+                && Table::open(dir)?
+                    .properties()?
+                    .contains_key(TARGET_PROPERTY);
+            if !ours {
+                let message = format!(
+                    "target `{}` is published as {}, where a table or folder scdflow did not \
+                     publish is; drop it (`DROP TABLE`) or rename the target",
+                    target.name,
+                    dir.display()
+                );
+                return Err(Error::new(ErrorKind::Validation, message));
+            }
+        }
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!("{} names no table directory", dir.display()),
+            ));
+        };
+        let prefix = format!(".{}{STAGING}", name.to_string_lossy());
+        for entry in std::fs::read_dir(parent).map_err(|e| Error::read(parent, &e))? {
+            let entry = entry.map_err(|e| Error::read(parent, &e))?;
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                let path = entry.path();
+                std::fs::remove_dir_all(&path).map_err(|e| Error::write(&path, &e))?;
+            }
+        }
+        let stage = parent.join(format!("{prefix}{}", std::process::id()));
+        let properties = BTreeMap::from([(TARGET_PROPERTY.to_string(), target.name.clone())]);
+        let app_id = format!("scdflow:{}", target.name);
+        let table =
+            MaintainedTable::create(&stage.join("table"), &target.schema, &properties, &app_id)?;
+        Ok(Published {
+            table,
+            stage,
+            dir: dir.to_path_buf(),
+            _lock: lock,
+        })
+    }
+
+    /// Writes commit `version`'s changes as the table's version `version`.
+    pub(super) fn commit(
+        &mut self,
+        version: u64,
+        timestamp: i64,
+        changes: &[(ChangeType, Row)],
+    ) -> Result<()> {
+        let written = self.table.commit(version, timestamp, changes)?;
+        if written.version != version {
+            let message = format!(
+                "Delta table {}: scdflow commit {version} became version {}",
+                self.dir.display(),
+                written.version
+            );
+            return Err(Error::new(ErrorKind::Internal, message));
+        }
+        Ok(())
+    }
+
+    /// The staged table and where it goes, for the run's group of moves.
+    pub(super) fn staged(&self) -> (PathBuf, PathBuf) {
+        (self.stage.join("table"), self.dir.clone())
+    }
+
+    /// Where the table goes, and its rows.
+    pub(super) fn published(&self) -> (PathBuf, usize) {
+        (self.dir.clone(), self.table.rows() as usize)
+    }
+}
+
+impl Drop for Published {
+    fn drop(&mut self) {
+        // After the move: the table it replaced; after a failure: the staged table.
+        let _ = std::fs::remove_dir_all(&self.stage);
+    }
+}
