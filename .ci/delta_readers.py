@@ -8,6 +8,10 @@ Polars (run by .ci/run with a virtual environment that has them).
    the appended rows as inserts of their versions.
 3. deltalake writes a table in two versions (a create and an append); `scdflow run` reads it by
    its qualified name as a stream, version by version, and its target holds both versions' rows.
+4. `scdflow run --warehouse` publishes SCD1 and SCD2 targets of a generated workload (many
+   commits: deletion vectors, merged files): polars and deltalake's query engine read each
+   table as the run without a warehouse writes it to files, and deltalake's load_cdf reads its
+   change data feed as that run's `<target>.changes.csv`, version for commit.
 
 usage: python .ci/delta_readers.py path/to/scdflow
 """
@@ -18,7 +22,7 @@ import tempfile
 
 import polars as pl
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SEED_ROWS = [
@@ -99,10 +103,38 @@ def main():
             "CREATE FLOW f AS AUTO CDC INTO cities FROM STREAM(main.cdc_tutorial.py_events)\n"
             "KEYS (userId) SEQUENCE BY seq STORED AS SCD TYPE 1;\n"
         )
-        run(scdflow, "run", "p.sql", "--warehouse", "w", "--out", "out", cwd=tmp)
-        table = (tmp / "out/cities.csv").read_text()
-        assert table == "userId,city,seq\n1,Puebla,2\n2,Tijuana,1\n", table
+        run(scdflow, "run", "p.sql", "--warehouse", "w", "--schema", "cdc_tutorial", cwd=tmp)
+        table = pl.read_delta(str(tmp / "w/main/cdc_tutorial/cities")).sort("userId")
+        assert table.rows() == [(1, "Puebla", 2), (2, "Tijuana", 1)], table
         print("scdflow read a table deltalake wrote, version by version")
+
+        published(scdflow, tmp)
+
+
+def published(scdflow, tmp):
+    run(scdflow, "generate", "--out", "g", "--events", "20000", "--keys", "2000",
+        "--displacement", "300", "--commits", "40", "--seed", "5", cwd=tmp)
+    run(scdflow, "sql", "--warehouse", "w", "CREATE SCHEMA main.default", cwd=tmp)
+    for flow in ["scd1", "scd2"]:
+        run(scdflow, "run", f"g/{flow}.sql", "--out", "files", cwd=tmp)
+        run(scdflow, "run", f"g/{flow}.sql", "--warehouse", "w", "--out", "out", cwd=tmp)
+        path = str(tmp / "w/main/default" / flow)
+        dt = DeltaTable(path)
+        assert "deletionVectors" in (dt.protocol().reader_features or []), dt.protocol()
+        got = pl.read_delta(path)
+        columns = got.columns
+        want = pl.read_csv(tmp / f"files/{flow}.csv", schema=got.schema)
+        assert got.sort(columns).equals(want.sort(columns)), f"polars read {flow} otherwise"
+        engine = pl.from_arrow(pa.table(
+            QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all()))
+        assert engine.sort(columns).equals(want.sort(columns)), f"deltalake read {flow} otherwise"
+        feed = pl.from_arrow(pa.table(dt.load_cdf(starting_version=1).read_all()))
+        key = columns + ["_change_type", "_commit_version"]
+        feed = feed.select(key).with_columns(pl.all().cast(pl.Utf8)).sort(key)
+        changes = pl.read_csv(tmp / f"files/{flow}.changes.csv", infer_schema_length=0)
+        assert feed.equals(changes.select(key).sort(key)), f"{flow}: the change data feed differs"
+        print(f"{flow}: polars and deltalake read {got.height} rows in {dt.version()} versions, "
+              f"load_cdf {feed.height} changes, as the files of a run without a warehouse")
 
 
 if __name__ == "__main__":
