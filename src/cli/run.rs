@@ -42,7 +42,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(warehouse) = args.warehouse.open()? {
         if args.partitioned_output {
             anyhow::bail!(
-                "--partitioned-output writes each process's share as files; targets published                  in a --warehouse are written whole by process 0 (drop --partitioned-output)"
+                "--partitioned-output writes each process's share as files; targets published \
+                 in a --warehouse are written whole by process 0 (drop --partitioned-output)"
             );
         }
         layout = layout.publish(warehouse.target_dirs(&pipeline)?);

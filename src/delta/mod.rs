@@ -10,12 +10,13 @@
 //! crate is async; a [`Table`] drives it on its own current-thread tokio runtime, so callers
 //! stay synchronous.
 //!
-//! What we write: protocol reader 1 / writer 2 (writer 4 when the table property
-//! `delta.enableChangeDataFeed` is set), no table features; unpartitioned tables, one Parquet
-//! file per commit. Types as in [`batch`].
+//! What we write: tables of `scdflow sql`: protocol reader 1 / writer 2 (writer 4 when the
+//! table property `delta.enableChangeDataFeed` is set), no table features; unpartitioned
+//! tables, one Parquet file per commit. Published targets ([`MaintainedTable`]): reader 3 /
+//! writer 7 with deletion vectors and the change data feed. Types as in [`batch`].
 //!
-//! What we read: unpartitioned tables without deletion vectors or column mapping (the reader
-//! features a plain file read would get wrong); anything else is refused with its name. A
+//! What we read: unpartitioned tables without column mapping (the reader feature a plain file
+//! read would get wrong), deletion vectors applied; anything else is refused with its name. A
 //! version's new rows are the files its `add` actions bring with `dataChange`; a version that
 //! removes data (`remove` with `dataChange`) is not an append, and readers of a stream say so.
 

@@ -10,7 +10,10 @@
 //! `scdflow.target`) is replaced: any other table in the way is an error naming it.
 //!
 //! Limits: readers of the table see the new one from the moment it moves in, never a mix, but
-//! a reader holding the old table's files open may find them gone.
+//! a reader holding the old table's files open may find them gone. A process that dies while
+//! the group moves in leaves a journal the next run into the same `--out` completes; a run into
+//! another `--out` removes the staged table instead (the old table stays, or, if it had moved
+//! aside, is gone until the first run is repeated).
 
 use crate::delta::{MaintainedTable, Table};
 use crate::engine::changefeed::ChangeType;

@@ -168,7 +168,8 @@ impl Warehouse {
             );
             if let Some(source) = read {
                 let message = format!(
-                    "target `{}` would be published as {name}, which the pipeline reads as                      `{}`; a run would replace its own input",
+                    "target `{}` would be published as {name}, which the pipeline reads as \
+                     `{}`; a run would replace its own input",
                     target.name, source.name
                 );
                 return Err(Error::new(ErrorKind::Validation, message));

@@ -166,6 +166,27 @@ fn a_plain_run_replaces_only_the_tables_it_published() {
         "a\n"
     );
 
+    // A target named as the table it reads would replace its own input.
+    let own = SCD1.replace("users_current", "users_cdf");
+    std::fs::write(dir.path().join("own.sql"), own).unwrap();
+    let out = scdflow(
+        dir.path(),
+        &[
+            "run",
+            "own.sql",
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("would replace its own input"),
+        "{}",
+        stderr(&out)
+    );
+
     let out = scdflow(dir.path(), &["run", "scd2.sql", "--warehouse", "w"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
