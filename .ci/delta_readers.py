@@ -9,9 +9,10 @@ Polars (run by .ci/run with a virtual environment that has them).
 3. deltalake writes a table in two versions (a create and an append); `scdflow run` reads it by
    its qualified name as a stream, version by version, and its target holds both versions' rows.
 4. `scdflow run --warehouse` publishes SCD1 and SCD2 targets of a generated workload (many
-   commits: deletion vectors, merged files): polars and deltalake's query engine read each
-   table as the run without a warehouse writes it to files, and deltalake's load_cdf reads its
-   change data feed as that run's `<target>.changes.csv`, version for commit.
+   commits: deletion vectors, merged files), in one plain run and in durable runs (`--state`)
+   as the files arrive: polars and deltalake's query engine read each table as the run without
+   a warehouse writes it to files, and deltalake's load_cdf reads its change data feed as that
+   run's `<target>.changes.csv`, version for commit.
 
 usage: python .ci/delta_readers.py path/to/scdflow
 """
@@ -115,26 +116,45 @@ def published(scdflow, tmp):
     run(scdflow, "generate", "--out", "g", "--events", "20000", "--keys", "2000",
         "--displacement", "300", "--commits", "40", "--seed", "5", cwd=tmp)
     run(scdflow, "sql", "--warehouse", "w", "CREATE SCHEMA main.default", cwd=tmp)
+    run(scdflow, "sql", "--warehouse", "w", "CREATE SCHEMA main.durable", cwd=tmp)
     for flow in ["scd1", "scd2"]:
         run(scdflow, "run", f"g/{flow}.sql", "--out", "files", cwd=tmp)
         run(scdflow, "run", f"g/{flow}.sql", "--warehouse", "w", "--out", "out", cwd=tmp)
-        path = str(tmp / "w/main/default" / flow)
-        dt = DeltaTable(path)
-        assert "deletionVectors" in (dt.protocol().reader_features or []), dt.protocol()
-        got = pl.read_delta(path)
-        columns = got.columns
-        want = pl.read_csv(tmp / f"files/{flow}.csv", schema=got.schema)
-        assert got.sort(columns).equals(want.sort(columns)), f"polars read {flow} otherwise"
-        engine = pl.from_arrow(pa.table(
-            QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all()))
-        assert engine.sort(columns).equals(want.sort(columns)), f"deltalake read {flow} otherwise"
-        feed = pl.from_arrow(pa.table(dt.load_cdf(starting_version=1).read_all()))
-        key = columns + ["_change_type", "_commit_version"]
-        feed = feed.select(key).with_columns(pl.all().cast(pl.Utf8)).sort(key)
-        changes = pl.read_csv(tmp / f"files/{flow}.changes.csv", infer_schema_length=0)
-        assert feed.equals(changes.select(key).sort(key)), f"{flow}: the change data feed differs"
-        print(f"{flow}: polars and deltalake read {got.height} rows in {dt.version()} versions, "
-              f"load_cdf {feed.height} changes, as the files of a run without a warehouse")
+        check(tmp, flow, "default")
+    # Durable runs as the files arrive, a third of them at a time.
+    events = sorted((tmp / "g/events").iterdir())
+    (tmp / "d/events").mkdir(parents=True)
+    for flow in ["scd1", "scd2"]:
+        (tmp / "d" / f"{flow}.sql").write_text((tmp / "g" / f"{flow}.sql").read_text())
+    for part in range(3):
+        for f in events[part * len(events) // 3:(part + 1) * len(events) // 3]:
+            (tmp / "d/events" / f.name).write_bytes(f.read_bytes())
+        for flow in ["scd1", "scd2"]:
+            run(scdflow, "run", f"d/{flow}.sql", "--warehouse", "w", "--schema", "durable",
+                "--state", f"state-{flow}", "--out", f"out-{flow}", cwd=tmp)
+    for flow in ["scd1", "scd2"]:
+        check(tmp, flow, "durable")
+
+
+def check(tmp, flow, schema):
+    path = str(tmp / "w/main" / schema / flow)
+    dt = DeltaTable(path)
+    assert "deletionVectors" in (dt.protocol().reader_features or []), dt.protocol()
+    got = pl.read_delta(path)
+    columns = got.columns
+    want = pl.read_csv(tmp / f"files/{flow}.csv", schema=got.schema)
+    assert got.sort(columns).equals(want.sort(columns)), f"polars read {flow} otherwise"
+    engine = pl.from_arrow(pa.table(
+        QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all()))
+    assert engine.sort(columns).equals(want.sort(columns)), f"deltalake read {flow} otherwise"
+    feed = pl.from_arrow(pa.table(dt.load_cdf(starting_version=1).read_all()))
+    key = columns + ["_change_type", "_commit_version"]
+    feed = feed.select(key).with_columns(pl.all().cast(pl.Utf8)).sort(key)
+    changes = pl.read_csv(tmp / f"files/{flow}.changes.csv", infer_schema_length=0)
+    assert feed.equals(changes.select(key).sort(key)), f"{flow}: the change data feed differs"
+    print(f"{schema}.{flow}: polars and deltalake read {got.height} rows in {dt.version()} "
+          f"versions, load_cdf {feed.height} changes, as the files of a run without a "
+          "warehouse")
 
 
 if __name__ == "__main__":

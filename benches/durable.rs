@@ -92,6 +92,7 @@ fn main() {
         out: dir.path().join("out"),
         format: OutputFormat::Csv,
         full_refresh: false,
+        published: Vec::new(),
     };
     let first = timed(&pipeline, &options, &durability);
     report("2. first durable run", &first);

@@ -92,11 +92,16 @@ fn run_durable(
     state: &Path,
     args: &RunArgs,
 ) -> anyhow::Result<ExitCode> {
+    let published = match args.warehouse.open()? {
+        Some(warehouse) => warehouse.target_dirs(pipeline)?,
+        None => Vec::new(),
+    };
     let durability = Durability {
         state: state.to_path_buf(),
         out: args.out.clone(),
         format: args.format.into(),
         full_refresh: args.full_refresh,
+        published,
     };
     // Registered before the first run, so that a signal at any point lets the commit under way
     // finish; without --follow the default (immediate exit) is kept, which durability allows.

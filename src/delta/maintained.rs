@@ -12,6 +12,11 @@
 //! - `txn` with the writer's application id and the scdflow commit, and `commitInfo` whose
 //!   timestamp is the commit's (readers show it as `_commit_timestamp`).
 //!
+//! A version is first prepared (its files written, its log entry held as a [`Prepared`]) and
+//! then published (the entry put in the log); [`MaintainedTable::commit`] does both, a durable
+//! run publishes only after its state committed the entries ([`roll_forward`] completes them
+//! after a crash).
+//!
 //! Compaction keeps the files few: whenever [`FANOUT`] files hold live rows of the same order
 //! of magnitude (a tier: live rows in `[FANOUT^k, FANOUT^(k+1))`), the commit merges them into
 //! one (their live rows read back, deletion vectors applied) in the same version, so a row is
@@ -70,6 +75,19 @@ impl LiveFile {
     fn live(&self) -> u64 {
         self.rows - self.deleted.len()
     }
+}
+
+/// A version prepared and not yet in the log: its data files are written, its log entry is
+/// held here. Publishing it ([`MaintainedTable::publish`], or [`roll_forward`] after a crash)
+/// makes it the table's.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Prepared {
+    /// The scdflow commit it holds (its `txn` version).
+    pub commit: u64,
+    /// The Delta version it becomes.
+    pub version: u64,
+    /// The log entry.
+    pub entry: Vec<u8>,
 }
 
 /// What one commit wrote.
@@ -198,15 +216,20 @@ impl MaintainedTable {
 
     /// The last scdflow commit this application wrote (its `txn` version), if any.
     pub fn last_commit(&self) -> Result<Option<u64>> {
-        let (runtime, url) = super::table::existing(&self.dir)?;
+        Self::last_commit_in(&self.dir, &self.app_id)
+    }
+
+    /// The last commit application `app_id` wrote to the table at `dir` (its `txn`), if any.
+    pub fn last_commit_in(dir: &Path, app_id: &str) -> Result<Option<u64>> {
+        let (runtime, url) = super::table::existing(dir)?;
         let table = runtime
             .block_on(deltalake::open_table(url))
-            .map_err(|e| failed(&self.dir, e))?;
+            .map_err(|e| failed(dir, e))?;
         let log = table.log_store();
-        let snapshot = table.snapshot().map_err(|e| failed(&self.dir, e))?;
+        let snapshot = table.snapshot().map_err(|e| failed(dir, e))?;
         let version = runtime
-            .block_on(snapshot.transaction_version(log.as_ref(), &self.app_id))
-            .map_err(|e| failed(&self.dir, e))?;
+            .block_on(snapshot.transaction_version(log.as_ref(), app_id))
+            .map_err(|e| failed(dir, e))?;
         Ok(version.map(|v| v as u64))
     }
 
@@ -218,6 +241,21 @@ impl MaintainedTable {
         timestamp: i64,
         changes: &[(ChangeType, Row)],
     ) -> Result<Written> {
+        let (prepared, written) = self.prepare(commit, timestamp, changes)?;
+        self.publish(&prepared)?;
+        Ok(written)
+    }
+
+    /// Writes the data files of commit `commit`'s changes and prepares its log entry as the
+    /// version after the last one prepared; the table (as this value holds it) moves to that
+    /// version. Until the entry is published, readers see the version before: a writer that
+    /// cannot publish must drop this value and open the table again.
+    pub fn prepare(
+        &mut self,
+        commit: u64,
+        timestamp: i64,
+        changes: &[(ChangeType, Row)],
+    ) -> Result<(Prepared, Written)> {
         let mut written = Written::default();
         // Removals are placed before anything is written, so a disagreement writes nothing.
         let mut touched: BTreeMap<u32, RoaringTreemap> = BTreeMap::new();
@@ -293,9 +331,16 @@ impl MaintainedTable {
             written.bytes += cdc.size as u64;
             actions.push(Action::Cdc(cdc));
         }
-        written.bytes += self.commit_log(commit, timestamp, actions)?;
-        written.version = self.version;
-        Ok(written)
+        let prepared = self.entry(commit, timestamp, actions)?;
+        written.bytes += prepared.entry.len() as u64;
+        written.version = prepared.version;
+        self.version = prepared.version;
+        Ok((prepared, written))
+    }
+
+    /// Puts a prepared version in the log.
+    pub fn publish(&self, prepared: &Prepared) -> Result<()> {
+        put_entry(&self.runtime, &self.log, &self.dir, prepared)
     }
 
     /// Merges each tier that has [`FANOUT`] files into one (see the module docs); returns the
@@ -365,9 +410,8 @@ impl MaintainedTable {
         }
     }
 
-    /// Commits `actions` as the next version, with `txn` and `commitInfo`; returns the log
-    /// entry's bytes.
-    fn commit_log(&mut self, commit: u64, timestamp: i64, actions: Vec<Action>) -> Result<u64> {
+    /// The log entry of `actions` as the next version, with `txn` and `commitInfo`.
+    fn entry(&self, commit: u64, timestamp: i64, actions: Vec<Action>) -> Result<Prepared> {
         let operation = DeltaOperation::StreamingUpdate {
             output_mode: OutputMode::Update,
             query_id: self.app_id.clone(),
@@ -385,28 +429,11 @@ impl MaintainedTable {
         );
         let data = CommitData::new(all, operation, HashMap::new(), vec![txn]);
         let bytes = data.get_bytes().map_err(|e| failed(&self.dir, e))?;
-        let size = bytes.len() as u64;
-        let next = self.version + 1;
-        let written = self.runtime.block_on(self.log.write_commit_entry(
-            next,
-            CommitOrBytes::LogBytes(bytes),
-            uuid::Uuid::new_v4(),
-        ));
-        match written {
-            Ok(()) => {
-                self.version = next;
-                Ok(size)
-            }
-            Err(TransactionError::VersionAlreadyExists(taken)) => Err(Error::new(
-                ErrorKind::State,
-                format!(
-                    "Delta table {}: another writer made version {taken}; scdflow maintains \
-                     this table alone",
-                    self.dir.display()
-                ),
-            )),
-            Err(e) => Err(failed(&self.dir, e)),
-        }
+        Ok(Prepared {
+            commit,
+            version: self.version + 1,
+            entry: bytes.to_vec(),
+        })
     }
 
     /// Writes `rows` as one Parquet data file (statistics included); returns its `add`.
@@ -506,6 +533,48 @@ impl MaintainedTable {
             self.index.remove(&hash);
         }
         Some(at)
+    }
+}
+
+/// Publishes the versions of `prepared` (in order) that the table at `dir` does not hold yet:
+/// those whose commit is past the last one `app_id` recorded (`txn`). A writer that committed
+/// its own state with prepared versions and died before publishing them completes them so.
+pub fn roll_forward(dir: &Path, app_id: &str, prepared: &[Prepared]) -> Result<()> {
+    let (runtime, url) = super::table::existing(dir)?;
+    let table = runtime
+        .block_on(deltalake::open_table(url))
+        .map_err(|e| failed(dir, e))?;
+    let snapshot = table.snapshot().map_err(|e| failed(dir, e))?;
+    let log = table.log_store();
+    let last = runtime
+        .block_on(snapshot.transaction_version(log.as_ref(), app_id))
+        .map_err(|e| failed(dir, e))?;
+    for p in prepared {
+        if last.is_none_or(|last| (last as u64) < p.commit) {
+            put_entry(&runtime, &log, dir, p)?;
+        }
+    }
+    Ok(())
+}
+
+/// Puts a prepared entry as its version, which must be free.
+fn put_entry(runtime: &Runtime, log: &LogStoreRef, dir: &Path, prepared: &Prepared) -> Result<()> {
+    let written = runtime.block_on(log.write_commit_entry(
+        prepared.version,
+        CommitOrBytes::LogBytes(prepared.entry.clone().into()),
+        uuid::Uuid::new_v4(),
+    ));
+    match written {
+        Ok(()) => Ok(()),
+        Err(TransactionError::VersionAlreadyExists(taken)) => Err(Error::new(
+            ErrorKind::State,
+            format!(
+                "Delta table {}: another writer made version {taken}; scdflow maintains this \
+                 table alone",
+                dir.display()
+            ),
+        )),
+        Err(e) => Err(failed(dir, e)),
     }
 }
 

@@ -28,7 +28,7 @@ mod maintained;
 mod table;
 
 pub use log::{Log, VersionRows};
-pub use maintained::{MaintainedTable, Written, FANOUT};
+pub use maintained::{roll_forward, MaintainedTable, Prepared, Written, FANOUT};
 pub use table::Table;
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! - [`frames`]: the on-disk record format (versioned, checksummed, serde), and the shard files
 //!   the runtime saves the operators' states through ([`ShardRecords`]);
 //! - [`appended`]: outputs appended exactly once, verified by checksum;
+//! - `published`: targets published as Delta tables, exactly once;
 //! - [`fingerprint`]: what a state depends on in the pipeline, checked on every run.
 //!
 //! The operators' states themselves are saved per worker by [`crate::engine::Durable`] (through
@@ -17,10 +18,11 @@
 pub mod appended;
 pub mod fingerprint;
 pub mod frames;
+mod published;
 mod session;
 pub mod store;
 
 pub use fingerprint::Fingerprint;
 pub use frames::{FileKind, FrameReader, FrameWriter, ShardRecords};
 pub use session::{follow, run, Durability, DurableRun, NewInput, Session, MAX_DELTAS};
-pub use store::{Appended, Checks, InputProgress, Manifest, StateDir};
+pub use store::{Appended, Checks, InputProgress, Manifest, Publishing, StateDir};

@@ -31,6 +31,7 @@
 //! run; the state directory is locked while a run uses it; every step rewrites every target
 //! file (O(table)); a restart restores the base and every delta (O(state + deltas)).
 
+use crate::delta::MaintainedTable;
 use crate::driver::{
     self, CommitLatency, CommitOutput, Driver, Options, Quarantined, Resume, Sink,
 };
@@ -39,7 +40,9 @@ use crate::io::{self, OutputFormat};
 use crate::output::{self, Layout};
 use crate::persist::store::Staged;
 use crate::persist::store::METRICS_LOG;
-use crate::persist::{appended, Appended, Checks, Fingerprint, Manifest, StateDir};
+use crate::persist::{
+    appended, published, Appended, Checks, Fingerprint, Manifest, Publishing, StateDir,
+};
 use crate::plan::Pipeline;
 use crate::runtime::{Checkpoint, Progress};
 use crate::{Error, ErrorKind, Result};
@@ -59,6 +62,9 @@ pub struct Durability {
     pub format: OutputFormat,
     /// Forget every earlier run first: reprocess all input (and rerun ONCE flows).
     pub full_refresh: bool,
+    /// Per target, the Delta table it is published as (see `published`); empty: the targets
+    /// are files in `out`.
+    pub published: Vec<PathBuf>,
 }
 
 /// What a durable run did.
@@ -143,6 +149,10 @@ pub struct Session<'a> {
     driver: Option<Driver<'a>>,
     /// Known input files verified unchanged, so that a poll does not read them again.
     checked: std::cell::RefCell<driver::new_input::Checked>,
+    /// Per target, its Delta table's directory (absolute); empty: files in `out`.
+    published: Vec<PathBuf>,
+    /// The published tables, from the first step on (opened again after a failed step).
+    tables: Option<Vec<MaintainedTable>>,
     /// The lock on `--out` ([`output::lock`]), held as long as the session.
     _out_lock: std::fs::File,
 }
@@ -179,6 +189,9 @@ impl<'a> Session<'a> {
             std::path::absolute(&durability.out).map_err(|e| Error::read(&durability.out, &e))?;
         let ext = durability.format.extension().to_string();
         let fingerprint = Fingerprint::of(pipeline);
+        let published = (durability.published.iter())
+            .map(|d| std::path::absolute(d).map_err(|e| Error::read(d, &e)))
+            .collect::<Result<Vec<_>>>()?;
         // A state that never committed (its first run failed or crashed) binds nothing yet: it
         // starts afresh, with this pipeline and --out.
         let manifest = manifest.filter(|m| m.version > 0 || m.checkpoint.is_some());
@@ -201,8 +214,12 @@ impl<'a> Session<'a> {
             // The appended files are known by the spelling the state was written with.
             out = m.out.clone();
             appended::recover(&m.appended, &m.checks.appended)?;
+            published::resume(pipeline, m, &published)?;
         } else if !(durability.full_refresh || fresh.is_some_and(|f| same_dir(&f.out, &out))) {
             refuse_foreign_feeds(pipeline, &Layout::new(&out, durability.format), dir.path())?;
+        }
+        if manifest.is_none() {
+            published::start(pipeline, &published, durability.full_refresh)?;
         }
         let manifest = match manifest {
             Some(m) => m,
@@ -221,6 +238,11 @@ impl<'a> Session<'a> {
                     appended: Vec::new(),
                     live_tombstones: Vec::new(),
                     checks: Default::default(),
+                    publishing: Publishing {
+                        tables: published.clone(),
+                        id: uuid::Uuid::new_v4().to_string(),
+                        prepared: Vec::new(),
+                    },
                 };
                 // A new state's empty manifest goes to disk before any output: from now on a
                 // state directory without a manifest is one whose manifest was lost, never one
@@ -239,6 +261,8 @@ impl<'a> Session<'a> {
             manifest,
             driver: None,
             checked: Default::default(),
+            published,
+            tables: None,
             _out_lock: out_lock,
         })
     }
@@ -285,7 +309,15 @@ impl<'a> Session<'a> {
         // A run with nothing new changes nothing on disk but the rewritten tables.
         if commits > 0 {
             self.dir.commit(&mut next, staged)?;
+            // The versions the manifest names go into the tables' logs only now.
+            let prepared = next.publishing.prepared.iter();
+            for (table, versions) in appender.tables.iter().zip(prepared) {
+                versions.iter().try_for_each(|v| table.publish(v))?;
+            }
             self.manifest = next;
+        }
+        if !self.published.is_empty() {
+            self.tables = Some(std::mem::take(&mut appender.tables));
         }
         let mut written = std::mem::take(&mut appender.written);
         let tables = match write_tables {
@@ -317,6 +349,12 @@ impl<'a> Session<'a> {
         let Some(driver) = self.driver.as_mut() else {
             return Ok(Vec::new());
         };
+        let log = self.dir.path().join(METRICS_LOG);
+        if let Some(tables) = &self.tables {
+            let mut files = published::report(tables, &self.published);
+            files.push((write_metrics(self.pipeline, &log, &self.out)?, 0));
+            return Ok(files);
+        }
         let tables = driver.rendered_tables(self.format)?;
         let layout = Layout::new(&self.out, self.format);
         let mut files = Vec::new();
@@ -327,7 +365,6 @@ impl<'a> Session<'a> {
             })?;
             files.push((path, tables.rows(t)));
         }
-        let log = self.dir.path().join(METRICS_LOG);
         files.push((write_metrics(self.pipeline, &log, &self.out)?, 0));
         Ok(files)
     }
@@ -395,12 +432,18 @@ impl<'a> Session<'a> {
             };
             self.driver = Some(Driver::open(pipeline, options, resume, progress)?);
         }
+        if self.tables.is_none() && !self.published.is_empty() {
+            let id = &self.manifest.publishing.id;
+            self.tables = Some(published::open(pipeline, &self.published, id)?);
+        }
         let compacts = self.compacts()?;
         let driver = self.driver.as_mut().expect("started above");
         let commits = new.len() as u64;
         let (sources, consumed): (Vec<_>, Vec<_>) = new.into_iter().unzip();
         let layout = Layout::new(&self.out, self.format);
         let mut appender = Appender::new(pipeline, layout, next);
+        appender.tables = self.tables.take().unwrap_or_default();
+        appender.next.publishing.prepared = vec![Vec::new(); appender.tables.len()];
         let ends = driver.apply(&sources, &mut appender)?;
         if commits == 0 {
             return Ok((appender.next.clone(), None, appender));
@@ -450,6 +493,9 @@ struct Appender<'p> {
     /// Per commit, once appended: its latency.
     latencies: Vec<CommitLatency>,
     written: Vec<PathBuf>,
+    /// The published targets' tables (none when the targets are files), whose versions the
+    /// step prepares into `next`.
+    tables: Vec<MaintainedTable>,
 }
 
 impl<'p> Appender<'p> {
@@ -472,6 +518,7 @@ impl<'p> Appender<'p> {
             inputs: Vec::new(),
             latencies: Vec::new(),
             written: Vec::new(),
+            tables: Vec::new(),
         }
     }
 
@@ -481,6 +528,9 @@ impl<'p> Appender<'p> {
     /// whole; only the manifest the step commits makes what they appended count, and a crash
     /// before it leaves bytes the next run cuts off.
     fn append_feeds(&mut self, least: usize) -> Result<()> {
+        if !self.tables.is_empty() {
+            return Ok(());
+        }
         let format = self.layout.format;
         for (t, target) in self.pipeline.targets.iter().enumerate() {
             let (schema, rows) = &mut self.feeds[t];
@@ -526,11 +576,19 @@ impl<'p> Appender<'p> {
 impl Sink for Appender<'_> {
     fn commit(&mut self, commit: CommitOutput) -> Result<()> {
         self.inputs.push((commit.version, commit.input_complete));
-        for (t, changes) in commit.changes.iter().enumerate() {
-            let (version, timestamp) = (commit.version, commit.timestamp);
-            let format = self.layout.format;
-            let (schema, out) = &mut self.feeds[t];
-            output::feed_text(format, schema, version, timestamp, changes, false, out)?;
+        let (version, timestamp) = (commit.version, commit.timestamp);
+        for (t, table) in self.tables.iter_mut().enumerate() {
+            let changes = commit.changes.get(t).map_or(&[][..], Vec::as_slice);
+            let (prepared, _) = table.prepare(version, timestamp, changes)?;
+            self.next.publishing.prepared[t].push(prepared);
+        }
+        // Published targets' change feeds are their tables' change data feeds.
+        if self.tables.is_empty() {
+            for (t, changes) in commit.changes.iter().enumerate() {
+                let format = self.layout.format;
+                let (schema, out) = &mut self.feeds[t];
+                output::feed_text(format, schema, version, timestamp, changes, false, out)?;
+            }
         }
         for (f, m) in &commit.metrics {
             push_log(

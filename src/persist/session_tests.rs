@@ -48,6 +48,7 @@ impl Fixture {
             out: self.dir.path().join("out"),
             format: OutputFormat::Csv,
             full_refresh,
+            published: Vec::new(),
         };
         run(&self.pipeline, &Options::default(), &durability, None)
     }
@@ -166,6 +167,7 @@ fn relative_paths_of_older_manifests_become_absolute() {
         ],
         live_tombstones: Vec::new(),
         checks: Checks::default(),
+        publishing: Default::default(),
     };
     absolute_paths(&mut m, state).unwrap();
     let cwd = std::env::current_dir().unwrap();

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! DIR/LOCK                   held (flock) by the run using the directory
-//! DIR/MANIFEST               framed record file: the Manifest below, then its Checks
+//! DIR/MANIFEST               framed record file: the Manifest below, its Checks, its Publishing
 //! DIR/ckpt-<version>/        the operators' shards of that commit: t<target>-<part>-w<worker>
 //! DIR/delta-<version>/       what changed in them from the save before to that commit
 //! DIR/metrics.jsonl          every commit's metrics, appended (committed length in the manifest)
@@ -71,6 +71,24 @@ pub struct Manifest {
     /// Checksums of what the manifest records by length; the manifest file's second record.
     #[serde(skip)]
     pub checks: Checks,
+    /// Targets published as Delta tables; the manifest file's third record.
+    #[serde(skip)]
+    pub publishing: Publishing,
+}
+
+/// Targets published as Delta tables: where, and the versions the last commit prepared, which
+/// are published after the manifest naming them is committed (so a crash between the two is
+/// completed by the next run, [`crate::delta::roll_forward`]). States written before it
+/// existed, and states whose targets are files, have none.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Publishing {
+    /// Per target: its table's directory; empty when the targets are files.
+    pub tables: Vec<PathBuf>,
+    /// The state's own name in the tables' `txn` actions (random, made with the state), so
+    /// that a table another state or run wrote since is told apart.
+    pub id: String,
+    /// Per target: the Delta versions the last commit prepared, in order.
+    pub prepared: Vec<Vec<crate::delta::Prepared>>,
 }
 
 /// Checksums that let a run tell a file changed outside scdflow from one it may trust: the
@@ -175,8 +193,9 @@ impl StateDir {
             let mut reader = FrameReader::open(&manifest_path, FileKind::Manifest)?;
             let mut manifest: Manifest = reader.expect("the manifest")?;
             manifest.checks = reader.read()?.unwrap_or_default();
+            manifest.publishing = reader.read()?.unwrap_or_default();
             if reader.read::<()>()?.is_some() {
-                return Err(reader.damaged_at(0, "holds more than a manifest and its checks"));
+                return Err(reader.damaged_at(0, "holds more than a manifest and its records"));
             }
             Some(manifest)
         } else {
@@ -280,7 +299,8 @@ impl StateDir {
         }
         frames::write_atomically(&self.dir.join(MANIFEST), FileKind::Manifest, |w| {
             w.write(&*manifest)?;
-            w.write(&manifest.checks)
+            w.write(&manifest.checks)?;
+            w.write(&manifest.publishing)
         })?;
         for old in replaced {
             let old = self.dir.join(old);

@@ -335,3 +335,67 @@ fn killed_follow_runs_lose_and_duplicate_nothing() {
     );
     same_outputs(&reference, &work, FOLLOWED);
 }
+
+/// `scdflow run --follow --warehouse` killed at random instants while files arrive: after a
+/// last durable run each published table holds one uninterrupted run's rows, and its log holds
+/// each scdflow commit exactly once, as the version of its number (`txn` = version).
+#[test]
+fn killed_runs_publishing_to_a_warehouse_lose_and_duplicate_nothing() {
+    const FOLLOWED: usize = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let (reference, work, files) = workload(dir.path(), FOLLOWED, "--keys 3000 --seed 12");
+    std::fs::create_dir_all(work.join("w/main/default")).unwrap();
+    let run = [
+        "run",
+        "pipeline.sql",
+        "--state",
+        "state",
+        "--warehouse",
+        "w",
+    ];
+    let mut rng = ChaCha8Rng::seed_from_u64(12_2026);
+    let mut added = 0;
+    for _ in 0..8 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_scdflow"))
+            .args(run)
+            .args(["--follow", "--poll", "0.02", "--tables-every", "0"])
+            .current_dir(&work)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn scdflow");
+        for _ in 0..rng.random_range(1..4) {
+            if added < FOLLOWED {
+                add(&work, &files[added]);
+                added += 1;
+            }
+            std::thread::sleep(Duration::from_millis(rng.random_range(5..150)));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    files[added..].iter().for_each(|f| add(&work, f));
+    succeed(&work, &run);
+    for (target, order) in [("scd1", "k"), ("scd2", "k, __START_AT")] {
+        let query = format!("SELECT * FROM {target} ORDER BY {order}");
+        let table = succeed(
+            &work,
+            &["sql", "--warehouse", "w", "--format", "csv", &query],
+        );
+        let file = read(&reference.join(format!("out/{target}.csv")));
+        assert!(table.as_bytes() == file, "{target} differs");
+        let log = work.join(format!("w/main/default/{target}/_delta_log"));
+        for version in 1..=FOLLOWED as u64 {
+            let entry = String::from_utf8(read(&log.join(format!("{version:020}.json")))).unwrap();
+            let txn = format!(r#""txn":{{"appId":"scdflow:{target}:"#);
+            let at = entry.find(&txn).expect("a txn action");
+            let number = format!(r#"","version":{version},"#);
+            assert!(
+                entry[at..].contains(&number),
+                "{target} version {version}: {entry}"
+            );
+        }
+        let next = log.join(format!("{:020}.json", FOLLOWED + 1));
+        assert!(!next.exists(), "{target}: a version past the last commit");
+    }
+}

@@ -196,43 +196,87 @@ fn a_plain_run_replaces_only_the_tables_it_published() {
     );
 }
 
+/// A durable run publishes each commit once as the version of its number, reading only the
+/// source versions added since; versions its manifest prepared and a crash kept out of the log
+/// are put there by the next run; the state stays bound to where it publishes.
 #[test]
-fn a_durable_run_reads_only_the_versions_added_since() {
+fn a_durable_run_publishes_each_commit_once() {
     let dir = warehouse();
-    let run = || {
-        succeed(
-            dir.path(),
-            &[
-                "run",
-                "scd1.sql",
-                "--warehouse",
-                "w",
-                "--state",
-                "st",
-                "--out",
-                "out",
-            ],
-        )
-    };
-    run();
+    let cwd = dir.path();
+    let args = [
+        "run",
+        "scd1.sql",
+        "--warehouse",
+        "w",
+        "--schema",
+        "cdc_tutorial",
+        "--state",
+        "st",
+    ];
+    succeed(cwd, &args);
     sql(
-        dir.path(),
+        cwd,
         "INSERT INTO main.cdc_tutorial.users_cdf VALUES (127, 'Ana', 'Puebla', 'INSERT', 7); \
          INSERT INTO main.cdc_tutorial.users_cdf VALUES (124, 'Raul', 'Merida', 'UPDATE', 8)",
     );
-    run();
-    let table = std::fs::read_to_string(dir.path().join("out/users_current.csv")).unwrap();
-    assert_eq!(
-        table,
-        "userId,name,city\n124,Raul,Merida\n125,Mercedes,Guadalajara\n126,Lily,Cancun\n127,Ana,Puebla\n"
+    succeed(cwd, &args);
+    let table = || {
+        sql(
+            cwd,
+            "SELECT * FROM main.cdc_tutorial.users_current ORDER BY userId",
+        )
+    };
+    let want = "userId,name,city\n124,Raul,Merida\n125,Mercedes,Guadalajara\n\
+                126,Lily,Cancun\n127,Ana,Puebla\n";
+    assert_eq!(table(), want);
+    let log = cwd.join("w/main/cdc_tutorial/users_current/_delta_log");
+    let entry = |v: u64| std::fs::read(log.join(format!("{v:020}.json")));
+    let last = entry(3).unwrap();
+    assert!(
+        entry(4).is_err(),
+        "three commits, three versions after the first"
     );
-    // Each version was one commit, each read once: the feed holds each change exactly once.
-    let feed = std::fs::read_to_string(dir.path().join("out/users_current.changes.csv")).unwrap();
-    assert_eq!(feed.matches("Puebla").count(), 1, "{feed}");
-    assert_eq!(feed.matches("Merida").count(), 1, "{feed}");
-    run();
-    let again = std::fs::read_to_string(dir.path().join("out/users_current.changes.csv")).unwrap();
-    assert_eq!(again, feed);
+    // A crash between the manifest and the log: the next run puts the version in, once.
+    std::fs::remove_file(log.join(format!("{:020}.json", 3))).unwrap();
+    succeed(cwd, &args);
+    assert_eq!(entry(3).unwrap(), last);
+    assert_eq!(table(), want);
+    succeed(cwd, &args);
+    assert!(entry(4).is_err(), "nothing new, no version");
+
+    sql(cwd, "CREATE SCHEMA main.other");
+    let mut elsewhere = args;
+    elsewhere[5] = "other";
+    let out = scdflow(cwd, &elsewhere);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pass the same --warehouse, --catalog and --schema"),
+        "{}",
+        stderr(&out)
+    );
+    // Another state publishing the same table is refused unless it starts over.
+    let mut other = args;
+    other[7] = "st2";
+    let out = scdflow(cwd, &other);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("by another run already"),
+        "{}",
+        stderr(&out)
+    );
+    let mut refresh = other.to_vec();
+    refresh.push("--full-refresh");
+    succeed(cwd, &refresh);
+    assert_eq!(table(), want);
+    assert!(entry(4).is_err(), "published afresh");
+    // The first state's commits are no longer the table's.
+    let out = scdflow(cwd, &args);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("another run wrote it since"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -1,0 +1,154 @@
+//! A durable run's targets published as Delta tables: opened at a session's start (rolling
+//! forward what the last commit prepared), prepared commit by commit during a step, and
+//! published once the step's manifest is committed.
+//!
+//! Exactly-once: a step's Delta versions are prepared (data, deletion-vector and change-data
+//! files written, log entries held) while it runs; the manifest the step commits records the
+//! entries ([`crate::persist::store::Publishing`]); only then are they put in the tables' logs,
+//! each with `txn` = its scdflow commit. A crash before the manifest leaves orphan data files
+//! and the previous versions (the next run prepares the commits again); a crash after it
+//! leaves entries the next session puts in the log first, skipping any whose commit the
+//! table's `txn` already holds — so no commit is published twice or lost, and the tables
+//! never hold a commit the state does not.
+//!
+//! Scdflow commit `n` is Delta version `n` of a table the state created. A state binds its
+//! tables: one that was published elsewhere, or as files, is refused (`--full-refresh` starts
+//! over, publishing afresh, and only replaces a table scdflow published).
+
+use crate::delta::{roll_forward, MaintainedTable, Table};
+use crate::output::TARGET_PROPERTY;
+use crate::persist::Manifest;
+use crate::plan::Pipeline;
+use crate::{Error, ErrorKind, Result};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The application id a target's table records a state's commits under (`txn`).
+pub fn app_id(target: &str, state: &str) -> String {
+    format!("scdflow:{target}:{state}")
+}
+
+/// Checks `dirs` (per target, empty: files) against a committed `manifest` and rolls forward
+/// the versions it prepared.
+pub fn resume(pipeline: &Pipeline, manifest: &Manifest, dirs: &[PathBuf]) -> Result<()> {
+    let bound = &manifest.publishing.tables;
+    if bound != dirs {
+        let shown = |dirs: &[PathBuf]| match dirs.first() {
+            None => "as files in --out".to_string(),
+            Some(first) => format!(
+                "as Delta tables in {}",
+                first.parent().unwrap_or(first).display()
+            ),
+        };
+        return Err(Error::new(
+            ErrorKind::State,
+            format!(
+                "the state's targets were published {}, this run's go {}: pass the same \
+                 --warehouse, --catalog and --schema, or start over with --full-refresh",
+                shown(bound),
+                shown(dirs)
+            ),
+        ));
+    }
+    for (t, dir) in dirs.iter().enumerate() {
+        let target = &pipeline.targets[t].name;
+        if !Table::exists(dir) {
+            return Err(Error::new(
+                ErrorKind::State,
+                format!(
+                    "target `{target}` was published as {} by this state, and that table is \
+                     gone; start over with --full-refresh to publish it afresh",
+                    dir.display()
+                ),
+            ));
+        }
+        let prepared = manifest.publishing.prepared.get(t).map_or(&[][..], |p| p);
+        let app = app_id(target, &manifest.publishing.id);
+        // The table holds this state's commits up to the last one published: the manifest's
+        // last, or one before the versions it prepared.
+        let held = MaintainedTable::last_commit_in(dir, &app)?.unwrap_or(0);
+        let from = prepared.first().map_or(manifest.version, |p| p.commit - 1);
+        if held < from || held > manifest.version {
+            return Err(Error::new(
+                ErrorKind::State,
+                format!(
+                    "target `{target}`'s table {} does not hold this state's {} commits (another \
+                     run wrote it since); start over with --full-refresh to publish it afresh",
+                    dir.display(),
+                    manifest.version
+                ),
+            ));
+        }
+        roll_forward(dir, &app, prepared)?;
+    }
+    Ok(())
+}
+
+/// Makes `dirs` ready for a state that has no commit: a table scdflow published with no
+/// commit yet (a first run that died) is kept; one with commits is refused, unless
+/// `full_refresh`, when it is removed (never a table scdflow did not publish).
+pub fn start(pipeline: &Pipeline, dirs: &[PathBuf], full_refresh: bool) -> Result<()> {
+    for (target, dir) in pipeline.targets.iter().zip(dirs) {
+        if !dir.exists() {
+            continue;
+        }
+        let ours = Table::exists(dir)
+            && Table::open(dir)?
+                .properties()?
+                .contains_key(TARGET_PROPERTY);
+        if !ours {
+            return Err(Error::new(
+                ErrorKind::Validation,
+                format!(
+                    "target `{}` is published as {}, where a table or folder scdflow did not \
+                     publish is; drop it (`DROP TABLE`) or rename the target",
+                    target.name,
+                    dir.display()
+                ),
+            ));
+        }
+        // A first run that died left the table as it created it: version 0.
+        let empty = crate::delta::Log::open(dir)?.latest_version()? == 0;
+        if empty {
+            continue;
+        }
+        if !full_refresh {
+            return Err(Error::new(
+                ErrorKind::State,
+                format!(
+                    "target `{}` is published as {} by another run already; this state has no \
+                     commit: start over with --full-refresh to publish it afresh",
+                    target.name,
+                    dir.display()
+                ),
+            ));
+        }
+        std::fs::remove_dir_all(dir).map_err(|e| Error::write(dir, &e))?;
+    }
+    Ok(())
+}
+
+/// Opens (creating it when missing) each published target's table, written by state `id`.
+pub fn open(pipeline: &Pipeline, dirs: &[PathBuf], id: &str) -> Result<Vec<MaintainedTable>> {
+    let mut tables = Vec::new();
+    for (target, dir) in pipeline.targets.iter().zip(dirs) {
+        let app = app_id(&target.name, id);
+        let table = match Table::exists(dir) {
+            true => MaintainedTable::open(dir, &target.schema, &app)?,
+            false => {
+                let properties =
+                    BTreeMap::from([(TARGET_PROPERTY.to_string(), target.name.clone())]);
+                MaintainedTable::create(dir, &target.schema, &properties, &app)?
+            }
+        };
+        tables.push(table);
+    }
+    Ok(tables)
+}
+
+/// Where the tables are and their rows, as a run reports them.
+pub fn report(tables: &[MaintainedTable], dirs: &[PathBuf]) -> Vec<(PathBuf, usize)> {
+    (dirs.iter().zip(tables))
+        .map(|(dir, t)| (dir.clone(), t.rows() as usize))
+        .collect()
+}
