@@ -19,7 +19,9 @@
 //!    changed, the whole state into a staged base checkpoint (compaction);
 //! 4. commit: the staged delta or base and a new manifest (new input offsets, appended
 //!    lengths) replace the old ones atomically (a new base removes the old one and its deltas);
-//! 5. rewrite the target tables (read from the engine's states) and `metrics.json`.
+//! 5. rewrite the target tables (read from the engine's states) and `metrics.json` — or, for
+//!    targets published as Delta tables (`published`), put the versions the step prepared and
+//!    its manifest names into the tables' logs.
 //!
 //! A crash before 4 leaves the previous commit: the next run cuts the appended files back and
 //! reads the same input again. A crash after 4 leaves the new commit, and the next run rewrites
@@ -29,7 +31,8 @@
 //!
 //! Limits: one process (`--processes 1`); output directory and format are fixed by the first
 //! run; the state directory is locked while a run uses it; every step rewrites every target
-//! file (O(table)); a restart restores the base and every delta (O(state + deltas)).
+//! file (O(table); a published Delta table gets only the step's versions); a restart restores
+//! the base and every delta (O(state + deltas)) and reads published tables whole once.
 
 use crate::delta::MaintainedTable;
 use crate::driver::{
@@ -309,12 +312,13 @@ impl<'a> Session<'a> {
         // A run with nothing new changes nothing on disk but the rewritten tables.
         if commits > 0 {
             self.dir.commit(&mut next, staged)?;
-            // The versions the manifest names go into the tables' logs only now.
-            let prepared = next.publishing.prepared.iter();
+            self.manifest = next;
+            // The versions the manifest names go into the tables' logs only now; if that
+            // fails, the next step opens the tables again and completes them first.
+            let prepared = self.manifest.publishing.prepared.iter();
             for (table, versions) in appender.tables.iter().zip(prepared) {
                 versions.iter().try_for_each(|v| table.publish(v))?;
             }
-            self.manifest = next;
         }
         if !self.published.is_empty() {
             self.tables = Some(std::mem::take(&mut appender.tables));
@@ -433,6 +437,10 @@ impl<'a> Session<'a> {
             self.driver = Some(Driver::open(pipeline, options, resume, progress)?);
         }
         if self.tables.is_none() && !self.published.is_empty() {
+            // After a step that failed publishing, what it prepared goes in first.
+            if self.manifest.version > 0 {
+                published::resume(pipeline, &self.manifest, &self.published)?;
+            }
             let id = &self.manifest.publishing.id;
             self.tables = Some(published::open(pipeline, &self.published, id)?);
         }
