@@ -46,21 +46,7 @@ impl Published {
     /// scdflow published. Staging directories left by crashed runs are removed.
     pub(super) fn create(target: &Target, dir: &Path) -> Result<Published> {
         let lock = super::lock(dir, "")?;
-        if dir.exists() {
-            let ours = Table::exists(dir)
-                && Table::open(dir)?
-                    .properties()?
-                    .contains_key(TARGET_PROPERTY);
-            if !ours {
-                let message = format!(
-                    "target `{}` is published as {}, where a table or folder scdflow did not \
-                     publish is; drop it (`DROP TABLE`) or rename the target",
-                    target.name,
-                    dir.display()
-                );
-                return Err(Error::new(ErrorKind::Validation, message));
-            }
-        }
+        refuse_foreign(target, dir)?;
         let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
             return Err(Error::new(
                 ErrorKind::Internal,
@@ -116,6 +102,28 @@ impl Published {
     pub(super) fn published(&self) -> (PathBuf, usize) {
         (self.dir.clone(), self.table.rows() as usize)
     }
+}
+
+/// Fails when `dir` (where `target` is published) holds something scdflow did not publish: a
+/// run replaces only a table with [`TARGET_PROPERTY`].
+pub fn refuse_foreign(target: &Target, dir: &Path) -> Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    let ours = Table::exists(dir)
+        && Table::open(dir)?
+            .properties()?
+            .contains_key(TARGET_PROPERTY);
+    if ours {
+        return Ok(());
+    }
+    let message = format!(
+        "target `{}` is published as {}, where a table or folder scdflow did not publish is; \
+         drop it (`DROP TABLE`) or rename the target",
+        target.name,
+        dir.display()
+    );
+    Err(Error::new(ErrorKind::Validation, message))
 }
 
 impl Drop for Published {

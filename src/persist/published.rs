@@ -92,21 +92,7 @@ pub fn start(pipeline: &Pipeline, dirs: &[PathBuf], full_refresh: bool) -> Resul
         if !dir.exists() {
             continue;
         }
-        let ours = Table::exists(dir)
-            && Table::open(dir)?
-                .properties()?
-                .contains_key(TARGET_PROPERTY);
-        if !ours {
-            return Err(Error::new(
-                ErrorKind::Validation,
-                format!(
-                    "target `{}` is published as {}, where a table or folder scdflow did not \
-                     publish is; drop it (`DROP TABLE`) or rename the target",
-                    target.name,
-                    dir.display()
-                ),
-            ));
-        }
+        crate::output::refuse_foreign(target, dir)?;
         // A first run that died left the table as it created it: version 0.
         let empty = crate::delta::Log::open(dir)?.latest_version()? == 0;
         if empty {

@@ -297,38 +297,21 @@ fn killed_follow_runs_lose_and_duplicate_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (reference, work, files) = workload(dir.path(), FOLLOWED, "--keys 3000 --seed 11");
     let mut rng = ChaCha8Rng::seed_from_u64(7_2026);
-    let mut added = 0;
-    for _ in 0..8 {
+    kill_following(&work, &files, &mut rng, |rng| {
         let workers = if rng.random_bool(0.5) { "1" } else { "2" };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_scdflow"))
-            .args([
-                "run",
-                "pipeline.sql",
-                "--state",
-                "state",
-                "--out",
-                "out",
-                "-w",
-                workers,
-            ])
-            .args(["--follow", "--poll", "0.02", "--tables-every", "0"])
-            .current_dir(&work)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn scdflow");
-        // Files arrive while it runs; the kill lands in a step, an idle poll, or a restart.
-        for _ in 0..rng.random_range(1..4) {
-            if added < FOLLOWED {
-                add(&work, &files[added]);
-                added += 1;
-            }
-            std::thread::sleep(Duration::from_millis(rng.random_range(5..150)));
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-    files[added..].iter().for_each(|f| add(&work, f));
+        [
+            "run",
+            "pipeline.sql",
+            "--state",
+            "state",
+            "--out",
+            "out",
+            "-w",
+            workers,
+        ]
+        .map(String::from)
+        .to_vec()
+    });
     succeed(
         &work,
         &["run", "pipeline.sql", "--state", "state", "--out", "out"],
@@ -354,27 +337,7 @@ fn killed_runs_publishing_to_a_warehouse_lose_and_duplicate_nothing() {
         "w",
     ];
     let mut rng = ChaCha8Rng::seed_from_u64(12_2026);
-    let mut added = 0;
-    for _ in 0..8 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_scdflow"))
-            .args(run)
-            .args(["--follow", "--poll", "0.02", "--tables-every", "0"])
-            .current_dir(&work)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn scdflow");
-        for _ in 0..rng.random_range(1..4) {
-            if added < FOLLOWED {
-                add(&work, &files[added]);
-                added += 1;
-            }
-            std::thread::sleep(Duration::from_millis(rng.random_range(5..150)));
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-    files[added..].iter().for_each(|f| add(&work, f));
+    kill_following(&work, &files, &mut rng, |_| run.map(String::from).to_vec());
     succeed(&work, &run);
     for (target, order) in [("scd1", "k"), ("scd2", "k, __START_AT")] {
         let query = format!("SELECT * FROM {target} ORDER BY {order}");
@@ -398,4 +361,36 @@ fn killed_runs_publishing_to_a_warehouse_lose_and_duplicate_nothing() {
         let next = log.join(format!("{:020}.json", FOLLOWED + 1));
         assert!(!next.exists(), "{target}: a version past the last commit");
     }
+}
+
+/// Eight `scdflow --follow` runs (arguments from `args`) on `work`, each killed at a random
+/// instant while `files` arrive one to three at a time; then every file not added yet is added.
+/// The kill lands in a step, an idle poll, or a restart.
+fn kill_following(
+    work: &Path,
+    files: &[PathBuf],
+    rng: &mut ChaCha8Rng,
+    mut args: impl FnMut(&mut ChaCha8Rng) -> Vec<String>,
+) {
+    let mut added = 0;
+    for _ in 0..8 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_scdflow"))
+            .args(args(rng))
+            .args(["--follow", "--poll", "0.02", "--tables-every", "0"])
+            .current_dir(work)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn scdflow");
+        for _ in 0..rng.random_range(1..4) {
+            if added < files.len() {
+                add(work, &files[added]);
+                added += 1;
+            }
+            std::thread::sleep(Duration::from_millis(rng.random_range(5..150)));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    files[added..].iter().for_each(|f| add(work, f));
 }
