@@ -4,8 +4,9 @@ Polars (run by .ci/run with a virtual environment that has them).
 
 1. `scdflow sql` creates the seed's sample data (dataflows/warehouse/sample_data.sql, verbatim);
    deltalake and polars read the table and see the seed's eight rows.
-2. `scdflow sql` appends to a table with the change data feed on; deltalake's load_cdf reads
-   the appended rows as inserts of their versions.
+2. `scdflow sql` appends to, updates, deletes from and truncates a table with the change data
+   feed on; deltalake's load_cdf reads each version's changes (inserts, pre- and post-images,
+   deletes) and polars the rows left.
 3. deltalake writes a table in two versions (a create and an append); `scdflow run` reads it by
    its qualified name as a stream, version by version, and its target holds both versions' rows.
 4. `scdflow run --warehouse` publishes SCD1 and SCD2 targets of a generated workload (many
@@ -75,14 +76,27 @@ def main():
             "CREATE TABLE main.cdc_tutorial.feed (id BIGINT, city STRING) "
             "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true'); "
             "INSERT INTO main.cdc_tutorial.feed VALUES (1, 'Oaxaca'), (2, 'Tijuana'); "
-            "INSERT INTO main.cdc_tutorial.feed VALUES (3, 'Puebla')", cwd=tmp)
-        feed = DeltaTable(str(tmp / "w/main/cdc_tutorial/feed"))
+            "INSERT INTO main.cdc_tutorial.feed VALUES (3, 'Puebla'); "
+            "UPDATE main.cdc_tutorial.feed SET city = 'Cancun' WHERE id = 2; "
+            "DELETE FROM main.cdc_tutorial.feed WHERE id = 1; "
+            "TRUNCATE TABLE main.cdc_tutorial.feed; "
+            "INSERT INTO main.cdc_tutorial.feed VALUES (4, 'Merida')", cwd=tmp)
+        path = str(tmp / "w/main/cdc_tutorial/feed")
+        feed = DeltaTable(path)
         assert feed.protocol().min_writer_version >= 4, feed.protocol()
         changes = pa.table(feed.load_cdf(starting_version=0).read_all()).to_pylist()
         got = sorted((r["_commit_version"], r["id"], r["city"], r["_change_type"]) for r in changes)
-        want = [(1, 1, "Oaxaca", "insert"), (1, 2, "Tijuana", "insert"), (2, 3, "Puebla", "insert")]
+        want = [
+            (1, 1, "Oaxaca", "insert"), (1, 2, "Tijuana", "insert"), (2, 3, "Puebla", "insert"),
+            (3, 2, "Cancun", "update_postimage"), (3, 2, "Tijuana", "update_preimage"),
+            (4, 1, "Oaxaca", "delete"),
+            (5, 2, "Cancun", "delete"), (5, 3, "Puebla", "delete"),
+            (6, 4, "Merida", "insert"),
+        ]
         assert got == want, got
-        print(f"deltalake read the change data feed of {len(want)} appended rows")
+        assert pl.read_delta(path).rows() == [(4, "Merida")], pl.read_delta(path)
+        print(f"deltalake read the change data feed of INSERT, UPDATE, DELETE and TRUNCATE: "
+              f"{len(want)} changes")
 
         # A table deltalake writes, read by a pipeline as a stream of its versions.
         events = tmp / "w/main/cdc_tutorial/py_events"

@@ -34,17 +34,17 @@
 
 use super::batch::{arrow_schema, to_batch};
 use super::dv::{self, DvFile};
+use super::files::{self, as_add, remove};
 use super::table::{failed, read_parquet};
 use crate::engine::changefeed::ChangeType;
-use crate::value::{DataType, Row, Schema};
+use crate::value::{Row, Schema};
 use crate::{Error, ErrorKind, Result};
 use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::kernel::transaction::{CommitData, TransactionError};
-use deltalake::kernel::{Action, Add, AddCDCFile, Remove, Transaction};
+use deltalake::kernel::{Action, Add, AddCDCFile, Transaction};
 use deltalake::logstore::object_store::{ObjectStoreExt, PutPayload};
 use deltalake::logstore::{CommitOrBytes, LogStoreRef, ObjectStoreRef};
 use deltalake::protocol::{DeltaOperation, OutputMode};
-use deltalake::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake::Path as StorePath;
 use roaring::RoaringTreemap;
 use smallvec::SmallVec;
@@ -144,10 +144,7 @@ impl MaintainedTable {
             .block_on(deltalake::open_table(url.clone()))
             .map_err(|e| failed(dir, e))?;
         let arrow = arrow_schema(schema)?;
-        let mut cdc_schema = schema.clone();
-        cdc_schema
-            .columns
-            .extend(Schema::new([("_change_type".to_string(), DataType::String)]).columns);
+        let cdc_schema = files::feed_schema(schema);
         let cdc_arrow = arrow_schema(&cdc_schema)?;
         let snapshot = table.snapshot().map_err(|e| failed(dir, e))?;
         let columns = super::Table::open(dir)?.schema().clone();
@@ -450,34 +447,14 @@ impl MaintainedTable {
 
     /// Writes the change-data file of `changes`.
     fn write_feed(&self, changes: &[(ChangeType, Row)]) -> Result<AddCDCFile> {
-        let rows: Vec<Row> = changes
-            .iter()
-            .map(|(kind, row)| {
-                let mut packer = crate::value::Packer::new();
-                packer
-                    .extend_from(row.as_row_ref())
-                    .push(&crate::value::Value::Str(kind.as_str().to_string()));
-                packer.finish()
-            })
-            .collect();
-        let batch = to_batch(&self.cdc_schema, &self.cdc_arrow, &rows)?;
-        let folder = self
-            .url
-            .join("_change_data/")
-            .map_err(|e| failed(&self.dir, e))?;
-        std::fs::create_dir_all(self.dir.join("_change_data"))
-            .map_err(|e| Error::write(&self.dir.join("_change_data"), &e))?;
-        let add = self
-            .write_parquet(folder.as_str(), self.cdc_arrow.clone(), batch)?
-            .pop()
-            .ok_or_else(|| failed(&self.dir, "no change-data file was written"))?;
-        Ok(AddCDCFile {
-            path: format!("_change_data/{}", add.path),
-            size: add.size,
-            partition_values: HashMap::new(),
-            data_change: false,
-            tags: None,
-        })
+        files::write_feed(
+            &self.runtime,
+            &self.dir,
+            &self.url,
+            &self.cdc_schema,
+            &self.cdc_arrow,
+            changes,
+        )
     }
 
     fn write_parquet(
@@ -486,13 +463,7 @@ impl MaintainedTable {
         arrow: SchemaRef,
         batch: deltalake::arrow::array::RecordBatch,
     ) -> Result<Vec<Add>> {
-        self.runtime
-            .block_on(async {
-                let mut writer = RecordBatchWriter::try_new(url, arrow, None, None)?;
-                writer.write(batch).await?;
-                writer.flush().await
-            })
-            .map_err(|e| failed(&self.dir, e))
+        files::write_parquet(&self.runtime, &self.dir, url, arrow, batch)
     }
 
     fn put(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
@@ -575,38 +546,5 @@ fn put_entry(runtime: &Runtime, log: &LogStoreRef, dir: &Path, prepared: &Prepar
             ),
         )),
         Err(e) => Err(failed(dir, e)),
-    }
-}
-
-/// A live file's `add`, as the version holding it has it.
-pub(super) fn as_add(file: &deltalake::kernel::LogicalFileView) -> Add {
-    Add {
-        path: file.path().to_string(),
-        partition_values: file.partition_values_map(),
-        size: file.size(),
-        modification_time: file.modification_time(),
-        data_change: true,
-        stats: file.stats(),
-        tags: None,
-        deletion_vector: file.deletion_vector_descriptor(),
-        base_row_id: None,
-        default_row_commit_version: None,
-        clustering_provider: None,
-    }
-}
-
-/// The `remove` of a file `add` brought.
-fn remove(add: &Add, timestamp: i64, data_change: bool) -> Remove {
-    Remove {
-        path: add.path.clone(),
-        data_change,
-        deletion_timestamp: Some(timestamp.div_euclid(1000)),
-        extended_file_metadata: Some(true),
-        partition_values: Some(add.partition_values.clone()),
-        size: Some(add.size),
-        tags: add.tags.clone(),
-        deletion_vector: add.deletion_vector.clone(),
-        base_row_id: add.base_row_id,
-        default_row_commit_version: add.default_row_commit_version,
     }
 }

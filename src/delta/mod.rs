@@ -23,12 +23,15 @@
 pub mod batch;
 mod commit;
 mod dv;
+mod files;
 mod log;
 mod maintained;
+mod rewrite;
 mod table;
 
 pub use log::{Log, VersionRows};
 pub use maintained::{roll_forward, MaintainedTable, Prepared, Written, FANOUT};
+pub use rewrite::{Fate, Rewrite, Rewritten};
 pub use table::Table;
 
 #[cfg(test)]

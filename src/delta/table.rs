@@ -25,11 +25,11 @@ use tokio::runtime::Runtime;
 
 /// An open Delta table.
 pub struct Table {
-    runtime: Runtime,
-    inner: DeltaTable,
-    dir: PathBuf,
-    schema: Schema,
-    arrow: SchemaRef,
+    pub(super) runtime: Runtime,
+    pub(super) inner: DeltaTable,
+    pub(super) dir: PathBuf,
+    pub(super) schema: Schema,
+    pub(super) arrow: SchemaRef,
 }
 
 impl Table {

@@ -15,6 +15,7 @@
 //! ([`crate::io::names`]), and a volume path only from such components, so no name from SQL can
 //! reach outside `DIR`.
 
+mod dml;
 pub mod select;
 pub mod statements;
 

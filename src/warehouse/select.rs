@@ -381,7 +381,11 @@ fn apply_limit(relation: &mut Relation, limit: &ast::LimitClause) -> Result<()> 
     Ok(())
 }
 
-fn compiled(expr: &ast::Expr, schema: &Schema, clause: &str) -> Result<crate::expr::Expr> {
+pub(crate) fn compiled(
+    expr: &ast::Expr,
+    schema: &Schema,
+    clause: &str,
+) -> Result<crate::expr::Expr> {
     compile(expr, schema).map_err(|e| {
         let message = format!("{clause}: {}", e.message());
         let error = Error::new(e.kind(), message);
@@ -392,7 +396,7 @@ fn compiled(expr: &ast::Expr, schema: &Schema, clause: &str) -> Result<crate::ex
     })
 }
 
-fn evaluation(clause: &str, why: &str) -> Error {
+pub(crate) fn evaluation(clause: &str, why: &str) -> Error {
     Error::new(ErrorKind::InvalidRow, format!("{clause}: {why}"))
 }
 

@@ -2,14 +2,15 @@
 //!
 //! Supported: `CREATE SCHEMA [IF NOT EXISTS]`; `CREATE [OR REPLACE] TABLE [IF NOT EXISTS]` with
 //! columns or `AS` a query, and `TBLPROPERTIES`; `INSERT INTO t [(columns)]` a query (`VALUES` or
-//! `SELECT`); `DROP TABLE [IF EXISTS]`; queries ([`select`](super::select)). Every writing
-//! statement is one Delta commit.
+//! `SELECT`); `UPDATE`, `DELETE` and `TRUNCATE TABLE` (module `dml`); `DROP TABLE [IF
+//! EXISTS]`; queries ([`select`](super::select)). Every writing statement is one Delta commit.
 //!
 //! Invariants: the whole text is parsed before any statement runs, so a syntax error anywhere
 //! changes nothing; statements then run in order, each committed before the next starts, so a
 //! failing statement leaves the earlier ones done and itself undone. Every error names the
 //! statement's first line (and the file, when the text came from one).
 
+use super::dml;
 use super::select::{self, name_parts, open, packed, table_name, unsupported, Relation};
 use super::Warehouse;
 use crate::delta::Table;
@@ -111,6 +112,9 @@ fn execute(warehouse: &Warehouse, statement: &Statement) -> Result<Outcome> {
         } => create_schema(warehouse, schema_name, *if_not_exists),
         Statement::CreateTable(create) => create_table(warehouse, create),
         Statement::Insert(insert) => insert_into(warehouse, insert),
+        Statement::Update(update) => dml::update(warehouse, update),
+        Statement::Delete(delete) => dml::delete(warehouse, delete),
+        Statement::Truncate(truncate) => dml::truncate(warehouse, truncate),
         Statement::Query(query) => select::query(warehouse, query).map(Outcome::Rows),
         Statement::Drop {
             object_type: ast::ObjectType::Table,
@@ -312,8 +316,9 @@ fn insert_into(warehouse: &Warehouse, insert: &ast::Insert) -> Result<Outcome> {
         })
         .collect::<Result<Vec<Row>>>()?;
     let version = table.append(&rows)?;
+    let plural = if rows.len() == 1 { "row" } else { "rows" };
     Ok(Outcome::Done(format!(
-        "inserted {} rows into {name} (version {version})",
+        "inserted {} {plural} into {name} (version {version})",
         rows.len()
     )))
 }
@@ -326,15 +331,7 @@ fn check_types(given: &Schema, table: &Schema, sources: &[Option<usize>]) -> Res
     for (column, source) in table.columns.iter().zip(sources) {
         let Some(i) = source else { continue };
         let from = &given.columns[*i].ty;
-        let fits = from == &column.ty
-            || from == &DataType::Null
-            || (from.is_numeric() && column.ty.is_numeric())
-            || matches!(
-                (from, &column.ty),
-                (DataType::Date, DataType::Timestamp)
-                    | (DataType::String, DataType::Date | DataType::Timestamp)
-            );
-        if !fits {
+        if !fits(from, &column.ty) {
             let message = format!(
                 "column `{}` is {}, the query gives {from}; CAST it",
                 column.name, column.ty
@@ -343,6 +340,19 @@ fn check_types(given: &Schema, table: &Schema, sources: &[Option<usize>]) -> Res
         }
     }
     Ok(())
+}
+
+/// Whether a value of type `from` may go into a column of type `into` (Spark's ANSI store
+/// assignment, see [`check_types`]).
+pub(super) fn fits(from: &DataType, into: &DataType) -> bool {
+    from == into
+        || from == &DataType::Null
+        || (from.is_numeric() && into.is_numeric())
+        || matches!(
+            (from, into),
+            (DataType::Date, DataType::Timestamp)
+                | (DataType::String, DataType::Date | DataType::Timestamp)
+        )
 }
 
 fn drop_tables(

@@ -32,5 +32,7 @@ mod durable;
 mod crash;
 // A warehouse of Delta tables: `scdflow sql`, pipelines reading tables by name.
 mod warehouse;
+// UPDATE, DELETE and TRUNCATE TABLE in `scdflow sql`.
+mod warehouse_dml;
 // Mutated pipelines, inputs and states: no panic or hang, one error line, outputs untouched.
 mod fuzz;

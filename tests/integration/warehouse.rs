@@ -11,7 +11,7 @@ const SAMPLE: &str = include_str!("../../dataflows/warehouse/sample_data.sql");
 const SCD1: &str = include_str!("../../dataflows/warehouse/scd1.sql");
 const SCD2: &str = include_str!("../../dataflows/warehouse/scd2.sql");
 
-fn warehouse() -> tempfile::TempDir {
+pub(crate) fn warehouse() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("w")).unwrap();
     std::fs::write(dir.path().join("sample.sql"), SAMPLE).unwrap();
@@ -21,7 +21,7 @@ fn warehouse() -> tempfile::TempDir {
     dir
 }
 
-fn sql(cwd: &Path, statements: &str) -> String {
+pub(crate) fn sql(cwd: &Path, statements: &str) -> String {
     succeed(
         cwd,
         &["sql", "--warehouse", "w", "--format", "csv", statements],

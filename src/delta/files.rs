@@ -1,0 +1,110 @@
+//! The files a version of ours brings or drops, shared by every writer here: Parquet data
+//! files (written by delta-rs's `RecordBatchWriter`, so with the statistics readers skip files
+//! by), change-data files (Delta's `cdc` action) and the `remove` of a file.
+
+use super::batch::to_batch;
+use super::table::failed;
+use crate::engine::changefeed::ChangeType;
+use crate::value::{DataType, Packer, Row, Schema, Value};
+use crate::{Error, Result};
+use deltalake::arrow::array::RecordBatch;
+use deltalake::arrow::datatypes::SchemaRef;
+use deltalake::kernel::{Add, AddCDCFile, LogicalFileView, Remove};
+use deltalake::writer::{DeltaWriter, RecordBatchWriter};
+use std::collections::HashMap;
+use std::path::Path;
+use tokio::runtime::Runtime;
+
+/// Writes `batch` as Parquet under `url` (the table at `dir`); the `add` of each file made.
+pub(super) fn write_parquet(
+    runtime: &Runtime,
+    dir: &Path,
+    url: &str,
+    arrow: SchemaRef,
+    batch: RecordBatch,
+) -> Result<Vec<Add>> {
+    runtime
+        .block_on(async {
+            let mut writer = RecordBatchWriter::try_new(url, arrow, None, None)?;
+            writer.write(batch).await?;
+            writer.flush().await
+        })
+        .map_err(|e| failed(dir, e))
+}
+
+/// The columns of a table's change-data files: its own, then `_change_type`.
+pub(super) fn feed_schema(schema: &Schema) -> Schema {
+    let mut feed = schema.clone();
+    feed.columns
+        .extend(Schema::new([("_change_type".to_string(), DataType::String)]).columns);
+    feed
+}
+
+/// Writes `changes` as one change-data file under `_change_data/` of the table at `url`
+/// (`dir`); `feed` is [`feed_schema`] of the table's columns, `arrow` its Arrow form.
+pub(super) fn write_feed(
+    runtime: &Runtime,
+    dir: &Path,
+    url: &url::Url,
+    feed: &Schema,
+    arrow: &SchemaRef,
+    changes: &[(ChangeType, Row)],
+) -> Result<AddCDCFile> {
+    let rows: Vec<Row> = changes
+        .iter()
+        .map(|(kind, row)| {
+            let mut packer = Packer::new();
+            packer
+                .extend_from(row.as_row_ref())
+                .push(&Value::Str(kind.as_str().to_string()));
+            packer.finish()
+        })
+        .collect();
+    let batch = to_batch(feed, arrow, &rows)?;
+    let folder = url.join("_change_data/").map_err(|e| failed(dir, e))?;
+    let local = dir.join("_change_data");
+    std::fs::create_dir_all(&local).map_err(|e| Error::write(&local, &e))?;
+    let add = write_parquet(runtime, dir, folder.as_str(), arrow.clone(), batch)?
+        .pop()
+        .ok_or_else(|| failed(dir, "no change-data file was written"))?;
+    Ok(AddCDCFile {
+        path: format!("_change_data/{}", add.path),
+        size: add.size,
+        partition_values: HashMap::new(),
+        data_change: false,
+        tags: None,
+    })
+}
+
+/// A live file's `add`, as the version holding it has it.
+pub(super) fn as_add(file: &LogicalFileView) -> Add {
+    Add {
+        path: file.path().to_string(),
+        partition_values: file.partition_values_map(),
+        size: file.size(),
+        modification_time: file.modification_time(),
+        data_change: true,
+        stats: file.stats(),
+        tags: None,
+        deletion_vector: file.deletion_vector_descriptor(),
+        base_row_id: None,
+        default_row_commit_version: None,
+        clustering_provider: None,
+    }
+}
+
+/// The `remove` of a file `add` brought, at `timestamp` (µs since the epoch).
+pub(super) fn remove(add: &Add, timestamp: i64, data_change: bool) -> Remove {
+    Remove {
+        path: add.path.clone(),
+        data_change,
+        deletion_timestamp: Some(timestamp.div_euclid(1000)),
+        extended_file_metadata: Some(true),
+        partition_values: Some(add.partition_values.clone()),
+        size: Some(add.size),
+        tags: add.tags.clone(),
+        deletion_vector: add.deletion_vector.clone(),
+        base_row_id: add.base_row_id,
+        default_row_commit_version: add.default_row_commit_version,
+    }
+}

@@ -1,0 +1,151 @@
+//! Rows of a table changed in place — `DELETE`, `UPDATE`, `TRUNCATE` — by rewriting the files
+//! that hold them (copy-on-write, as Delta writers do without deletion vectors).
+//!
+//! A version made here removes every file holding a row that is deleted or updated, and adds
+//! one file with those files' remaining and updated rows; files none of whose rows changed stay
+//! as they are. With the change data feed on (`delta.enableChangeDataFeed`), the version also
+//! carries a change-data file: each deleted row as `delete`, each updated one as its
+//! `update_preimage` and `update_postimage`. Without it, a reader of the feed would take the
+//! version's removed and added files for their every row deleted and inserted.
+//!
+//! Invariant: nothing is written for a statement that changes no row, and a statement whose
+//! `fate` fails on some row writes no version (files written before the failure stay unreferenced
+//! until a vacuum). Limits: the cost is the size of the files touched, not of the change; tables
+//! with `delta.appendOnly` are refused, as the protocol requires.
+
+use super::batch::to_batch;
+use super::commit::{commit, writable};
+use super::files::{as_add, feed_schema, remove, write_feed, write_parquet};
+use super::table::{failed, read_parquet, Table};
+use crate::engine::changefeed::ChangeType;
+use crate::value::Row;
+use crate::{Error, ErrorKind, Result};
+use deltalake::kernel::Action;
+use deltalake::protocol::DeltaOperation;
+
+/// What a statement does to one row.
+#[derive(Debug)]
+pub enum Fate {
+    /// The row stays.
+    Keep,
+    /// The row goes.
+    Delete,
+    /// The row is replaced by this one (same columns).
+    Update(Row),
+}
+
+/// Which statement rewrites the table, as its version's `commitInfo` records it.
+#[derive(Clone, Debug)]
+pub enum Rewrite {
+    /// `DELETE` with its predicate (none for `TRUNCATE TABLE`).
+    Delete(Option<String>),
+    /// `UPDATE` with its predicate.
+    Update(Option<String>),
+}
+
+/// What a rewrite did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rewritten {
+    /// The version made, if any row changed.
+    pub version: Option<u64>,
+    /// Rows deleted.
+    pub deleted: u64,
+    /// Rows updated.
+    pub updated: u64,
+}
+
+impl Table {
+    /// Applies `fate` to every row of the current version and commits what it changes as one
+    /// version (see the module docs).
+    pub fn rewrite(
+        &mut self,
+        statement: Rewrite,
+        fate: &mut dyn FnMut(&Row) -> Result<Fate>,
+    ) -> Result<Rewritten> {
+        writable(&self.inner).map_err(|why| {
+            let message = format!(
+                "Delta table {}: scdflow cannot write it: {why}",
+                self.dir.display()
+            );
+            Error::new(ErrorKind::Validation, message)
+        })?;
+        let properties = self.properties()?;
+        let flag = |key: &str| properties.get(key).is_some_and(|v| v == "true");
+        if flag("delta.appendOnly") {
+            let message = format!(
+                "Delta table {}: the table is append-only (delta.appendOnly = true); rows \
+                 cannot be deleted or updated",
+                self.dir.display()
+            );
+            return Err(Error::new(ErrorKind::Validation, message));
+        }
+        let snapshot = self.inner.snapshot().map_err(|e| failed(&self.dir, e))?;
+        let adds: Vec<_> = snapshot.log_data().iter().map(|f| as_add(&f)).collect();
+        let timestamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        let mut done = Rewritten::default();
+        let mut actions = Vec::new();
+        let mut rewritten: Vec<Row> = Vec::new();
+        let mut changes: Vec<(ChangeType, Row)> = Vec::new();
+        for add in adds {
+            if add.deletion_vector.is_some() {
+                return Err(failed(&self.dir, "a file has a deletion vector"));
+            }
+            let path = deltalake::Path::from(add.path.as_str());
+            let store = self.inner.object_store();
+            let rows = read_parquet(&self.runtime, &store, &self.dir, &path, &self.schema)?;
+            let mut kept = Vec::with_capacity(rows.len());
+            let mut touched = false;
+            for row in rows {
+                match fate(&row)? {
+                    Fate::Keep => kept.push(row),
+                    Fate::Delete => {
+                        touched = true;
+                        done.deleted += 1;
+                        changes.push((ChangeType::Delete, row));
+                    }
+                    Fate::Update(new) => {
+                        touched = true;
+                        done.updated += 1;
+                        kept.push(new.clone());
+                        changes.push((ChangeType::UpdatePreimage, row));
+                        changes.push((ChangeType::UpdatePostimage, new));
+                    }
+                }
+            }
+            if touched {
+                actions.push(Action::Remove(remove(&add, timestamp, true)));
+                rewritten.extend(kept);
+            }
+        }
+        if actions.is_empty() {
+            return Ok(done);
+        }
+        let url = self.inner.table_url().clone();
+        if !rewritten.is_empty() {
+            let batch = to_batch(&self.schema, &self.arrow, &rewritten)?;
+            let arrow = self.arrow.clone();
+            let adds = write_parquet(&self.runtime, &self.dir, url.as_str(), arrow, batch)?;
+            actions.extend(adds.into_iter().map(Action::Add));
+        }
+        if flag("delta.enableChangeDataFeed") {
+            let feed = feed_schema(&self.schema);
+            let arrow = super::batch::arrow_schema(&feed)?;
+            let cdc = write_feed(&self.runtime, &self.dir, &url, &feed, &arrow, &changes)?;
+            actions.push(Action::Cdc(cdc));
+        }
+        let operation = match statement {
+            Rewrite::Delete(predicate) => DeltaOperation::Delete { predicate },
+            Rewrite::Update(predicate) => DeltaOperation::Update { predicate },
+        };
+        let Table {
+            runtime,
+            inner,
+            dir,
+            ..
+        } = self;
+        done.version = Some(runtime.block_on(commit(inner, actions, operation, false, dir))?);
+        Ok(done)
+    }
+}

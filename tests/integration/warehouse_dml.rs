@@ -1,0 +1,165 @@
+//! `UPDATE`, `DELETE` and `TRUNCATE TABLE` through `scdflow sql`: each changing statement one
+//! Delta version with exactly its rows changed, a statement that matches nothing no version,
+//! and every refusal (bad column, type, predicate, append-only table, a row that fails) leaving
+//! the table as it was. A stream over a table that was updated names the version it cannot read.
+
+use crate::durable::{scdflow, stderr};
+use crate::warehouse::{sql, warehouse};
+use std::path::Path;
+
+/// The versions in a table's log.
+fn versions(table: &Path) -> usize {
+    std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().ends_with(".json")
+        })
+        .count()
+}
+
+#[test]
+fn update_delete_and_truncate_change_exactly_their_rows_one_version_each() {
+    let dir = warehouse();
+    let table = dir.path().join("w/main/cdc_tutorial/t");
+    sql(
+        dir.path(),
+        "CREATE TABLE main.cdc_tutorial.t (id INT, name STRING, score DOUBLE) \
+         TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true'); \
+         INSERT INTO main.cdc_tutorial.t VALUES (1, 'a', 1.5), (2, 'b', NULL), (3, 'c', 3.0); \
+         INSERT INTO main.cdc_tutorial.t VALUES (4, 'd', 4.0)",
+    );
+    assert_eq!(versions(&table), 3);
+    let select = "SELECT * FROM main.cdc_tutorial.t ORDER BY id";
+    // A NULL predicate matches nothing; an integer goes into a DOUBLE column.
+    let out = sql(
+        dir.path(),
+        "UPDATE main.cdc_tutorial.t SET score = 10, name = upper(name) WHERE score > 2",
+    );
+    assert_eq!(
+        out, "updated 2 rows of main.cdc_tutorial.t (version 3)\n",
+        "{out}"
+    );
+    assert_eq!(
+        sql(dir.path(), select),
+        "id,name,score\n1,a,1.5\n2,b,\n3,C,10.0\n4,D,10.0\n"
+    );
+    let out = sql(dir.path(), "DELETE FROM main.cdc_tutorial.t WHERE id = 99");
+    assert!(out.contains("deleted no row"), "{out}");
+    assert_eq!(
+        versions(&table),
+        4,
+        "a statement matching nothing commits nothing"
+    );
+    sql(
+        dir.path(),
+        "DELETE FROM main.cdc_tutorial.t WHERE name = 'a'",
+    );
+    assert_eq!(
+        sql(dir.path(), select),
+        "id,name,score\n2,b,\n3,C,10.0\n4,D,10.0\n"
+    );
+    // The change data feed holds each version's changes.
+    let feed = std::fs::read_dir(table.join("_change_data"))
+        .unwrap()
+        .count();
+    assert_eq!(feed, 2, "one change-data file per UPDATE and DELETE");
+    let out = sql(dir.path(), "TRUNCATE TABLE main.cdc_tutorial.t");
+    assert_eq!(out, "truncated 3 rows of main.cdc_tutorial.t (version 5)\n");
+    assert_eq!(sql(dir.path(), select), "id,name,score\n");
+    // The table goes on: rows inserted after a TRUNCATE are all there is.
+    sql(
+        dir.path(),
+        "INSERT INTO main.cdc_tutorial.t VALUES (7, 'g', 7.0)",
+    );
+    assert_eq!(sql(dir.path(), select), "id,name,score\n7,g,7.0\n");
+}
+
+#[test]
+fn refused_statements_name_why_and_leave_the_table_as_it_was() {
+    let dir = warehouse();
+    let table = dir.path().join("w/main/cdc_tutorial/t");
+    sql(
+        dir.path(),
+        "CREATE TABLE main.cdc_tutorial.t (id INT, big BIGINT); \
+         INSERT INTO main.cdc_tutorial.t VALUES (1, 10), (2, 3000000000); \
+         CREATE TABLE main.cdc_tutorial.log (id INT) \
+         TBLPROPERTIES ('delta.appendOnly' = 'true'); \
+         INSERT INTO main.cdc_tutorial.log VALUES (1)",
+    );
+    let before = versions(&table);
+    for (statement, says) in [
+        (
+            "UPDATE main.cdc_tutorial.t SET nope = 1",
+            "has no column `nope`",
+        ),
+        ("UPDATE main.cdc_tutorial.t SET id = 'x'", "CAST it"),
+        (
+            "UPDATE main.cdc_tutorial.t SET id = 1, id = 2",
+            "assigned twice",
+        ),
+        (
+            "DELETE FROM main.cdc_tutorial.t WHERE id + 1",
+            "not BOOLEAN",
+        ),
+        // The second row's BIGINT does not fit the INT column: no version at all.
+        (
+            "UPDATE main.cdc_tutorial.t SET id = big",
+            "cannot cast 3000000000 to INT",
+        ),
+        ("DELETE FROM main.cdc_tutorial.log", "append-only"),
+        ("TRUNCATE TABLE main.cdc_tutorial.nope", "does not exist"),
+        (
+            "UPDATE main.cdc_tutorial.t SET id = 1 FROM main.cdc_tutorial.log",
+            "UPDATE ... FROM",
+        ),
+    ] {
+        let text = format!("SELECT 1;\n{statement}");
+        let out = scdflow(dir.path(), &["sql", "--warehouse", "w", &text]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{statement}: {err}");
+        assert!(err.contains(says), "{statement}: {err}");
+        assert!(
+            err.contains(":2:") || err.contains("line 2"),
+            "{statement}: {err}"
+        );
+        assert_eq!(versions(&table), before, "{statement}");
+    }
+    assert_eq!(
+        sql(dir.path(), "SELECT * FROM main.cdc_tutorial.t ORDER BY id"),
+        "id,big\n1,10\n2,3000000000\n"
+    );
+    sql(
+        dir.path(),
+        "TRUNCATE TABLE IF EXISTS main.cdc_tutorial.nope",
+    );
+}
+
+#[test]
+fn a_stream_names_the_update_it_cannot_read_as_an_append() {
+    let dir = warehouse();
+    sql(
+        dir.path(),
+        "UPDATE main.cdc_tutorial.users_cdf SET city = 'Puebla' WHERE userId = 124",
+    );
+    let out = scdflow(
+        dir.path(),
+        &[
+            "run",
+            "scd1.sql",
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+            "--out",
+            "out",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("version 1 of main.cdc_tutorial.users_cdf"),
+        "{err}"
+    );
+    assert!(err.contains("UPDATE"), "{err}");
+}
