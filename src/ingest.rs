@@ -50,6 +50,22 @@ pub fn delta_inputs(pipeline: &Pipeline) -> Vec<(usize, &Path)> {
         .collect()
 }
 
+/// The versions of Delta source table `t` (at `dir`) a run reads, from version `from` on: each
+/// version that changes data, or, for a table read as snapshots, the newest such one alone.
+pub fn delta_versions(pipeline: &Pipeline, t: usize, dir: &Path, from: u64) -> Result<Vec<u64>> {
+    let mut versions = crate::delta::Log::open(dir)?.data_versions(from)?;
+    if matches!(
+        pipeline.tables[t].input,
+        SourceInput::Delta {
+            snapshots: true,
+            ..
+        }
+    ) {
+        versions = versions.pop().into_iter().collect();
+    }
+    Ok(versions)
+}
+
 /// Reads one input file of table `t` as a commit: the part of it `span` says.
 pub fn read_commit(
     pipeline: &Pipeline,
@@ -57,10 +73,14 @@ pub fn read_commit(
     file: PathBuf,
     span: Span,
 ) -> Result<SourceCommit> {
-    if let (SourceInput::Delta { table, .. }, Span::Version(version)) =
-        (&pipeline.tables[t].input, span)
+    if let (
+        SourceInput::Delta {
+            table, snapshots, ..
+        },
+        Span::Version(version),
+    ) = (&pipeline.tables[t].input, span)
     {
-        return read_version(pipeline, t, file, table, version);
+        return read_version(pipeline, t, file, table, version, *snapshots);
     }
     let SourceInput::Files {
         format,
@@ -126,17 +146,23 @@ pub fn read_commit(
 }
 
 /// Reads version `version` of the Delta table at `dir` (table `t`, the warehouse's `name`) as a
-/// commit. Its rows are numbered from 1 in the version, as lines are in a file. A version that
-/// is not an append fails: a stream reads appends only, as Spark's does.
+/// commit: the rows it adds, or with `whole` every row the table holds at that version (a
+/// snapshot). Rows are numbered from 1, as lines are in a file. For a stream, a version that is
+/// not an append fails: a stream reads appends only, as Spark's does.
 fn read_version(
     pipeline: &Pipeline,
     t: usize,
     dir: PathBuf,
     name: &str,
     version: u64,
+    whole: bool,
 ) -> Result<SourceCommit> {
-    let log = crate::delta::Log::open(&dir)?;
-    let rows = match log.version_rows(version, &pipeline.tables[t].schema)? {
+    let schema = &pipeline.tables[t].schema;
+    let read = match whole {
+        true => snapshot_rows(&dir, name, version, schema).map(crate::delta::VersionRows::Appended),
+        false => crate::delta::Log::open(&dir).and_then(|log| log.version_rows(version, schema)),
+    };
+    let rows = match read? {
         crate::delta::VersionRows::Appended(rows) => rows,
         crate::delta::VersionRows::Changed(operation) => {
             let what = operation.map_or_else(|| "a change".to_string(), |o| format!("a {o}"));
@@ -163,6 +189,21 @@ fn read_version(
         .collect();
     derive(pipeline, t, &mut commit)?;
     Ok(commit)
+}
+
+/// Every row of the Delta table at `dir` (the warehouse's `name`) at `version`, whose columns
+/// must still be `schema`'s, the ones the pipeline was planned with.
+fn snapshot_rows(dir: &Path, name: &str, version: u64, schema: &Schema) -> Result<Vec<Row>> {
+    let table = crate::delta::Table::open_version(dir, Some(version))?;
+    if table.schema() != schema {
+        let message = format!(
+            "version {version} of {name} has the columns ({}), not ({schema}) as when the \
+             pipeline was planned; run it again",
+            table.schema()
+        );
+        return Err(crate::Error::new(crate::ErrorKind::Format, message).in_file(dir));
+    }
+    table.rows()
 }
 
 /// Applies projections, filters and expectations, from the file-backed table `first` to every

@@ -59,13 +59,17 @@ pub enum SourceInput {
     },
     /// `FROM STREAM(other)`: index into [`Pipeline::tables`].
     Table(usize),
-    /// `FROM STREAM(catalog.schema.table)`: a Delta table of the warehouse, each version that
-    /// adds rows a commit.
+    /// A Delta table of the warehouse. Read as a stream (`FROM STREAM(catalog.schema.table)`),
+    /// each version that adds rows is a commit; read by a snapshot flow (`FROM SNAPSHOT (SELECT
+    /// ... FROM catalog.schema.table)`), a run's commit is the table's latest version, whole,
+    /// when it is newer than the last one read.
     Delta {
         /// The table's directory.
         dir: PathBuf,
         /// Its full name, as messages give it.
         table: String,
+        /// Whether the table is read as snapshots (else as a stream of appends).
+        snapshots: bool,
     },
 }
 

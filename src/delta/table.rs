@@ -103,10 +103,17 @@ impl Table {
 
     /// Opens the table at `dir` at its latest version.
     pub fn open(dir: &Path) -> Result<Table> {
+        Self::open_version(dir, None)
+    }
+
+    /// Opens the table at `dir` as it was at `version` (time travel), or at its latest.
+    pub fn open_version(dir: &Path, version: Option<u64>) -> Result<Table> {
         let (runtime, url) = existing(dir)?;
-        let inner = runtime
-            .block_on(deltalake::open_table(url))
-            .map_err(|e| failed(dir, e))?;
+        let inner = match version {
+            None => runtime.block_on(deltalake::open_table(url)),
+            Some(v) => runtime.block_on(deltalake::open_table_with_version(url, v)),
+        }
+        .map_err(|e| failed(dir, e))?;
         let arrow = readable_schema(&inner, dir)?;
         let schema = our_schema(&arrow).map_err(|e| unreadable(dir, e))?;
         Ok(Table {

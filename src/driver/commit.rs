@@ -83,7 +83,8 @@ impl CommitSource {
 }
 
 /// The commits of a run, in order: every source table's files (tables in pipeline order), then
-/// every Delta table source's versions that change data, then every snapshot flow's versioned
+/// every Delta table source's versions that change data (a table read as snapshots: its newest
+/// such version), then every snapshot flow's versioned
 /// files in increasing version order; a version that repeats is skipped (D12).
 pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
     let mut commits: Vec<CommitSource> = ingest::input_files(pipeline)?
@@ -95,7 +96,7 @@ pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
         })
         .collect();
     for (table, dir) in ingest::delta_inputs(pipeline) {
-        let versions = crate::delta::Log::open(dir)?.data_versions(0)?;
+        let versions = ingest::delta_versions(pipeline, table, dir, 0)?;
         commits.extend(versions.into_iter().map(|v| CommitSource::Table {
             table,
             file: dir.to_path_buf(),

@@ -145,7 +145,7 @@ pub(crate) fn find(
                 read
             }
         };
-        for version in log.data_versions(from)? {
+        for version in crate::ingest::delta_versions(pipeline, table, source, from)? {
             let commit = CommitSource::Table {
                 table,
                 file: source.to_path_buf(),

@@ -63,10 +63,14 @@ fn source(out: &mut String, t: &SourceTable, p: &Pipeline, base: &Path) {
             let name = p.tables.get(*i).map_or("?", |u| u.name.as_str());
             let _ = writeln!(out, "  input: stream of {name}");
         }
-        SourceInput::Delta { dir, table } => {
+        SourceInput::Delta {
+            dir,
+            table,
+            snapshots,
+        } => {
             let shown = shown_path(dir, base);
-            let _ = writeln!(out, "  input: stream of the Delta table {table} ({shown})");
-            let _ = writeln!(out, "  schema: {}", t.schema);
+            let how = if *snapshots { "snapshots" } else { "stream" };
+            let _ = writeln!(out, "  input: {how} of the Delta table {table} ({shown})");
         }
     }
     if let Some(items) = &t.projection {

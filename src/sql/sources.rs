@@ -93,11 +93,16 @@ fn build_one(
     };
     let (input, input_schema) = match &query.from {
         From::ReadFiles(spec) => read_files(spec, paths)?,
-        From::Warehouse { name, dir } => {
+        From::Warehouse {
+            name,
+            dir,
+            snapshots,
+        } => {
             let table = crate::delta::Table::open(dir).map_err(|e| e.at_line(stmt.line))?;
             let input = SourceInput::Delta {
                 dir: dir.clone(),
                 table: name.clone(),
+                snapshots: *snapshots,
             };
             (input, table.schema().clone())
         }

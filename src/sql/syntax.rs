@@ -88,6 +88,8 @@ pub(crate) enum From {
     Warehouse {
         name: String,
         dir: std::path::PathBuf,
+        /// Read by a snapshot flow: each run takes the latest version whole.
+        snapshots: bool,
     },
 }
 

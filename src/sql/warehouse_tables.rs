@@ -7,9 +7,11 @@
 //! warehouse, when no table of the pipeline has it and the warehouse (under the default catalog
 //! and schema) does.
 //!
-//! Limits: a periodic snapshot of a warehouse table (`FROM SNAPSHOT catalog.schema.t`) is
-//! refused — a version is then the whole table, not the rows it adds — and so is a qualified
-//! name without a warehouse.
+//! A snapshot flow's query over a warehouse table (`FROM SNAPSHOT (SELECT ... FROM
+//! main.s.t)`) gets an implicit table that reads the table whole (see
+//! [`SourceInput::Delta`](crate::plan::SourceInput::Delta)), a stream's one that reads its
+//! appends; one pipeline reading a table both ways is refused, since the two implicit tables
+//! would share its name. A qualified name without a warehouse is refused.
 
 use super::catalog::Catalog;
 use super::cursor::{invalid, Name};
@@ -28,7 +30,7 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
                 .any(|t| t.eq_ignore_ascii_case(&name.text))
     };
     let mut found: Vec<TableStmt> = Vec::new();
-    let mut resolve = |name: &mut Name| -> Result<()> {
+    let mut resolve = |name: &mut Name, snapshots: bool| -> Result<()> {
         if own(name) {
             return Ok(());
         }
@@ -62,8 +64,16 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
             return Err(invalid(name.line, message));
         }
         let text = full.to_string();
-        if !found.iter().any(|t| t.name.text == text) {
-            found.push(implicit(&text, dir, name.line));
+        match found.iter().find(|t| t.name.text == text) {
+            None => found.push(implicit(&text, dir, name.line, snapshots)),
+            Some(t) if read_as_snapshots(t) != snapshots => {
+                let message = format!(
+                    "FROM: the pipeline reads table {full} both as a stream and as snapshots; \
+                     read it one way"
+                );
+                return Err(invalid(name.line, message));
+            }
+            Some(_) => {}
         }
         name.text = text;
         name.qualifier.clear();
@@ -75,24 +85,24 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
             ..
         }) = &mut table.query
         {
-            resolve(name)?;
+            resolve(name, false)?;
         }
     }
     for flow in &mut catalog.flows {
         match &mut flow.body {
             FlowBody::AutoCdc(clauses) => {
                 if let Some(name) = &mut clauses.source {
-                    resolve(name)?;
+                    resolve(name, false)?;
                 }
-                if let Some(snapshot) = &clauses.snapshot {
-                    if let From::Table(name) = &snapshot.value.from {
-                        refuse_snapshot(name, warehouse, &own)?;
+                if let Some(snapshot) = &mut clauses.snapshot {
+                    if let From::Table(name) = &mut snapshot.value.from {
+                        resolve(name, true)?;
                     }
                 }
             }
             FlowBody::Replace(replace) => {
                 if let From::Table(name) = &mut replace.query.from {
-                    resolve(name)?;
+                    resolve(name, false)?;
                 }
             }
         }
@@ -103,38 +113,22 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
     Ok(())
 }
 
-/// Fails when a periodic snapshot flow reads a warehouse table.
-fn refuse_snapshot(
-    name: &Name,
-    warehouse: Option<&Warehouse>,
-    own: &dyn Fn(&Name) -> bool,
-) -> Result<()> {
-    if own(name) {
-        return Ok(());
-    }
-    let in_warehouse = warehouse.is_some_and(|w| {
-        let parts: Vec<&str> = (name.qualifier.iter().map(String::as_str))
-            .chain(std::iter::once(name.text.as_str()))
-            .collect();
-        w.table_name(&parts)
-            .is_ok_and(|full| Table::exists(&w.table_dir(&full)))
-    });
-    if !name.qualifier.is_empty() || in_warehouse {
-        let message = format!(
-            "FROM SNAPSHOT: reading snapshots of a warehouse table (`{}`) is not supported yet; \
-             read a streaming table of the pipeline, or versioned files with read_files",
-            (name.qualifier.iter().chain(std::iter::once(&name.text)))
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(".")
-        );
-        return Err(invalid(name.line, message));
-    }
-    Ok(())
+/// Whether an implicit table reads its warehouse table as snapshots.
+fn read_as_snapshots(table: &TableStmt) -> bool {
+    matches!(
+        &table.query,
+        Some(Query {
+            from: From::Warehouse {
+                snapshots: true,
+                ..
+            },
+            ..
+        })
+    )
 }
 
 /// The implicit source table reading the warehouse table `name` at `dir`.
-fn implicit(name: &str, dir: std::path::PathBuf, line: u64) -> TableStmt {
+fn implicit(name: &str, dir: std::path::PathBuf, line: u64, snapshots: bool) -> TableStmt {
     TableStmt {
         name: Name {
             text: name.to_string(),
@@ -150,6 +144,7 @@ fn implicit(name: &str, dir: std::path::PathBuf, line: u64) -> TableStmt {
             from: From::Warehouse {
                 name: name.to_string(),
                 dir,
+                snapshots,
             },
             streamed: true,
             filter: None,

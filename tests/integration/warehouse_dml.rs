@@ -1,9 +1,10 @@
 //! `UPDATE`, `DELETE` and `TRUNCATE TABLE` through `scdflow sql`: each changing statement one
 //! Delta version with exactly its rows changed, a statement that matches nothing no version,
 //! and every refusal (bad column, type, predicate, append-only table, a row that fails) leaving
-//! the table as it was. A stream over a table that was updated names the version it cannot read.
+//! the table as it was. A stream over a table that was updated names the version it cannot read;
+//! a snapshot flow over a table (seed 000's periodic snapshots) takes each new version whole.
 
-use crate::durable::{scdflow, stderr};
+use crate::durable::{scdflow, stderr, succeed};
 use crate::warehouse::{sql, warehouse};
 use std::path::Path;
 
@@ -162,4 +163,100 @@ fn a_stream_names_the_update_it_cannot_read_as_an_append() {
         "{err}"
     );
     assert!(err.contains("UPDATE"), "{err}");
+}
+
+const SNAPSHOT_DATA: &str = include_str!("../../dataflows/warehouse/snapshot_data.sql");
+const SNAPSHOT_NEXT: &str = include_str!("../../dataflows/warehouse/snapshot_next.sql");
+const SNAPSHOT_SCD2: &str = include_str!("../../dataflows/warehouse/snapshot_scd2.sql");
+
+/// A warehouse holding seed 000's snapshot sample data (step 1) and the SCD2 snapshot flow.
+fn snapshots() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("w")).unwrap();
+    std::fs::write(dir.path().join("data.sql"), SNAPSHOT_DATA).unwrap();
+    std::fs::write(dir.path().join("next.sql"), SNAPSHOT_NEXT).unwrap();
+    std::fs::write(dir.path().join("p.sql"), SNAPSHOT_SCD2).unwrap();
+    succeed(dir.path(), &["sql", "--warehouse", "w", "-f", "data.sql"]);
+    dir
+}
+
+fn run_snapshots(cwd: &Path, extra: &[&str]) -> String {
+    let mut args = vec![
+        "run",
+        "p.sql",
+        "--warehouse",
+        "w",
+        "--schema",
+        "cdc_tutorial",
+    ];
+    args.extend_from_slice(extra);
+    succeed(cwd, &args)
+}
+
+const TARGET: &str = "SELECT * FROM main.cdc_tutorial.target ORDER BY userId, __START_AT";
+
+#[test]
+fn a_snapshot_flow_takes_each_new_version_of_a_table_the_seeds_statements_change() {
+    let dir = snapshots();
+    let durable = ["--state", "st", "--out", "o"];
+    run_snapshots(dir.path(), &durable);
+    assert_eq!(
+        sql(dir.path(), TARGET),
+        "userId,city,__START_AT,__END_AT\n1,Oaxaca,1,\n2,Monterrey,1,\n3,Tijuana,1,\n"
+    );
+    // No new version: no new snapshot (a second snapshot of the same rows would change nothing
+    // either, but it would take a commit).
+    let out = run_snapshots(dir.path(), &durable);
+    assert!(out.contains("no new input"), "{out}");
+    // The seed's step 3, verbatim: TRUNCATE, INSERT, UPDATE. The run takes the table's newest
+    // version as one snapshot and gets the seed's history (versioned 1, 2 where the seed's
+    // WITH VERSION query says 0, 1).
+    succeed(dir.path(), &["sql", "--warehouse", "w", "-f", "next.sql"]);
+    run_snapshots(dir.path(), &durable);
+    assert_eq!(
+        sql(dir.path(), TARGET),
+        "userId,city,__START_AT,__END_AT\n\
+         1,Oaxaca,1,2\n\
+         2,Monterrey,1,2\n\
+         2,Carmel,2,\n\
+         3,Tijuana,1,2\n\
+         3,Los Angeles,2,\n\
+         4,Death Valley,2,\n\
+         6,Kings Canyon,2,\n"
+    );
+    // A plain run takes the table as it is now: one snapshot.
+    run_snapshots(dir.path(), &["--out", "plain"]);
+    assert_eq!(
+        sql(dir.path(), TARGET),
+        "userId,city,__START_AT,__END_AT\n\
+         2,Carmel,1,\n\
+         3,Los Angeles,1,\n\
+         4,Death Valley,1,\n\
+         6,Kings Canyon,1,\n"
+    );
+}
+
+#[test]
+fn a_table_read_both_as_a_stream_and_as_snapshots_is_refused() {
+    let dir = snapshots();
+    let both = format!(
+        "{SNAPSHOT_SCD2}\nCREATE OR REFRESH STREAMING TABLE cities;\n\
+         CREATE FLOW f AS AUTO CDC INTO cities FROM STREAM(main.cdc_tutorial.snapshot)\n\
+         KEYS (userId) SEQUENCE BY userId STORED AS SCD TYPE 1;\n"
+    );
+    std::fs::write(dir.path().join("p.sql"), both).unwrap();
+    let out = scdflow(
+        dir.path(),
+        &[
+            "run",
+            "p.sql",
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("both as a stream and as snapshots"), "{err}");
 }
