@@ -183,6 +183,9 @@ pub struct Target {
     pub partial: bool,
     /// `pipelines.cdc.tombstoneGCThresholdInSeconds` (0 = never collect).
     pub tombstone_gc_seconds: u64,
+    /// The `TBLPROPERTIES` a published Delta table of the target takes (Delta's own, such as
+    /// `delta.checkpointInterval`, and scdflow's `scdflow.vacuumInterval`).
+    pub properties: std::collections::BTreeMap<String, String>,
     /// Line of the defining statement.
     pub line: u64,
 }

@@ -30,12 +30,14 @@
 //!
 //! Limits: the table's writer must be the only one (versions are made by this writer in
 //! sequence: another writer's version makes the next commit fail); files merged away and
-//! superseded DV files stay on disk until a vacuum.
+//! superseded DV files stay on disk until a vacuum deletes them after the retention period
+//! ([`super::upkeep`]).
 
 use super::batch::{arrow_schema, to_batch};
 use super::dv::{self, DvFile};
 use super::files::{self, as_add, remove};
 use super::table::{failed, read_parquet};
+use super::upkeep::{self, Schedule};
 use crate::engine::changefeed::ChangeType;
 use crate::value::{Row, Schema};
 use crate::{Error, ErrorKind, Result};
@@ -114,6 +116,7 @@ pub struct MaintainedTable {
     cdc_arrow: SchemaRef,
     app_id: String,
     version: u64,
+    schedule: Schedule,
     files: Vec<Option<LiveFile>>,
     index: HashMap<u128, SmallVec<[Location; 1]>, foldhash::fast::FixedState>,
 }
@@ -159,6 +162,7 @@ impl MaintainedTable {
             ));
         }
         let adds: Vec<Add> = snapshot.log_data().iter().map(|f| as_add(&f)).collect();
+        let schedule = Schedule::of(snapshot.metadata().configuration(), dir)?;
         let mut maintained = MaintainedTable {
             store: table.object_store(),
             log: table.log_store(),
@@ -171,6 +175,7 @@ impl MaintainedTable {
             cdc_schema,
             cdc_arrow,
             app_id: app_id.to_string(),
+            schedule,
             files: Vec::new(),
             index: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
         };
@@ -335,9 +340,17 @@ impl MaintainedTable {
         Ok((prepared, written))
     }
 
-    /// Puts a prepared version in the log.
+    /// Puts a prepared version in the log, then runs the upkeep it is due (see
+    /// [`super::upkeep`]: checkpoints, log cleanup, vacuum).
     pub fn publish(&self, prepared: &Prepared) -> Result<()> {
-        put_entry(&self.runtime, &self.log, &self.dir, prepared)
+        put_entry(&self.runtime, &self.log, &self.dir, prepared)?;
+        upkeep::after(
+            &self.runtime,
+            &self.dir,
+            &self.url,
+            self.schedule,
+            prepared.version,
+        )
     }
 
     /// Merges each tier that has [`FANOUT`] files into one (see the module docs); returns the

@@ -5,15 +5,18 @@
 //! `deltalake` package and Polars read and write through it), so its log handling, protocol
 //! checks and Parquet statistics are what other readers expect. Only the parts that need no query
 //! engine are used (no `datafusion` feature, a much larger build): `CreateBuilder`, the
-//! `RecordBatchWriter` (Parquet files with statistics, as `add` actions) and the log store (a
-//! version's actions; put-if-absent commits, see `commit` for why not `CommitBuilder`). The
+//! `RecordBatchWriter` (Parquet files with statistics, as `add` actions), the log store (a
+//! version's actions; put-if-absent commits, see `commit` for why not `CommitBuilder`),
+//! checkpoints, log cleanup and the VACUUM planner (`upkeep`). The
 //! crate is async; a [`Table`] drives it on its own current-thread tokio runtime, so callers
 //! stay synchronous.
 //!
 //! What we write: tables of `scdflow sql`: protocol reader 1 / writer 2 (writer 4 when the
 //! table property `delta.enableChangeDataFeed` is set), no table features; unpartitioned
-//! tables, one Parquet file per commit. Published targets ([`MaintainedTable`]): reader 3 /
-//! writer 7 with deletion vectors and the change data feed. Types as in [`batch`].
+//! tables, one Parquet file per append; `UPDATE`, `DELETE` and `TRUNCATE` rewrite the files
+//! they touch (`rewrite`). Published targets ([`MaintainedTable`]): reader 3 / writer 7 with
+//! deletion vectors and the change data feed, checkpointed and vacuumed on the schedule their
+//! properties set (`upkeep`). Types as in [`batch`].
 //!
 //! What we read: unpartitioned tables without column mapping (the reader feature a plain file
 //! read would get wrong), deletion vectors applied; anything else is refused with its name. A
@@ -26,13 +29,17 @@ mod dv;
 mod files;
 mod log;
 mod maintained;
+mod properties;
 mod rewrite;
 mod table;
+mod upkeep;
 
 pub use log::{Log, VersionRows};
 pub use maintained::{roll_forward, MaintainedTable, Prepared, Written, FANOUT};
+pub use properties::{target_property, TargetProperty};
 pub use rewrite::{Fate, Rewrite, Rewritten};
 pub use table::Table;
+pub use upkeep::VACUUM_PROPERTY;
 
 #[cfg(test)]
 mod tests;

@@ -2,8 +2,9 @@
 
 use super::{Log, Table, VersionRows};
 use crate::value::{DataType, Packer, Row, Schema, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::IntoFuture;
+use std::path::Path;
 
 fn schema() -> Schema {
     Schema::new([
@@ -121,7 +122,7 @@ fn a_directory_without_a_log_is_no_table() {
 fn a_maintained_table_holds_what_its_feed_leaves() {
     use super::MaintainedTable;
     use crate::engine::changefeed::ChangeType;
-    use rand::{RngExt, SeedableRng};
+    use rand::SeedableRng;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t");
     let props = BTreeMap::from([("scdflow.target".to_string(), "t".to_string())]);
@@ -132,28 +133,7 @@ fn a_maintained_table_holds_what_its_feed_leaves() {
     let mut model: BTreeMap<i64, u32> = BTreeMap::new();
     let mut compacted = 0;
     for commit in 1..=60u64 {
-        let mut changes = Vec::new();
-        for _ in 0..rng.random_range(0..40) {
-            let key = rng.random_range(0..50i64);
-            match (model.get(&key).copied(), rng.random_range(0..4)) {
-                (None, _) => {
-                    model.insert(key, 0);
-                    changes.push((ChangeType::Insert, row(key, "v0")));
-                }
-                (Some(v), 0) => {
-                    model.remove(&key);
-                    changes.push((ChangeType::Delete, row(key, &format!("v{v}"))));
-                }
-                (Some(v), _) => {
-                    model.insert(key, v + 1);
-                    changes.push((ChangeType::UpdatePreimage, row(key, &format!("v{v}"))));
-                    changes.push((
-                        ChangeType::UpdatePostimage,
-                        row(key, &format!("v{}", v + 1)),
-                    ));
-                }
-            }
-        }
+        let changes = random_changes(&mut rng, &mut model);
         let written = table
             .commit(commit, 1_000_000 * commit as i64, &changes)
             .unwrap();
@@ -187,4 +167,107 @@ fn a_maintained_table_holds_what_its_feed_leaves() {
         "{e}"
     );
     assert_eq!(Log::open(&path).unwrap().latest_version().unwrap(), 60);
+}
+
+/// A commit's random changes to keys 0..50 of `model` (key -> its row's version number), which
+/// it updates.
+fn random_changes(
+    rng: &mut impl rand::Rng,
+    model: &mut BTreeMap<i64, u32>,
+) -> Vec<(crate::engine::changefeed::ChangeType, Row)> {
+    use crate::engine::changefeed::ChangeType;
+    use rand::RngExt;
+    let mut changes = Vec::new();
+    for _ in 0..rng.random_range(0..40) {
+        let key = rng.random_range(0..50i64);
+        match (model.get(&key).copied(), rng.random_range(0..4)) {
+            (None, _) => {
+                model.insert(key, 0);
+                changes.push((ChangeType::Insert, row(key, "v0")));
+            }
+            (Some(v), 0) => {
+                model.remove(&key);
+                changes.push((ChangeType::Delete, row(key, &format!("v{v}"))));
+            }
+            (Some(v), _) => {
+                model.insert(key, v + 1);
+                changes.push((ChangeType::UpdatePreimage, row(key, &format!("v{v}"))));
+                changes.push((
+                    ChangeType::UpdatePostimage,
+                    row(key, &format!("v{}", v + 1)),
+                ));
+            }
+        }
+    }
+    changes
+}
+
+/// Upkeep on the schedule the table's properties set: a checkpoint every 4 versions, and every
+/// 5 a vacuum that (retention 0) leaves only the files the current version holds — and the
+/// table reads the same after each, reopened or not.
+#[test]
+fn a_maintained_table_checkpoints_and_vacuums_on_its_schedule() {
+    use super::MaintainedTable;
+    use rand::SeedableRng;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t");
+    let props = BTreeMap::from([
+        ("delta.checkpointInterval".to_string(), "4".to_string()),
+        (super::VACUUM_PROPERTY.to_string(), "5".to_string()),
+        (
+            "delta.deletedFileRetentionDuration".to_string(),
+            "interval 0 seconds".to_string(),
+        ),
+    ]);
+    let mut table = MaintainedTable::create(&path, &schema(), &props, "app").unwrap();
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(11);
+    let mut model: BTreeMap<i64, u32> = BTreeMap::new();
+    // Every data, deletion-vector and change-data file ever in the directory.
+    let files = |path: &Path| -> BTreeSet<String> {
+        let mut all = BTreeSet::new();
+        for sub in ["", "_change_data"] {
+            for entry in std::fs::read_dir(path.join(sub)).into_iter().flatten() {
+                let entry = entry.unwrap();
+                if entry.file_type().unwrap().is_file() {
+                    all.insert(format!("{sub}/{}", entry.file_name().to_string_lossy()));
+                }
+            }
+        }
+        all
+    };
+    let mut written_ever = BTreeSet::new();
+    for commit in 1..=40u64 {
+        let changes = random_changes(&mut rng, &mut model);
+        table
+            .commit(commit, 1_000_000 * commit as i64, &changes)
+            .unwrap();
+        written_ever.extend(files(&path));
+        if commit % 8 == 0 {
+            table = MaintainedTable::open(&path, &schema(), "app").unwrap();
+        }
+        let mut rows = Table::open(&path).unwrap().rows().unwrap();
+        rows.sort();
+        let expected: Vec<Row> = (model.iter())
+            .map(|(k, v)| row(*k, &format!("v{v}")))
+            .collect();
+        assert_eq!(rows, expected, "after commit {commit}");
+        let checkpoint = path.join(format!("_delta_log/{commit:020}.checkpoint.parquet"));
+        assert_eq!(checkpoint.is_file(), commit % 4 == 0, "commit {commit}");
+    }
+    // Version 40 was vacuumed: what is left is what it holds (data files and their vectors).
+    let left = files(&path);
+    assert!(
+        left.len() < written_ever.len() / 2,
+        "{} of {}",
+        left.len(),
+        written_ever.len()
+    );
+    assert!(
+        left.iter().all(|f| !f.starts_with("_change_data/")),
+        "{left:?}"
+    );
+    let live = table.files();
+    let data = left.iter().filter(|f| f.ends_with(".parquet")).count();
+    assert_eq!(data, live, "{left:?}");
+    assert_eq!(table.last_commit().unwrap(), Some(40));
 }

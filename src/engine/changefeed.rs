@@ -245,6 +245,7 @@ mod tests {
             tracked: vec![true, true],
             partial: false,
             tombstone_gc_seconds: 0,
+            properties: Default::default(),
             line: 1,
         }
     }

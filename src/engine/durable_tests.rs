@@ -442,6 +442,7 @@ fn target(scd: ScdType, tracked: Vec<bool>, partial: bool) -> Target {
         tracked,
         partial,
         tombstone_gc_seconds: 0,
+        properties: Default::default(),
         line: 1,
     }
 }

@@ -22,7 +22,7 @@
 
 mod published;
 
-pub use published::{refuse_foreign, TARGET_PROPERTY};
+pub use published::{refuse_foreign, table_properties, TARGET_PROPERTY};
 
 use crate::driver::{CommitLatency, CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};
 use crate::engine::changefeed;

@@ -27,6 +27,14 @@ use std::path::{Path, PathBuf};
 /// The table property that marks a table as a published target.
 pub const TARGET_PROPERTY: &str = "scdflow.target";
 
+/// The properties a published table of `target` is created with: the target's own Delta ones
+/// (its `TBLPROPERTIES`) and [`TARGET_PROPERTY`].
+pub fn table_properties(target: &Target) -> BTreeMap<String, String> {
+    let mut properties = target.properties.clone();
+    properties.insert(TARGET_PROPERTY.to_string(), target.name.clone());
+    properties
+}
+
 /// What follows `.<table>` in the name of a table's staging directory.
 const STAGING: &str = ".scdflow-staging-";
 
@@ -62,7 +70,7 @@ impl Published {
             }
         }
         let stage = parent.join(format!("{prefix}{}", std::process::id()));
-        let properties = BTreeMap::from([(TARGET_PROPERTY.to_string(), target.name.clone())]);
+        let properties = table_properties(target);
         let app_id = format!("scdflow:{}", target.name);
         let table =
             MaintainedTable::create(&stage.join("table"), &target.schema, &properties, &app_id)?;

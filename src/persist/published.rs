@@ -16,11 +16,10 @@
 //! over, publishing afresh, and only replaces a table scdflow published).
 
 use crate::delta::{roll_forward, MaintainedTable, Table};
-use crate::output::TARGET_PROPERTY;
+use crate::output::table_properties;
 use crate::persist::Manifest;
 use crate::plan::Pipeline;
 use crate::{Error, ErrorKind, Result};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The application id a target's table records a state's commits under (`txn`).
@@ -122,8 +121,7 @@ pub fn open(pipeline: &Pipeline, dirs: &[PathBuf], id: &str) -> Result<Vec<Maint
         let table = match Table::exists(dir) {
             true => MaintainedTable::open(dir, &target.schema, &app)?,
             false => {
-                let properties =
-                    BTreeMap::from([(TARGET_PROPERTY.to_string(), target.name.clone())]);
+                let properties = table_properties(target);
                 MaintainedTable::create(dir, &target.schema, &properties, &app)?
             }
         };

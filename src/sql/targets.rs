@@ -13,12 +13,14 @@ use super::replace::build_replace_flow;
 use super::schema::check_declared;
 use super::snapshots::build_snapshot_flow;
 use super::syntax::{FlowBody, FlowStmt};
+use crate::delta::TargetProperty;
 use crate::plan::{
     CdcFlow, ReplaceFlow, ScdType, SnapshotFlow, SourceTable, Target, TargetKind,
     DEFAULT_TOMBSTONE_GC_SECONDS,
 };
 use crate::value::Column;
 use crate::Result;
+use std::collections::BTreeMap;
 
 const TOMBSTONE_PROPERTY: &str = "pipelines.cdc.tombstoneGCThresholdInSeconds";
 
@@ -305,30 +307,55 @@ fn target(catalog: &Catalog, t: usize, first: Option<First>) -> Result<Target> {
         tracked: shape.tracked,
         partial: first.partial,
         tombstone_gc_seconds: tombstone_gc(&stmt.properties)?,
+        properties: published_properties(&stmt.properties)?,
         line: stmt.line,
     })
 }
 
 /// Warns of each `TBLPROPERTIES` key of `table` that scdflow does not act on: a Lakeflow
-/// pipeline's Delta and pipeline settings (`delta.enableChangeDataFeed`, ...) parse, but only
-/// [`TOMBSTONE_PROPERTY`] changes what scdflow does, and a silently ignored key reads as one
-/// that took effect.
+/// pipeline's settings (`pipelines.channel`, ...) parse, but only [`TOMBSTONE_PROPERTY`] and,
+/// on targets, the Delta table properties their published tables take change what scdflow
+/// does, and a silently ignored key reads as one that took effect.
 pub(crate) fn unknown_properties(
     table: &super::syntax::TableStmt,
     warnings: &mut Vec<(u64, String)>,
 ) {
-    for (key, _, line) in &table.properties {
-        if !key.eq_ignore_ascii_case(TOMBSTONE_PROPERTY) {
-            warnings.push((
-                *line,
-                format!(
-                    "TBLPROPERTIES `{key}` of `{}` has no effect in scdflow (only \
-                     {TOMBSTONE_PROPERTY} is read); ignored",
-                    table.name.text
-                ),
-            ));
+    let target = table.query.is_none();
+    for (key, value, line) in &table.properties {
+        if key.eq_ignore_ascii_case(TOMBSTONE_PROPERTY) {
+            continue;
+        }
+        let name = &table.name.text;
+        let warning = match crate::delta::target_property(key, value) {
+            Ok(TargetProperty::Published) | Err(_) if target => continue,
+            Ok(TargetProperty::AlwaysOn(what)) if target => format!(
+                "TBLPROPERTIES `{key}` of `{name}` changes nothing: a published target always \
+                 has {what}"
+            ),
+            _ => format!(
+                "TBLPROPERTIES `{key}` of `{name}` has no effect in scdflow (it reads \
+                 {TOMBSTONE_PROPERTY}, and targets pass Delta's table properties to their \
+                 published tables); ignored"
+            ),
+        };
+        warnings.push((*line, warning));
+    }
+}
+
+/// The target properties its published Delta table takes; a bad value or an unknown `delta.`
+/// key is an error naming its line.
+fn published_properties(properties: &[(String, String, u64)]) -> Result<BTreeMap<String, String>> {
+    let mut published = BTreeMap::new();
+    for (key, value, line) in properties {
+        match crate::delta::target_property(key, value) {
+            Ok(TargetProperty::Published) => {
+                published.insert(key.clone(), value.clone());
+            }
+            Ok(_) => {}
+            Err(why) => return Err(invalid(*line, format!("TBLPROPERTIES: {why}"))),
         }
     }
+    Ok(published)
 }
 
 /// `pipelines.cdc.tombstoneGCThresholdInSeconds`: a non-negative whole number of seconds.

@@ -490,3 +490,51 @@ fn a_published_table_equals_the_file_table_for_any_workers() {
         .count();
     assert!(vectors > 0, "updates are deletion vectors");
 }
+
+/// A target's `TBLPROPERTIES` become its published table's: here a checkpoint every 3
+/// versions, a vacuum every 4 and no retention, so after the last version only the files it
+/// holds are left, and the table (read through its checkpoints) is the file run's. An unknown
+/// Delta property is an error naming its line.
+#[test]
+fn a_targets_table_properties_set_its_checkpoints_and_vacuums() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    let generate = "generate --out g --events 3000 --keys 200 --commits 40 --seed 5";
+    succeed(cwd, &generate.split(' ').collect::<Vec<_>>());
+    sql(cwd, "CREATE SCHEMA main.default");
+    let pipeline = std::fs::read_to_string(cwd.join("g/scd2.sql")).unwrap();
+    let with = |properties: &str| {
+        let text = pipeline.replace(
+            "CREATE OR REFRESH STREAMING TABLE scd2;",
+            &format!("CREATE OR REFRESH STREAMING TABLE scd2\nTBLPROPERTIES ({properties});"),
+        );
+        std::fs::write(cwd.join("g/p.sql"), text).unwrap();
+    };
+    with(
+        "'delta.checkpointInterval' = '3', 'scdflow.vacuumInterval' = '4', \
+         'delta.deletedFileRetentionDuration' = 'interval 0 seconds'",
+    );
+    succeed(cwd, &["run", "g/scd2.sql", "--out", "files"]);
+    succeed(cwd, &["run", "g/p.sql", "--warehouse", "w", "--out", "o"]);
+    let table = cwd.join("w/main/default/scd2");
+    let log = std::fs::read_to_string(table.join("_delta_log/00000000000000000000.json")).unwrap();
+    assert!(log.contains(r#""delta.checkpointInterval":"3""#), "{log}");
+    for version in 1..=40 {
+        let checkpoint = table.join(format!("_delta_log/{version:020}.checkpoint.parquet"));
+        assert_eq!(checkpoint.is_file(), version % 3 == 0, "version {version}");
+    }
+    // Version 40 was vacuumed with no retention: no change-data file and no merged-away file
+    // is left, so the data files are the ones the table reads.
+    assert!(!table.join("_change_data").read_dir().unwrap().any(|_| true));
+    let file = std::fs::read_to_string(cwd.join("files/scd2.csv")).unwrap();
+    assert_eq!(sql(cwd, "SELECT * FROM scd2 ORDER BY k, __START_AT"), file);
+    with("'delta.noSuchProperty' = 'x'");
+    let out = scdflow(cwd, &["run", "g/p.sql", "--warehouse", "w", "--out", "o"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("unknown Delta table property `delta.noSuchProperty`"),
+        "{err}"
+    );
+    assert!(err.contains("g/p.sql:17: TBLPROPERTIES"), "{err}");
+}

@@ -232,8 +232,8 @@ CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(s) KEYS (id) SEQUENCE BY seq;";
     assert_eq!(p.targets[0].tombstone_gc_seconds, 5);
     assert_eq!(
         p.warnings,
-        ["/p/pipeline.sql:2: TBLPROPERTIES `delta.enableChangeDataFeed` of `t` has no effect in \
-          scdflow (only pipelines.cdc.tombstoneGCThresholdInSeconds is read); ignored"]
+        ["/p/pipeline.sql:2: TBLPROPERTIES `delta.enableChangeDataFeed` of `t` changes nothing: a \
+          published target always has the change data feed"]
     );
 }
 
