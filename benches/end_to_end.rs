@@ -16,11 +16,12 @@
 //! the incremental commits), skipped with a note when `python3 -c 'import duckdb'` fails.
 //! Figures drift by ±30% on this shared 2-core machine: compare the ratios of one run.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const SCDFLOW: &str = env!("CARGO_BIN_EXE_scdflow");
+use support::{last_json, latencies, latency_logged, nearest, run_ok, SCDFLOW};
 
 fn main() {
     let args: Vec<u64> = std::env::args()
@@ -143,7 +144,7 @@ fn follow(gen: &Path, work: &Path, commits: u64, followed: u64, duckdb: bool) {
         .collect();
     let mut ms = latencies(&log, commits - followed);
     ms.sort_by(f64::total_cmp);
-    let nearest = |q: f64| ms[((q * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1];
+    let nearest = |q: f64| nearest(&ms, q);
     println!(
         "scdflow --follow: {} commits, latency (input complete -> change feed synced) p50 \
          {:.1} ms, p99 {:.1} ms, max {:.1} ms",
@@ -179,24 +180,6 @@ fn follow(gen: &Path, work: &Path, commits: u64, followed: u64, duckdb: bool) {
     }
 }
 
-/// Whether the metrics log records commit `version`'s latency.
-fn latency_logged(log: &Path, version: u64) -> bool {
-    let needle = format!("{{\"latency\":{{\"commit_version\":{version},");
-    std::fs::read_to_string(log).is_ok_and(|text| text.contains(&needle))
-}
-
-/// The latencies (ms) the metrics log records for commits after `after`.
-fn latencies(log: &Path, after: u64) -> Vec<f64> {
-    let text = std::fs::read_to_string(log).expect("metrics log");
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| {
-            let l = v.get("latency")?;
-            (l["commit_version"].as_u64()? > after).then(|| l["latency_ms"].as_f64())?
-        })
-        .collect()
-}
-
 fn peer_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/duckdb_incremental.py")
 }
@@ -229,19 +212,6 @@ fn duckdb_final(gen: &Path, flow: &str) -> (f64, f64) {
         json["seconds"].as_f64().unwrap_or(f64::NAN),
         json["peak_rss_mib"].as_f64().unwrap_or(f64::NAN),
     )
-}
-
-fn last_json(cmd: &mut Command) -> serde_json::Value {
-    let output = cmd.output().expect("run the peer");
-    assert!(output.status.success(), "{output:?}");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let last = stdout.lines().last().unwrap_or("{}");
-    serde_json::from_str(last).expect("the peer's JSON line")
-}
-
-fn run_ok(cmd: &mut Command) {
-    let output = cmd.output().expect("run");
-    assert!(output.status.success(), "{cmd:?}: {output:?}");
 }
 
 /// Runs `cmd` to completion: its wall time and peak RSS in MiB (the kernel's, from `wait4`).

@@ -83,7 +83,18 @@ pub(crate) fn find(
     manifest: Option<&Manifest>,
     checked: &mut Checked,
 ) -> Result<Vec<(CommitSource, Consumed)>> {
-    let known = |file: &Path| manifest.and_then(|m| m.inputs.iter().find(|p| p.file == file));
+    // Indexed once: `--follow` calls this at every poll, and a scan of the inputs per file made
+    // each poll quadratic in the number of files.
+    let progress: HashMap<&Path, &InputProgress> = manifest
+        .map(|m| {
+            m.inputs
+                .iter()
+                .rev()
+                .map(|p| (p.file.as_path(), p))
+                .collect()
+        })
+        .unwrap_or_default();
+    let known = |file: &Path| progress.get(file).copied();
     let mut commits = Vec::new();
     for (table, source) in crate::ingest::input_files(pipeline)? {
         // Read by the pipeline's spelling, recorded by the file's one absolute spelling.

@@ -1,0 +1,220 @@
+//! Publishing to Delta per commit, what users run: `scdflow run --warehouse DIR --state ST
+//! --follow` turning each new commit file into one version of the SCD2 target's Delta table,
+//! beside the SCD2 MERGE a user hand-writes with delta-rs (`benches/peers/delta_merge.py`, the
+//! Python `deltalake` package) applying the same commit files to a copy of the same table.
+//!
+//! Command: `cargo bench --bench delta_publish [-- EVENTS KEYS COMMITS FOLLOWED]` (defaults
+//! 1000000 100000 100 10: commits of 10,000 events on a history of about 900,000 rows; `--
+//! 1000000 100000 1000 20` gives commits of 1,000 events). Workload: `scdflow generate
+//! --events EVENTS --keys KEYS --displacement 1000 --commits COMMITS --seed 7` (10% deletes).
+//! The first COMMITS - FOLLOWED files are published by one durable run; the peer starts from a
+//! copy of that table; then each system applies the last FOLLOWED files one at a time.
+//!
+//! Measured per commit, for scdflow: from the commit file appearing complete in the input
+//! directory (renamed in) until its Delta version is in the log (the bench polls for
+//! `_delta_log/<version>.json` every millisecond), and the bytes the table directory grew by
+//! over the followed commits (data, deletion-vector, change-data, log and checkpoint files),
+//! per commit, beside the commit's change rows as the change-data file holds them. For the
+//! peer: reading the file and its MERGE, and its table's growth. The peer needs `python3 -m pip
+//! install deltalake polars` (or `PEER_PYTHON=/path/to/python`); without it, it is skipped with
+//! a note. Figures drift by ±30% on this shared 2-core machine: compare the ratios of one run.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::{last_json, latencies, nearest, run_ok, SCDFLOW};
+
+fn main() {
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let events = args.first().copied().unwrap_or(1_000_000);
+    let keys = args.get(1).copied().unwrap_or(100_000);
+    let commits = args.get(2).copied().unwrap_or(100).max(2);
+    let followed = args.get(3).copied().unwrap_or(10).clamp(1, commits - 1);
+    println!("command: cargo bench --bench delta_publish -- {events} {keys} {commits} {followed}");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (gen, work) = (dir.path().join("gen"), dir.path());
+    let generate = format!(
+        "generate --out {} --events {events} --keys {keys} --displacement 1000 --commits \
+         {commits} --seed 7",
+        gen.display()
+    );
+    run_ok(Command::new(SCDFLOW).args(generate.split_whitespace()));
+    println!(
+        "workload: scdflow {generate} ({} events per commit; the last {followed} followed); \
+         SCD2",
+        events / commits
+    );
+    let held = hold_back(&gen, work, commits, followed);
+    let warehouse = work.join("w");
+    std::fs::create_dir_all(&warehouse).expect("warehouse");
+    run_ok(Command::new(SCDFLOW).current_dir(work).args([
+        "sql",
+        "--warehouse",
+        "w",
+        "CREATE SCHEMA main.default",
+    ]));
+    let table = warehouse.join("main/default/scd2");
+    let pipeline = format!("{}/scd2.sql", gen.display());
+    let durable = ["--warehouse", "w", "--state", "st", "--out", "o"];
+    let started = Instant::now();
+    run_ok(
+        Command::new(SCDFLOW)
+            .current_dir(work)
+            .args(["run", &pipeline])
+            .args(durable),
+    );
+    println!(
+        "first durable run publishing {} commits: {:.2} s, table {:.1} MB",
+        commits - followed,
+        started.elapsed().as_secs_f64(),
+        tree_bytes(&table) as f64 / 1e6
+    );
+    let peer = delta_merge(&table, work, &held);
+
+    let before = tree_bytes(&table);
+    let feeds_before = files_in(&table.join("_change_data"));
+    let child = Command::new(SCDFLOW)
+        .current_dir(work)
+        .args(["run", &pipeline])
+        .args(durable)
+        .args(["--follow", "--poll", "0.002", "--tables-every", "3600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn --follow");
+    let mut visible = Vec::new();
+    for (i, f) in held.iter().enumerate() {
+        let version = commits - followed + i as u64 + 1;
+        let entry = table.join(format!("_delta_log/{version:020}.json"));
+        let name = f.file_name().expect("name");
+        let tmp = gen.join("events/.incoming");
+        std::fs::copy(f, &tmp).expect("copy");
+        let fed = Instant::now();
+        std::fs::rename(&tmp, gen.join("events").join(name)).expect("rename");
+        let deadline = fed + Duration::from_secs(300);
+        while !entry.is_file() {
+            assert!(Instant::now() < deadline, "version {version} never came");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        visible.push(fed.elapsed().as_secs_f64() * 1e3);
+    }
+    run_ok(Command::new("kill").args(["-TERM", &child.id().to_string()]));
+    let status = child.wait_with_output().expect("--follow exits").status;
+    assert!(status.success(), "--follow: {status:?}");
+    let written = (tree_bytes(&table) - before) as f64 / followed as f64;
+    let feeds: u64 = files_in(&table.join("_change_data"))
+        .difference(&feeds_before)
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .sum();
+    let feed = feeds as f64 / followed as f64;
+    visible.sort_by(f64::total_cmp);
+    let mut logged = latencies(&work.join("st/metrics.jsonl"), commits - followed);
+    logged.sort_by(f64::total_cmp);
+
+    println!("\n| system | p50 ms | p99 ms | MB written per commit | p50 vs scdflow |");
+    println!("|---|---|---|---|---|");
+    let (p50, p99) = (nearest(&visible, 0.5), nearest(&visible, 0.99));
+    println!(
+        "| scdflow --follow --warehouse (file complete -> version in the log) | {p50:.1} | \
+         {p99:.1} | {:.2} | 1.00 |",
+        written / 1e6
+    );
+    if let Some(json) = peer {
+        let ms = |k: &str| json[k].as_f64().unwrap_or(f64::NAN) / 1e3;
+        println!(
+            "| delta-rs MERGE (read the file + MERGE) | {:.1} | {:.1} | {:.2} | {:.1}x |",
+            ms("p50_us"),
+            ms("p99_us"),
+            json["bytes_per_commit"].as_f64().unwrap_or(f64::NAN) / 1e6,
+            ms("p50_us") / p50
+        );
+    }
+    println!(
+        "\nscdflow: {:.2} MB written per commit for {:.2} MB of change rows (its change-data \
+         file): {:.1}x; latency recorded by scdflow (input complete -> version's files written) \
+         p50 {:.1} ms",
+        written / 1e6,
+        feed / 1e6,
+        written / feed,
+        nearest(&logged, 0.5)
+    );
+}
+
+/// Moves the last `followed` commit files of `gen` aside (into `work/later`); their new paths.
+fn hold_back(gen: &Path, work: &Path, commits: u64, followed: u64) -> Vec<PathBuf> {
+    let later = work.join("later");
+    std::fs::create_dir_all(&later).expect("directory");
+    let mut files: Vec<PathBuf> = files_in(&gen.join("events")).into_iter().collect();
+    files.sort();
+    files[(commits - followed) as usize..]
+        .iter()
+        .map(|f| {
+            let to = later.join(f.file_name().expect("name"));
+            std::fs::rename(f, &to).expect("move");
+            to
+        })
+        .collect()
+}
+
+/// The delta-rs MERGE peer over `files`, starting from a copy of `table`: its JSON line, or
+/// `None` (with a note) when Python lacks `deltalake` or `polars`.
+fn delta_merge(table: &Path, work: &Path, files: &[PathBuf]) -> Option<serde_json::Value> {
+    let python = std::env::var("PEER_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let ready = Command::new(&python)
+        .args(["-c", "import deltalake, polars"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ready {
+        println!(
+            "(delta-rs MERGE peer skipped: `python3 -m pip install deltalake polars`, or \
+             PEER_PYTHON=/path/to/python)"
+        );
+        return None;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/delta_merge.py");
+    let json = last_json(
+        Command::new(python)
+            .arg(script)
+            .arg("--start")
+            .arg(table)
+            .arg("--work")
+            .arg(work)
+            .args(files),
+    );
+    println!(
+        "delta-rs MERGE peer: {} commits onto a copy of the table",
+        json["commits"]
+    );
+    Some(json)
+}
+
+/// Bytes of every file under `dir`.
+fn tree_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let meta = entry.metadata().expect("metadata");
+        total += match meta.is_dir() {
+            true => tree_bytes(&entry.path()),
+            false => meta.len(),
+        };
+    }
+    total
+}
+
+/// The files directly in `dir`.
+fn files_in(dir: &Path) -> BTreeSet<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect()
+}
