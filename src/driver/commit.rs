@@ -84,8 +84,8 @@ impl CommitSource {
 
 /// The commits of a run, in order: every source table's files (tables in pipeline order), then
 /// every Delta table source's versions that change data (a table read as snapshots: its newest
-/// such version), then every snapshot flow's versioned
-/// files in increasing version order; a version that repeats is skipped (D12).
+/// such version), then every snapshot flow's versioned files in increasing version order; a
+/// version that repeats is skipped (D12).
 pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
     let mut commits: Vec<CommitSource> = ingest::input_files(pipeline)?
         .into_iter()
