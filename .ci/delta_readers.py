@@ -8,7 +8,8 @@ Polars (run by .ci/run with a virtual environment that has them).
    feed on; deltalake's load_cdf reads each version's changes (inserts, pre- and post-images,
    deletes) and polars the rows left.
 3. deltalake writes a table in two versions (a create and an append); `scdflow run` reads it by
-   its qualified name as a stream, version by version, and its target holds both versions' rows.
+   its qualified name as a stream, version by version, and its target holds both versions' rows;
+   Polars writes two Parquet files, and `read_files(..., format => 'parquet')` reads them.
 4. `scdflow run --warehouse` publishes SCD1 and SCD2 targets of a generated workload (many
    commits: deletion vectors, merged files), in one plain run and in durable runs (`--state`)
    as the files arrive: polars and deltalake's query engine read each table as the run without
@@ -122,6 +123,24 @@ def main():
         table = pl.read_delta(str(tmp / "w/main/cdc_tutorial/cities")).sort("userId")
         assert table.rows() == [(1, "Puebla", 2), (2, "Tijuana", 1)], table
         print("scdflow read a table deltalake wrote, version by version")
+
+        # Parquet files Polars writes, read by a pipeline with read_files(..., 'parquet').
+        (tmp / "pq").mkdir()
+        pl.DataFrame({"userId": [1, 2], "city": ["Oaxaca", "Tijuana"], "seq": [1, 1]}) \
+            .write_parquet(tmp / "pq/part-1.parquet")
+        pl.DataFrame({"userId": [1], "city": ["Puebla"], "seq": [2]}) \
+            .write_parquet(tmp / "pq/part-2.parquet")
+        (tmp / "pq.sql").write_text(
+            "CREATE OR REFRESH STREAMING TABLE pq_events AS SELECT * FROM STREAM\n"
+            "read_files('pq', format => 'parquet');\n"
+            "CREATE OR REFRESH STREAMING TABLE pq_cities;\n"
+            "CREATE FLOW g AS AUTO CDC INTO pq_cities FROM STREAM(pq_events)\n"
+            "KEYS (userId) SEQUENCE BY seq STORED AS SCD TYPE 1;\n"
+        )
+        run(scdflow, "run", "pq.sql", "--out", "pq_out", cwd=tmp)
+        got = (tmp / "pq_out/pq_cities.csv").read_text()
+        assert got == "userId,city,seq\n1,Puebla,2\n2,Tijuana,1\n", got
+        print("scdflow read Parquet files polars wrote")
 
         published(scdflow, tmp)
 

@@ -1,13 +1,15 @@
 //! Sources → commits: each input file of a `read_files` table is one commit (files of a
 //! directory in name order; tables in pipeline order), and so is each version of a Delta table
 //! source that adds rows. Tables reading `STREAM(other)` receive the projected, filtered rows of
-//! the same commit.
+//! the same commit. Text files are read by `io`; Parquet files whole, here, through
+//! `delta::read_parquet_file` (the Arrow reader lives with the Delta code, which `io` must not
+//! import: `delta` uses `io`'s name checks).
 
 use crate::driver::expect::{self, ExpectationCount, Verdict};
 use crate::driver::{ReadFrom, Span};
 use crate::expr::Expr;
 use crate::io::{self, RowError, SourceRow};
-use crate::plan::{Pipeline, SnapshotSource, SourceInput};
+use crate::plan::{Format, Pipeline, SnapshotSource, SourceInput};
 use crate::value::{Packer, Row, Schema, Value};
 use crate::Result;
 use std::path::{Path, PathBuf};
@@ -101,6 +103,18 @@ pub fn read_commit(
         file,
         end: None,
     };
+    if *format == Format::Parquet {
+        let from = match span {
+            Span::From(from) => from.offset,
+            _ => 0,
+        };
+        commit.rows[t] = read_parquet(&commit.file, from, file_schema)?;
+        let len = io::file_len(&commit.file)?;
+        let line = commit.rows[t].len() as u64 + 1;
+        commit.end = Some(ReadFrom { offset: len, line });
+        derive(pipeline, t, &mut commit)?;
+        return Ok(commit);
+    }
     let rows = match span {
         Span::Whole => io::read_file(&commit.file, *format, *header, file_schema)?,
         Span::Share { from, to } => io::read_file_range(
@@ -143,6 +157,40 @@ pub fn read_commit(
     }
     derive(pipeline, t, &mut commit)?;
     Ok(commit)
+}
+
+/// Every row of one file of any format, as a whole-file read gives it (a snapshot's file).
+pub fn read_whole(
+    file: &Path,
+    format: Format,
+    header: bool,
+    schema: &Schema,
+) -> Result<Vec<std::result::Result<SourceRow, RowError>>> {
+    match format {
+        Format::Parquet => Ok(read_parquet(file, 0, schema)?.into_iter().map(Ok).collect()),
+        _ => io::read_file(file, format, header, schema),
+    }
+}
+
+/// The rows of the Parquet file `file`, numbered from 1. `from` is what a durable run read of it
+/// before (0 or its whole length): a Parquet file is read whole, once, so a file read before
+/// that has any other length was rewritten, which input files never are.
+fn read_parquet(file: &Path, from: u64, schema: &Schema) -> Result<Vec<SourceRow>> {
+    if from > 0 {
+        let message = format!(
+            "this Parquet file changed after a run read its {from} bytes: input files are \
+             only added, never rewritten; write a new file, or reprocess all input with \
+             --full-refresh"
+        );
+        return Err(crate::Error::new(crate::ErrorKind::Format, message).in_file(file));
+    }
+    let rows = crate::delta::read_parquet_file(file, schema)?;
+    Ok((rows.into_iter().enumerate())
+        .map(|(i, row)| SourceRow {
+            line: i as u64 + 1,
+            row,
+        })
+        .collect())
 }
 
 /// Reads version `version` of the Delta table at `dir` (table `t`, the warehouse's `name`) as a

@@ -39,6 +39,8 @@ pub enum Format {
     Csv,
     /// JSON lines: one object per line; `null` is NULL.
     Json,
+    /// Apache Parquet: read whole (a file is one commit, never a growing one), columns by name.
+    Parquet,
 }
 
 /// Where a streaming table's rows come from.

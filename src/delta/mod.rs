@@ -29,6 +29,7 @@ mod dv;
 mod files;
 mod log;
 mod maintained;
+mod parquet_file;
 mod properties;
 mod rewrite;
 mod table;
@@ -36,6 +37,7 @@ mod upkeep;
 
 pub use log::{Log, VersionRows};
 pub use maintained::{roll_forward, MaintainedTable, Prepared, Written, FANOUT};
+pub use parquet_file::{parquet_file_schema, read_parquet_file};
 pub use properties::{target_property, TargetProperty};
 pub use rewrite::{Fate, Rewrite, Rewritten};
 pub use table::Table;

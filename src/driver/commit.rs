@@ -414,7 +414,7 @@ impl Step<'_> {
             return Ok(Vec::new());
         };
         let mut rows = Vec::new();
-        for read in io::read_file(&self.file, *format, *header, file_schema)? {
+        for read in ingest::read_whole(&self.file, *format, *header, file_schema)? {
             match read {
                 Ok(row) => rows.push(row),
                 Err(e) => self.prepared.invalid.push(Quarantined {

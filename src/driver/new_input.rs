@@ -128,7 +128,12 @@ pub(crate) fn find(
                 }
             }
         };
-        if has_newline(&file, from.offset, len)? {
+        let grown = match is_parquet(pipeline, table) {
+            // A Parquet file is new input while it is unread; `ingest` refuses one rewritten.
+            true => from.offset < len,
+            false => has_newline(&file, from.offset, len)?,
+        };
+        if grown {
             let source = CommitSource::Table {
                 table,
                 file: source,
@@ -292,6 +297,17 @@ fn check_snapshot_unchanged(file: &Path, len: u64, applied: u64, crc: Option<u32
         )
         .in_file(file)),
     }
+}
+
+/// Whether source table `t` reads Parquet files.
+fn is_parquet(pipeline: &Pipeline, t: usize) -> bool {
+    matches!(
+        pipeline.tables[t].input,
+        SourceInput::Files {
+            format: crate::plan::Format::Parquet,
+            ..
+        }
+    )
 }
 
 /// Whether file-backed table `t` feeds a periodic snapshot flow, directly or through tables

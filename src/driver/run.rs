@@ -378,7 +378,9 @@ fn share_of(
     let SourceInput::Files { format, .. } = &pipeline.tables[*table].input else {
         return Ok(None);
     };
+    // A Parquet file is read whole, by one process.
     if processes < 2
+        || *format == crate::plan::Format::Parquet
         || options.split_bytes == 0
         || new_input::feeds_periodic_snapshot(pipeline, *table)
         || crate::io::file_len(file)? < options.split_bytes

@@ -34,6 +34,7 @@ pub(crate) fn infer(path: &Path, text: &str, format: Format, header: bool) -> Re
     let schema = match format {
         Format::Csv => infer_csv(path, text, header)?,
         Format::Json => infer_json(path, text)?,
+        Format::Parquet => return Err(super::read_whole("inferred")),
     };
     if schema.is_empty() {
         return Err(Error::new(

@@ -42,7 +42,7 @@ mod tail;
 mod versioned;
 mod write;
 
-pub use files::{crc_of_range, file_len, list_files, normal_path};
+pub use files::{crc_of_range, file_len, first_file, list_files, normal_path};
 pub use format::{format_double, format_value_text, value_to_json, value_to_json_text};
 pub use row::{RowError, SourceRow};
 pub use split::split_points;
@@ -60,8 +60,16 @@ use crate::value::Schema;
 use crate::Result;
 use std::path::Path;
 
-/// Reads one file against `schema` (`header` applies to CSV only). The outer error is a
-/// whole-file problem; each inner item is a row or the reason its record does not fit.
+/// The error of a text reader handed a Parquet file, which only `ingest` reads (whole, through
+/// `delta::read_parquet_file`): a caller's bug, never the user's.
+fn read_whole(what: &str) -> crate::Error {
+    let message = format!("a Parquet file cannot be {what} here; it is read whole");
+    crate::Error::new(crate::ErrorKind::Internal, message)
+}
+
+/// Reads one text file (CSV or JSON lines) against `schema` (`header` applies to CSV only).
+/// The outer error is a whole-file problem; each inner item is a row or the reason its record
+/// does not fit.
 pub fn read_file(
     path: &Path,
     format: Format,

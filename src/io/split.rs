@@ -36,6 +36,7 @@ pub fn split_points(path: &Path, format: Format, parts: usize) -> Result<Vec<(u6
                 take(&mut points, i as u64 + 1, line);
             }
         }
+        Format::Parquet => return Err(super::read_whole("split")),
         Format::Csv => {
             // Offsets into the decoded text are offsets into the file (bad bytes stay one
             // byte each).

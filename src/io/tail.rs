@@ -90,6 +90,7 @@ pub(crate) fn read(
                 let lines = body.bytes().filter(|&b| b == b'\n').count() as u64;
                 (rows, body.len(), first_line + lines)
             }
+            Format::Parquet => return Err(super::read_whole("read as text")),
             Format::Csv => {
                 let header = match (header, from) {
                     (false, _) => Header::None,

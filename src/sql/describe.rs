@@ -96,6 +96,7 @@ pub(super) fn format_text(format: Format, header: bool) -> &'static str {
         (Format::Csv, true) => "csv with header",
         (Format::Csv, false) => "csv without header",
         (Format::Json, _) => "json lines",
+        (Format::Parquet, _) => "parquet",
     }
 }
 

@@ -52,7 +52,7 @@ pub(crate) fn snapshot_files(spec: &ReadFiles, paths: Paths) -> Result<(Snapshot
                 );
                 return Err(invalid(spec.line, message));
             };
-            crate::io::infer_schema(&first, format, header)?
+            super::sources::infer_schema(&first, format, header)?
         }
     };
     let source = SnapshotSource::Files {

@@ -168,7 +168,7 @@ fn read_files(spec: &ReadFiles, paths: Paths) -> Result<(SourceInput, Schema)> {
     let header = spec.header.unwrap_or(true);
     let (file_schema, declared) = match &spec.schema {
         Some(text) => (parse_schema_text(text, spec.line)?, true),
-        None => (crate::io::infer_schema(&path, format, header)?, false),
+        None => (infer_schema(&path, format, header)?, false),
     };
     let schema = file_schema.clone();
     let input = SourceInput::Files {
@@ -181,20 +181,30 @@ fn read_files(spec: &ReadFiles, paths: Paths) -> Result<(SourceInput, Schema)> {
     Ok((input, schema))
 }
 
+/// The schema of the first file at `path` (a file, or a directory's first in name order):
+/// a Parquet file's own columns, a text file's as [`crate::io::infer_schema`] infers them.
+pub(crate) fn infer_schema(path: &Path, format: Format, header: bool) -> Result<Schema> {
+    match format {
+        Format::Parquet => crate::delta::parquet_file_schema(&crate::io::first_file(path)?),
+        _ => crate::io::infer_schema(path, format, header),
+    }
+}
+
 /// The `format =>` option, or else the format the file name's extension implies.
 pub(crate) fn file_format(spec: &ReadFiles, path: &Path) -> Result<Format> {
     match &spec.format {
         Some(f) => match f.to_ascii_lowercase().as_str() {
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
+            "parquet" => Ok(Format::Parquet),
             _ => Err(syntax(
                 spec.line,
-                format!("read_files: unsupported format `{f}` (supported: csv, json)"),
+                format!("read_files: unsupported format `{f}` (supported: csv, json, parquet)"),
             )),
         },
         None => format_from_extension(path).ok_or_else(|| {
             let message = format!(
-                "read_files: cannot tell the format of `{}` from its name; add format => 'csv' or 'json'",
+                "read_files: cannot tell the format of `{}` from its name; add format => 'csv', 'json' or 'parquet'",
                 spec.path
             );
             invalid(spec.line, message)
@@ -207,6 +217,7 @@ fn format_from_extension(path: &Path) -> Option<Format> {
     match extension.as_str() {
         "csv" => Some(Format::Csv),
         "json" | "jsonl" | "ndjson" => Some(Format::Json),
+        "parquet" => Some(Format::Parquet),
         _ => None,
     }
 }

@@ -34,5 +34,7 @@ mod crash;
 mod warehouse;
 // UPDATE, DELETE and TRUNCATE TABLE in `scdflow sql`.
 mod warehouse_dml;
+// Parquet files as a source (read_files format => parquet).
+mod parquet_input;
 // Mutated pipelines, inputs and states: no panic or hang, one error line, outputs untouched.
 mod fuzz;

@@ -139,12 +139,12 @@ fn source_table_errors() {
     let read = |args: &str| {
         format!("CREATE STREAMING TABLE s AS SELECT * FROM STREAM read_files({args});")
     };
-    assert_error(&read("'dir/in'"), Validation, 1, "read_files: cannot tell the format of `dir/in` from its name; add format => 'csv' or 'json'");
+    assert_error(&read("'dir/in'"), Validation, 1, "read_files: cannot tell the format of `dir/in` from its name; add format => 'csv', 'json' or 'parquet'");
     assert_error(
-        &read("'a.csv', format => 'parquet'"),
+        &read("'a.csv', format => 'avro'"),
         Syntax,
         1,
-        "read_files: unsupported format `parquet`",
+        "read_files: unsupported format `avro` (supported: csv, json, parquet)",
     );
     assert_error(
         &read("'a.csv', delimiter => ';'"),
