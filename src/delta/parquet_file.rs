@@ -11,19 +11,27 @@ use super::batch::{from_batch, our_schema};
 use crate::value::{Row, Schema};
 use crate::{Error, ErrorKind, Result};
 use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use deltalake::parquet::file::reader::ChunkReader;
 use std::fs::File;
 use std::path::Path;
 
 /// The rows of the Parquet file at `path`, laid out as `schema`.
 pub fn read_parquet_file(path: &Path, schema: &Schema) -> Result<Vec<Row>> {
-    let where_ = path.display().to_string();
-    let reader = open(path)?
-        .build()
-        .map_err(|e| Error::new(ErrorKind::Format, format!("{where_}: {e}")))?;
+    rows(open(path)?, schema, &path.display().to_string())
+}
+
+/// The rows `builder`'s Parquet data holds, laid out as `schema`; `where_` names it in errors.
+pub(super) fn rows<T: ChunkReader + 'static>(
+    builder: ParquetRecordBatchReaderBuilder<T>,
+    schema: &Schema,
+    where_: &str,
+) -> Result<Vec<Row>> {
+    let reader =
+        (builder.build()).map_err(|e| Error::new(ErrorKind::Format, format!("{where_}: {e}")))?;
     let mut rows = Vec::new();
     for batch in reader {
         let batch = batch.map_err(|e| Error::new(ErrorKind::Format, format!("{where_}: {e}")))?;
-        rows.extend(from_batch(schema, &batch, &where_)?);
+        rows.extend(from_batch(schema, &batch, where_)?);
     }
     Ok(rows)
 }

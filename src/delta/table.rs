@@ -5,7 +5,7 @@
 //! race is refused by delta-rs's conflict check, never merged silently into a version another
 //! writer made.
 
-use super::batch::{arrow_schema, from_batch, our_schema, to_batch};
+use super::batch::{arrow_schema, our_schema, to_batch};
 use super::commit::commit;
 use crate::value::{Row, Schema};
 use crate::{Error, ErrorKind, Result};
@@ -206,15 +206,9 @@ pub(super) fn read_parquet(
     let bytes = runtime
         .block_on(async { store.get(file).await?.bytes().await })
         .map_err(|e| Error::new(ErrorKind::Io, format!("{where_}: {e}")))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .and_then(|b| b.build())
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
         .map_err(|e| Error::new(ErrorKind::Format, format!("{where_}: {e}")))?;
-    let mut rows = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| Error::new(ErrorKind::Format, format!("{where_}: {e}")))?;
-        rows.extend(from_batch(schema, &batch, &where_)?);
-    }
-    Ok(rows)
+    super::parquet_file::rows(builder, schema, &where_)
 }
 
 /// A runtime for the calls on the existing table at `dir`, and the table's URL; an error when

@@ -142,12 +142,7 @@ fn a_maintained_table_holds_what_its_feed_leaves() {
         if commit % 20 == 0 {
             table = MaintainedTable::open(&path, &schema(), "app").unwrap();
         }
-        let mut rows = Table::open(&path).unwrap().rows().unwrap();
-        rows.sort();
-        let expected: Vec<Row> = (model.iter())
-            .map(|(k, v)| row(*k, &format!("v{v}")))
-            .collect();
-        assert_eq!(rows, expected, "after commit {commit}");
+        let expected = holds_the_model(&path, &model, commit);
         assert_eq!(table.rows(), expected.len() as u64);
     }
     assert!(compacted > 0, "60 commits merge files");
@@ -167,6 +162,17 @@ fn a_maintained_table_holds_what_its_feed_leaves() {
         "{e}"
     );
     assert_eq!(Log::open(&path).unwrap().latest_version().unwrap(), 60);
+}
+
+/// Asserts that the table at `path` holds exactly the rows of `model` after `commit`; returns them.
+fn holds_the_model(path: &Path, model: &BTreeMap<i64, u32>, commit: u64) -> Vec<Row> {
+    let mut rows = Table::open(path).unwrap().rows().unwrap();
+    rows.sort();
+    let expected: Vec<Row> = (model.iter())
+        .map(|(k, v)| row(*k, &format!("v{v}")))
+        .collect();
+    assert_eq!(rows, expected, "after commit {commit}");
+    expected
 }
 
 /// A commit's random changes to keys 0..50 of `model` (key -> its row's version number), which
@@ -245,12 +251,7 @@ fn a_maintained_table_checkpoints_and_vacuums_on_its_schedule() {
         if commit % 8 == 0 {
             table = MaintainedTable::open(&path, &schema(), "app").unwrap();
         }
-        let mut rows = Table::open(&path).unwrap().rows().unwrap();
-        rows.sort();
-        let expected: Vec<Row> = (model.iter())
-            .map(|(k, v)| row(*k, &format!("v{v}")))
-            .collect();
-        assert_eq!(rows, expected, "after commit {commit}");
+        holds_the_model(&path, &model, commit);
         let checkpoint = path.join(format!("_delta_log/{commit:020}.checkpoint.parquet"));
         assert_eq!(checkpoint.is_file(), commit % 4 == 0, "commit {commit}");
     }

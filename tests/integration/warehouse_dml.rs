@@ -8,6 +8,19 @@ use crate::durable::{scdflow, stderr, succeed};
 use crate::warehouse::{sql, warehouse};
 use std::path::Path;
 
+/// `scdflow run PIPELINE` in the seed's schema, its outputs in `out`.
+fn run_in_schema(cwd: &Path, pipeline: &str) -> std::process::Output {
+    let args = [
+        "--warehouse",
+        "w",
+        "--schema",
+        "cdc_tutorial",
+        "--out",
+        "out",
+    ];
+    scdflow(cwd, &[&["run", pipeline][..], &args].concat())
+}
+
 /// The versions in a table's log.
 fn versions(table: &Path) -> usize {
     std::fs::read_dir(table.join("_delta_log"))
@@ -143,19 +156,7 @@ fn a_stream_names_the_update_it_cannot_read_as_an_append() {
         dir.path(),
         "UPDATE main.cdc_tutorial.users_cdf SET city = 'Puebla' WHERE userId = 124",
     );
-    let out = scdflow(
-        dir.path(),
-        &[
-            "run",
-            "scd1.sql",
-            "--warehouse",
-            "w",
-            "--schema",
-            "cdc_tutorial",
-            "--out",
-            "out",
-        ],
-    );
+    let out = run_in_schema(dir.path(), "scd1.sql");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -245,17 +246,7 @@ fn a_table_read_both_as_a_stream_and_as_snapshots_is_refused() {
          KEYS (userId) SEQUENCE BY userId STORED AS SCD TYPE 1;\n"
     );
     std::fs::write(dir.path().join("p.sql"), both).unwrap();
-    let out = scdflow(
-        dir.path(),
-        &[
-            "run",
-            "p.sql",
-            "--warehouse",
-            "w",
-            "--schema",
-            "cdc_tutorial",
-        ],
-    );
+    let out = run_in_schema(dir.path(), "p.sql");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("both as a stream and as snapshots"), "{err}");
