@@ -137,7 +137,8 @@ pub(super) fn writable(table: &DeltaTable) -> Result<(), String> {
     Ok(())
 }
 
-fn refused(dir: &Path, why: &str) -> Error {
+/// The error of a table scdflow cannot write, saying why.
+pub(super) fn refused(dir: &Path, why: &str) -> Error {
     let message = format!(
         "Delta table {}: scdflow cannot write it: {why}",
         dir.display()

@@ -14,7 +14,7 @@
 //! with `delta.appendOnly` are refused, as the protocol requires.
 
 use super::batch::to_batch;
-use super::commit::{commit, writable};
+use super::commit::{commit, refused, writable};
 use super::files::{as_add, feed_schema, remove, write_feed, write_parquet};
 use super::table::{failed, read_parquet, Table};
 use crate::engine::changefeed::ChangeType;
@@ -62,15 +62,11 @@ impl Table {
         statement: Rewrite,
         fate: &mut dyn FnMut(&Row) -> Result<Fate>,
     ) -> Result<Rewritten> {
-        writable(&self.inner).map_err(|why| {
-            let message = format!(
-                "Delta table {}: scdflow cannot write it: {why}",
-                self.dir.display()
-            );
-            Error::new(ErrorKind::Validation, message)
-        })?;
+        writable(&self.inner).map_err(|why| refused(&self.dir, &why))?;
         let properties = self.properties()?;
-        let flag = |key: &str| properties.get(key).is_some_and(|v| v == "true");
+        let flag = |key: &str| {
+            (properties.get(key)).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        };
         if flag("delta.appendOnly") {
             let message = format!(
                 "Delta table {}: the table is append-only (delta.appendOnly = true); rows \
