@@ -25,32 +25,20 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{last_json, latencies, nearest, run_ok, SCDFLOW};
+use support::{feed, last_json, latencies, nearest, run_ok, Followed, SCDFLOW};
 
 fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let events = args.first().copied().unwrap_or(1_000_000);
-    let keys = args.get(1).copied().unwrap_or(100_000);
-    let commits = args.get(2).copied().unwrap_or(100).max(2);
-    let followed = args.get(3).copied().unwrap_or(10).clamp(1, commits - 1);
-    println!("command: cargo bench --bench delta_publish -- {events} {keys} {commits} {followed}");
+    let w = Followed::from_args("delta_publish");
+    let (commits, followed) = (w.commits, w.followed);
     let dir = tempfile::tempdir().expect("temporary directory");
     let (gen, work) = (dir.path().join("gen"), dir.path());
-    let generate = format!(
-        "generate --out {} --events {events} --keys {keys} --displacement 1000 --commits \
-         {commits} --seed 7",
-        gen.display()
-    );
-    run_ok(Command::new(SCDFLOW).args(generate.split_whitespace()));
+    let generate = w.generate(&gen);
     println!(
         "workload: scdflow {generate} ({} events per commit; the last {followed} followed); \
          SCD2",
-        events / commits
+        w.events / commits
     );
-    let held = hold_back(&gen, work, commits, followed);
+    let held = w.hold_back(&gen, work);
     let warehouse = work.join("w");
     std::fs::create_dir_all(&warehouse).expect("warehouse");
     run_ok(Command::new(SCDFLOW).current_dir(work).args([
@@ -92,11 +80,7 @@ fn main() {
     for (i, f) in held.iter().enumerate() {
         let version = commits - followed + i as u64 + 1;
         let entry = table.join(format!("_delta_log/{version:020}.json"));
-        let name = f.file_name().expect("name");
-        let tmp = gen.join("events/.incoming");
-        std::fs::copy(f, &tmp).expect("copy");
-        let fed = Instant::now();
-        std::fs::rename(&tmp, gen.join("events").join(name)).expect("rename");
+        let fed = feed(f, &gen.join("events"));
         let deadline = fed + Duration::from_secs(300);
         while !entry.is_file() {
             assert!(Instant::now() < deadline, "version {version} never came");
@@ -144,22 +128,6 @@ fn main() {
         written / feed,
         nearest(&logged, 0.5)
     );
-}
-
-/// Moves the last `followed` commit files of `gen` aside (into `work/later`); their new paths.
-fn hold_back(gen: &Path, work: &Path, commits: u64, followed: u64) -> Vec<PathBuf> {
-    let later = work.join("later");
-    std::fs::create_dir_all(&later).expect("directory");
-    let mut files: Vec<PathBuf> = files_in(&gen.join("events")).into_iter().collect();
-    files.sort();
-    files[(commits - followed) as usize..]
-        .iter()
-        .map(|f| {
-            let to = later.join(f.file_name().expect("name"));
-            std::fs::rename(f, &to).expect("move");
-            to
-        })
-        .collect()
 }
 
 /// The delta-rs MERGE peer over `files`, starting from a copy of `table`: its JSON line, or

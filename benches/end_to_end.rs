@@ -21,26 +21,14 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{last_json, latencies, latency_logged, nearest, run_ok, SCDFLOW};
+use support::{feed, last_json, latencies, latency_logged, nearest, run_ok, Followed, SCDFLOW};
 
 fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let events = args.first().copied().unwrap_or(1_000_000);
-    let keys = args.get(1).copied().unwrap_or(100_000);
-    let commits = args.get(2).copied().unwrap_or(100).max(2);
-    let followed = args.get(3).copied().unwrap_or(10).clamp(1, commits - 1);
-    println!("command: cargo bench --bench end_to_end -- {events} {keys} {commits} {followed}");
+    let w = Followed::from_args("end_to_end");
+    let (events, commits, followed) = (w.events, w.commits, w.followed);
     let dir = tempfile::tempdir().expect("temporary directory");
     let gen = dir.path().join("gen");
-    let generate = format!(
-        "generate --out {} --events {events} --keys {keys} --displacement 1000 --commits \
-         {commits} --seed 7",
-        gen.display()
-    );
-    run_ok(Command::new(SCDFLOW).args(generate.split_whitespace()));
+    let generate = w.generate(&gen);
     println!(
         "workload: scdflow {generate} ({} events per commit); machine: {} cores",
         events / commits,
@@ -78,22 +66,13 @@ fn main() {
          state of the first {}",
         commits - followed
     );
-    follow(&gen, dir.path(), commits, followed, duckdb);
+    follow(&gen, dir.path(), &w, duckdb);
 }
 
 /// Builds the state from all but the last `followed` files, then follows them one at a time.
-fn follow(gen: &Path, work: &Path, commits: u64, followed: u64, duckdb: bool) {
-    let (events, later) = (gen.join("events"), work.join("later"));
-    std::fs::create_dir_all(&later).expect("directory");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&events)
-        .expect("events")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    let held: Vec<PathBuf> = files[(commits - followed) as usize..].to_vec();
-    for f in &held {
-        std::fs::rename(f, later.join(f.file_name().expect("name"))).expect("move");
-    }
+fn follow(gen: &Path, work: &Path, w: &Followed, duckdb: bool) {
+    let (commits, followed) = (w.commits, w.followed);
+    let held = w.hold_back(gen, work);
     let (state, out) = (work.join("state"), work.join("follow-out"));
     let pipeline = format!("{}/scd2.sql", gen.display());
     let started = Instant::now();
@@ -122,11 +101,7 @@ fn follow(gen: &Path, work: &Path, commits: u64, followed: u64, duckdb: bool) {
     let log = state.join("metrics.jsonl");
     for (i, f) in held.iter().enumerate() {
         let version = commits - followed + i as u64 + 1;
-        // Written beside, then renamed in: the file appears complete.
-        let name = f.file_name().expect("name");
-        let tmp = events.join(".incoming");
-        std::fs::copy(later.join(name), &tmp).expect("copy");
-        std::fs::rename(&tmp, events.join(name)).expect("rename");
+        feed(f, &gen.join("events"));
         let deadline = Instant::now() + Duration::from_secs(120);
         while !latency_logged(&log, version) {
             assert!(Instant::now() < deadline, "commit {version} never came");

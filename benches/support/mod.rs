@@ -4,8 +4,9 @@
 // Each benchmark uses a part of what is here.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 /// The release binary the benchmark measures.
 pub const SCDFLOW: &str = env!("CARGO_BIN_EXE_scdflow");
@@ -46,4 +47,79 @@ pub fn latencies(log: &Path, after: u64) -> Vec<f64> {
 /// The exact nearest-rank `q` quantile of `sorted` (ascending, not empty).
 pub fn nearest(sorted: &[f64], q: f64) -> f64 {
     sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+/// A generated workload whose last `followed` commit files a `--follow` run is fed one at a
+/// time: `-- EVENTS KEYS COMMITS FOLLOWED` (defaults 1000000 100000 100 10).
+pub struct Followed {
+    pub events: u64,
+    pub keys: u64,
+    pub commits: u64,
+    pub followed: u64,
+}
+
+impl Followed {
+    /// The workload the command line asks for; prints the command that runs `bench` so.
+    pub fn from_args(bench: &str) -> Followed {
+        let args: Vec<u64> = std::env::args()
+            .skip(1)
+            .filter_map(|a| a.parse().ok())
+            .collect();
+        let commits = args.get(2).copied().unwrap_or(100).max(2);
+        let w = Followed {
+            events: args.first().copied().unwrap_or(1_000_000),
+            keys: args.get(1).copied().unwrap_or(100_000),
+            commits,
+            followed: args.get(3).copied().unwrap_or(10).clamp(1, commits - 1),
+        };
+        println!(
+            "command: cargo bench --bench {bench} -- {} {} {} {}",
+            w.events, w.keys, w.commits, w.followed
+        );
+        w
+    }
+
+    /// Runs `scdflow generate` into `gen` (10% deletes, displacement 1,000, seed 7); the
+    /// arguments it ran with.
+    pub fn generate(&self, gen: &Path) -> String {
+        let generate = format!(
+            "generate --out {} --events {} --keys {} --displacement 1000 --commits {} --seed 7",
+            gen.display(),
+            self.events,
+            self.keys,
+            self.commits
+        );
+        run_ok(Command::new(SCDFLOW).args(generate.split_whitespace()));
+        generate
+    }
+
+    /// Moves the last `followed` commit files of `gen` aside, into `work/later`; their paths
+    /// there, in commit order.
+    pub fn hold_back(&self, gen: &Path, work: &Path) -> Vec<PathBuf> {
+        let (events, later) = (gen.join("events"), work.join("later"));
+        std::fs::create_dir_all(&later).expect("directory");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&events)
+            .expect("events")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        files.sort();
+        files[(self.commits - self.followed) as usize..]
+            .iter()
+            .map(|f| {
+                let to = later.join(f.file_name().expect("name"));
+                std::fs::rename(f, &to).expect("move");
+                to
+            })
+            .collect()
+    }
+}
+
+/// Puts the held-back commit file `file` into `events` whole (written beside, then renamed in);
+/// the instant it appeared.
+pub fn feed(file: &Path, events: &Path) -> Instant {
+    let tmp = events.join(".incoming");
+    std::fs::copy(file, &tmp).expect("copy");
+    let fed = Instant::now();
+    std::fs::rename(&tmp, events.join(file.file_name().expect("name"))).expect("rename");
+    fed
 }
