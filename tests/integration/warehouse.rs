@@ -12,12 +12,22 @@ const SCD1: &str = include_str!("../../dataflows/warehouse/scd1.sql");
 const SCD2: &str = include_str!("../../dataflows/warehouse/scd2.sql");
 
 pub(crate) fn warehouse() -> tempfile::TempDir {
+    warehouse_with(&[
+        ("sample.sql", SAMPLE),
+        ("scd1.sql", SCD1),
+        ("scd2.sql", SCD2),
+    ])
+}
+
+/// A directory with an empty warehouse `w` and `files` (name, text), the first of which has
+/// been run through `scdflow sql`.
+pub(crate) fn warehouse_with(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("w")).unwrap();
-    std::fs::write(dir.path().join("sample.sql"), SAMPLE).unwrap();
-    std::fs::write(dir.path().join("scd1.sql"), SCD1).unwrap();
-    std::fs::write(dir.path().join("scd2.sql"), SCD2).unwrap();
-    succeed(dir.path(), &["sql", "--warehouse", "w", "-f", "sample.sql"]);
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    succeed(dir.path(), &["sql", "--warehouse", "w", "-f", files[0].0]);
     dir
 }
 

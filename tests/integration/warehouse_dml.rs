@@ -5,7 +5,7 @@
 //! a snapshot flow over a table (seed 000's periodic snapshots) takes each new version whole.
 
 use crate::durable::{scdflow, stderr, succeed};
-use crate::warehouse::{sql, warehouse};
+use crate::warehouse::{sql, warehouse, warehouse_with};
 use std::path::Path;
 
 /// `scdflow run PIPELINE` in the seed's schema, its outputs in `out`.
@@ -172,13 +172,11 @@ const SNAPSHOT_SCD2: &str = include_str!("../../dataflows/warehouse/snapshot_scd
 
 /// A warehouse holding seed 000's snapshot sample data (step 1) and the SCD2 snapshot flow.
 fn snapshots() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("w")).unwrap();
-    std::fs::write(dir.path().join("data.sql"), SNAPSHOT_DATA).unwrap();
-    std::fs::write(dir.path().join("next.sql"), SNAPSHOT_NEXT).unwrap();
-    std::fs::write(dir.path().join("p.sql"), SNAPSHOT_SCD2).unwrap();
-    succeed(dir.path(), &["sql", "--warehouse", "w", "-f", "data.sql"]);
-    dir
+    warehouse_with(&[
+        ("data.sql", SNAPSHOT_DATA),
+        ("next.sql", SNAPSHOT_NEXT),
+        ("p.sql", SNAPSHOT_SCD2),
+    ])
 }
 
 fn run_snapshots(cwd: &Path, extra: &[&str]) -> String {
