@@ -55,17 +55,13 @@ pub fn delta_inputs(pipeline: &Pipeline) -> Vec<(usize, &Path)> {
 /// The versions of Delta source table `t` (at `dir`) a run reads, from version `from` on: each
 /// version that changes data, or, for a table read as snapshots, the newest such one alone.
 pub fn delta_versions(pipeline: &Pipeline, t: usize, dir: &Path, from: u64) -> Result<Vec<u64>> {
-    let mut versions = crate::delta::Log::open(dir)?.data_versions(from)?;
-    if matches!(
-        pipeline.tables[t].input,
+    let log = crate::delta::Log::open(dir)?;
+    match pipeline.tables[t].input {
         SourceInput::Delta {
-            snapshots: true,
-            ..
-        }
-    ) {
-        versions = versions.pop().into_iter().collect();
+            snapshots: true, ..
+        } => Ok(log.last_data_version(from)?.into_iter().collect()),
+        _ => log.data_versions(from),
     }
-    Ok(versions)
 }
 
 /// Reads one input file of table `t` as a commit: the part of it `span` says.

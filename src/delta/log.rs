@@ -57,16 +57,30 @@ impl Log {
         let latest = self.latest_version()?;
         let mut versions = Vec::new();
         for version in from..=latest {
-            let changes = self.actions(version)?.iter().any(|a| match a {
-                Action::Add(add) => add.data_change,
-                Action::Remove(remove) => remove.data_change,
-                _ => false,
-            });
-            if changes {
+            if self.changes_data(version)? {
                 versions.push(version);
             }
         }
         Ok(versions)
+    }
+
+    /// The newest version from `from` on that adds or removes data, if any: read from the
+    /// newest back, so it costs the versions after it, not the whole log.
+    pub fn last_data_version(&self, from: u64) -> Result<Option<u64>> {
+        for version in (from..=self.latest_version()?).rev() {
+            if self.changes_data(version)? {
+                return Ok(Some(version));
+            }
+        }
+        Ok(None)
+    }
+
+    fn changes_data(&self, version: u64) -> Result<bool> {
+        Ok(self.actions(version)?.iter().any(|a| match a {
+            Action::Add(add) => add.data_change,
+            Action::Remove(remove) => remove.data_change,
+            _ => false,
+        }))
     }
 
     /// The rows `version` added, read as `schema`.
