@@ -90,6 +90,12 @@ impl Error {
         self
     }
 
+    /// The same error said of `what` (`"{what}: {message}"`), its kind and location kept.
+    pub fn prefixed(mut self, what: &str) -> Self {
+        self.message = tame(format!("{what}: {}", self.message));
+        self
+    }
+
     /// The kind.
     pub fn kind(&self) -> ErrorKind {
         self.kind

@@ -203,7 +203,8 @@ fn read_version(
 ) -> Result<SourceCommit> {
     let schema = &pipeline.tables[t].schema;
     let read = match whole {
-        true => snapshot_rows(&dir, name, version, schema).map(crate::delta::VersionRows::Appended),
+        true => snapshot_rows(&dir, name, Some(version), schema)
+            .map(crate::delta::VersionRows::Appended),
         false => crate::delta::Log::open(&dir).and_then(|log| log.version_rows(version, schema)),
     };
     let rows = match read? {
@@ -235,14 +236,23 @@ fn read_version(
     Ok(commit)
 }
 
-/// Every row of the Delta table at `dir` (the warehouse's `name`) at `version`, whose columns
-/// must still be `schema`'s, the ones the pipeline was planned with.
-fn snapshot_rows(dir: &Path, name: &str, version: u64, schema: &Schema) -> Result<Vec<Row>> {
-    let table = crate::delta::Table::open_version(dir, Some(version))?;
+/// Every row of the Delta table at `dir` (the warehouse's `name`) at `version` (the latest
+/// without one), whose columns must still be `schema`'s, the ones the pipeline was planned with.
+pub(crate) fn snapshot_rows(
+    dir: &Path,
+    name: &str,
+    version: Option<u64>,
+    schema: &Schema,
+) -> Result<Vec<Row>> {
+    let table = crate::delta::Table::open_version(dir, version)?;
     if table.schema() != schema {
+        let which = version.map_or_else(
+            || "the latest version".to_string(),
+            |v| format!("version {v}"),
+        );
         let message = format!(
-            "version {version} of {name} has the columns ({}), not ({schema}) as when the \
-             pipeline was planned; run it again",
+            "{which} of {name} has the columns ({}), not ({schema}) as when the pipeline was \
+             planned; run it again",
             table.schema()
         );
         return Err(crate::Error::new(crate::ErrorKind::Format, message).in_file(dir));

@@ -261,6 +261,96 @@ pub enum SnapshotSource {
         /// Index into [`Pipeline::tables`].
         table: usize,
     },
+    /// `FROM SNAPSHOT (query) WITH VERSION (version query)`: the version query says which
+    /// version comes next, the snapshot query reads it (SPEC 2.4).
+    Versioned(Box<VersionedSnapshots>),
+}
+
+/// The two queries of a `WITH VERSION` snapshot flow, evaluated between commits (SPEC 2.4).
+///
+/// Before each snapshot the version query runs with `last_snapshot_version()` returning the
+/// last committed version (no row before the first); no row means nothing new. Otherwise the
+/// snapshot query runs with `current_snapshot_version()` returning that version, and its rows
+/// are the snapshot. Both are kept as parsed, since their subqueries take values only then.
+#[derive(Clone)]
+pub struct VersionedSnapshots {
+    /// The version query.
+    pub version_query: sqlparser::ast::Query,
+    /// Its one column's name, which the version functions' one column also has.
+    pub version_column: String,
+    /// What the snapshot query reads.
+    pub input: VersionedInput,
+    /// The rows the snapshot query reads: the input's columns, then, for files, the
+    /// `_metadata` fields ([`METADATA_COLUMNS`]).
+    pub input_schema: Schema,
+    /// The snapshot query's `SELECT` list over `input_schema`: one expression per column of
+    /// [`SnapshotFlow::schema`].
+    pub select: Vec<sqlparser::ast::Expr>,
+    /// Its `WHERE` over `input_schema`.
+    pub filter: Option<sqlparser::ast::Expr>,
+    /// Where the queries' names resolve.
+    pub names: QueryNames,
+}
+
+/// The queries as SQL text, not as syntax trees: a tree's `Debug` holds source positions, and
+/// cluster processes compare definitions by their `Debug` text, which layout must not change.
+impl std::fmt::Debug for VersionedSnapshots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let select: Vec<String> = self.select.iter().map(ToString::to_string).collect();
+        f.debug_struct("VersionedSnapshots")
+            .field("version_query", &self.version_query.to_string())
+            .field("version_column", &self.version_column)
+            .field("input", &self.input)
+            .field("input_schema", &self.input_schema)
+            .field("select", &select)
+            .field("filter", &self.filter.as_ref().map(ToString::to_string))
+            .field("names", &self.names)
+            .finish()
+    }
+}
+
+/// The `_metadata` fields a file read gives its rows (as Spark's hidden column): each file's
+/// path (as the query wrote it), name, size and modification time.
+pub const METADATA_COLUMNS: [(&str, DataType); 4] = [
+    ("_metadata.file_path", DataType::String),
+    ("_metadata.file_name", DataType::String),
+    ("_metadata.file_size", DataType::BigInt),
+    ("_metadata.file_modification_time", DataType::Timestamp),
+];
+
+/// What a `WITH VERSION` snapshot query reads, whole, each time it runs.
+#[derive(Clone, Debug)]
+pub enum VersionedInput {
+    /// `read_files(path, ...)`: every file there (a `WHERE` on `_metadata` picks them).
+    Files {
+        /// The directory (or file), resolved.
+        path: PathBuf,
+        /// The path as the query wrote it: `_metadata.file_path` is under it.
+        written: String,
+        /// File format.
+        format: Format,
+        /// CSV only: whether the first line is a header.
+        header: bool,
+        /// The files' schema (declared or inferred).
+        file_schema: Schema,
+    },
+    /// A Delta table of the warehouse: its latest version.
+    Delta {
+        /// The table's directory.
+        dir: PathBuf,
+        /// Its full name.
+        table: String,
+    },
+}
+
+/// Where the names of queries a pipeline runs between commits resolve: the warehouse (its
+/// directory and default catalog and schema) and the pipeline file's directory.
+#[derive(Clone, Debug, Default)]
+pub struct QueryNames {
+    /// `(directory, catalog, schema)` of the run's warehouse.
+    pub warehouse: Option<(PathBuf, String, String)>,
+    /// The pipeline file's directory, which relative paths start from.
+    pub base: PathBuf,
 }
 
 /// One `AUTO CDC FROM SNAPSHOT` flow.
@@ -273,7 +363,8 @@ pub struct SnapshotFlow {
     /// Where snapshots come from.
     pub source: SnapshotSource,
     /// The `SELECT` list of a `Table` source, compiled against the table's schema; `None` for
-    /// `SELECT *` and always for `Files` sources (their rows are the files' rows).
+    /// `SELECT *` and always for `Files` and `Versioned` sources (the files' rows, or the
+    /// queries' own).
     pub projection: Option<Vec<Expr>>,
     /// `WHERE` of a `Table` source, compiled like `projection`.
     pub filter: Option<Expr>,

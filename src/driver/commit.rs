@@ -84,8 +84,8 @@ impl CommitSource {
 
 /// The commits of a run, in order: every source table's files (tables in pipeline order), then
 /// every Delta table source's versions that change data (a table read as snapshots: its newest
-/// such version), then every snapshot flow's versioned files in increasing version order; a
-/// version that repeats is skipped (D12).
+/// such version), then every snapshot flow's versioned files in increasing version order (a
+/// version that repeats is skipped, D12), then the versions `WITH VERSION` flows choose.
 pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
     let mut commits: Vec<CommitSource> = ingest::input_files(pipeline)?
         .into_iter()
@@ -124,6 +124,8 @@ pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
             });
         }
     }
+    let mut skipped = super::versions::Skipped::default();
+    commits.extend(super::versions::commits(pipeline, |_| None, &mut skipped)?);
     Ok(commits)
 }
 
@@ -195,7 +197,7 @@ pub fn prepare(
                     ..entry
                 });
             } else {
-                let rows = step.snapshot_file(*flow)?;
+                let rows = step.snapshot_rows(*flow, *v)?;
                 metrics[f].push(step.snapshot(*flow, *v, rows, entry)?);
             }
         }
@@ -401,27 +403,40 @@ impl Step<'_> {
         out
     }
 
-    /// A versioned snapshot file's rows.
-    fn snapshot_file(&mut self, i: usize) -> Result<Vec<SourceRow>> {
+    /// A snapshot's rows: a versioned file's, or what a `WITH VERSION` flow's snapshot query
+    /// returns for `version`. Rows that cannot be read are set aside.
+    fn snapshot_rows(&mut self, i: usize, version: i64) -> Result<Vec<SourceRow>> {
         let sf = &self.pipeline.snapshot_flows[i];
-        let SnapshotSource::Files {
-            format,
-            header,
-            file_schema,
-            ..
-        } = &sf.source
-        else {
-            return Ok(Vec::new());
+        let read = match &sf.source {
+            SnapshotSource::Files {
+                format,
+                header,
+                file_schema,
+                ..
+            } => {
+                let rows = ingest::read_whole(&self.file, *format, *header, file_schema)?;
+                vec![(self.file.clone(), rows)]
+            }
+            SnapshotSource::Versioned(v) => {
+                let queries = crate::warehouse::snapshot_versions::Queries::new(v)?;
+                let what = format!("flow `{}`, snapshot version {version}", sf.name);
+                let read = (queries.read(version))
+                    .map_err(|e| super::versions::located(e, &what, self.pipeline, sf.line))?;
+                read.into_iter().map(|f| (f.file, f.rows)).collect()
+            }
+            SnapshotSource::Table { .. } => return Ok(Vec::new()),
         };
         let mut rows = Vec::new();
-        for read in ingest::read_whole(&self.file, *format, *header, file_schema)? {
-            match read {
-                Ok(row) => rows.push(row),
-                Err(e) => self.prepared.invalid.push(Quarantined {
-                    owner: sf.name.clone(),
-                    file: self.file.clone(),
-                    error: e,
-                }),
+        for (file, read) in read {
+            for row in read {
+                match row {
+                    Ok(row) => rows.push(row),
+                    Err(e) => self.prepared.invalid.push(Quarantined {
+                        owner: sf.name.clone(),
+                        file: file.clone(),
+                        error: e,
+                    }),
+                }
             }
         }
         Ok(rows)

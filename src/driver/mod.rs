@@ -29,6 +29,7 @@ mod metrics;
 pub(crate) mod new_input;
 mod report;
 mod run;
+mod versions;
 
 pub use commit::{sources, CommitSource, ReadFrom, Span};
 pub use evaluation::{evaluate, Evaluation, TargetResult};

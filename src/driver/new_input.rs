@@ -13,6 +13,8 @@
 //!   versions read (as `consumed`), and each later version that changes data is a commit.
 //! - A file feeding a periodic snapshot flow (`FROM SNAPSHOT (SELECT ... FROM table)`) is a whole
 //!   snapshot: when its length or checksum changed, all of it is the next snapshot.
+//! - A `WITH VERSION` snapshot flow's next versions are its version query's answers after the
+//!   last version the state applied ([`super::versions`]); only that version is recorded.
 //! - A versioned snapshot file (`FROM SNAPSHOT read_files(..., version => ...)`) is read once;
 //!   a new file whose version is not newer than the last applied one is skipped (D12). A known
 //!   one whose length or checksum changed was rewritten after it was applied: that is an error,
@@ -38,6 +40,13 @@ pub(crate) enum Consumed {
     Whole { file: PathBuf, len: u64, crc: u32 },
     /// A version of the Delta table at `dir`: the next one to read is `next`.
     Version { dir: PathBuf, next: u64 },
+    /// A version a `WITH VERSION` snapshot flow's query chose, applied unless the commit skips
+    /// it.
+    QueryVersion {
+        flow: String,
+        version: i64,
+        skipped: bool,
+    },
     /// A versioned snapshot file of `len` bytes with checksum `crc`; `version` is applied unless
     /// the commit skips it.
     Snapshot {
@@ -51,9 +60,12 @@ pub(crate) enum Consumed {
 }
 
 /// Known files whose consumed bytes were checked, with what they looked like then: a file that
-/// still looks the same is not read again.
+/// still looks the same is not read again. Also the snapshot versions already skipped.
 #[derive(Debug, Default)]
-pub struct Checked(HashMap<PathBuf, Look>);
+pub struct Checked {
+    files: HashMap<PathBuf, Look>,
+    skipped: super::versions::Skipped,
+}
 
 /// A file's length, modification time and inode, and the offset consumed when it was checked.
 #[derive(Debug, PartialEq, Eq)]
@@ -118,9 +130,9 @@ pub(crate) fn find(
             None => ReadFrom { offset: 0, line: 1 },
             Some(p) => {
                 let look = Look::of(&meta, p.consumed);
-                if checked.0.get(&file) != Some(&look) {
+                if checked.files.get(&file) != Some(&look) {
                     check_unchanged(&file, len, p)?;
-                    checked.0.insert(file.clone(), look);
+                    checked.files.insert(file.clone(), look);
                 }
                 ReadFrom {
                     offset: p.consumed,
@@ -189,10 +201,10 @@ pub(crate) fn find(
             let file = io::normal_path(&source)?;
             if let Some(p) = known(&file) {
                 let look = Look::of(&meta, p.consumed);
-                if checked.0.get(&file) != Some(&look) {
+                if checked.files.get(&file) != Some(&look) {
                     let crc = manifest.and_then(|m| Checks::of(&m.checks.snapshots, &file));
                     check_snapshot_unchanged(&file, meta.len(), p.consumed, crc)?;
-                    checked.0.insert(file, look);
+                    checked.files.insert(file, look);
                 }
                 continue;
             }
@@ -216,6 +228,32 @@ pub(crate) fn find(
             };
             commits.push((source, consumed));
         }
+    }
+    let last = |flow: &str| {
+        let versions = manifest
+            .map(|m| m.snapshot_versions.as_slice())
+            .unwrap_or_default();
+        versions
+            .iter()
+            .find(|(name, _)| name == flow)
+            .map(|(_, v)| *v)
+    };
+    for commit in super::versions::commits(pipeline, last, &mut checked.skipped)? {
+        let CommitSource::Snapshot {
+            flow,
+            version,
+            skipped,
+            ..
+        } = commit
+        else {
+            continue;
+        };
+        let consumed = Consumed::QueryVersion {
+            flow: pipeline.snapshot_flows[flow].name.clone(),
+            version,
+            skipped,
+        };
+        commits.push((commit, consumed));
     }
     Ok(commits)
 }
@@ -248,6 +286,16 @@ pub(crate) fn record(
             next_line: 0,
             window: *crc,
         },
+        Consumed::QueryVersion {
+            flow,
+            version,
+            skipped,
+        } => {
+            if !skipped {
+                applied(manifest, flow, *version);
+            }
+            return Ok(());
+        }
         Consumed::Snapshot {
             file,
             flow,
@@ -257,11 +305,7 @@ pub(crate) fn record(
             crc,
         } => {
             if !skipped {
-                let versions = &mut manifest.snapshot_versions;
-                match versions.iter_mut().find(|(name, _)| name == flow) {
-                    Some(entry) => entry.1 = entry.1.max(*version),
-                    None => versions.push((flow.clone(), *version)),
-                }
+                applied(manifest, flow, *version);
             }
             Checks::set(&mut manifest.checks.snapshots, file, *crc);
             InputProgress {
@@ -277,6 +321,15 @@ pub(crate) fn record(
         None => manifest.inputs.push(progress),
     }
     Ok(())
+}
+
+/// Records that `flow` applied snapshot `version`.
+fn applied(manifest: &mut Manifest, flow: &str, version: i64) {
+    let versions = &mut manifest.snapshot_versions;
+    match versions.iter_mut().find(|(name, _)| name == flow) {
+        Some(entry) => entry.1 = entry.1.max(version),
+        None => versions.push((flow.to_string(), version)),
+    }
 }
 
 /// Fails when an applied versioned snapshot file no longer has the length it was applied with,

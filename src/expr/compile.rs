@@ -88,13 +88,18 @@ impl Compiler<'_> {
         use ast::Expr as E;
         match e {
             E::Identifier(id) => self.column(id, e),
-            E::CompoundIdentifier(parts) => Err(fail(
-                e,
-                format!(
-                    "qualified name `{e}` is not supported; use the bare column name `{}`",
-                    parts.last().map_or("", |p| p.value.as_str())
-                ),
-            )),
+            // A column whose name has a dot, such as the `_metadata.file_name` of a file
+            // read, is written as a qualified name.
+            E::CompoundIdentifier(parts) => match self.schema.index_of(&dotted(parts)) {
+                Some(i) => typed(Node::Column(i), self.schema.columns[i].ty.clone()),
+                None => Err(fail(
+                    e,
+                    format!(
+                        "qualified name `{e}` is not supported; use the bare column name `{}`",
+                        parts.last().map_or("", |p| p.value.as_str())
+                    ),
+                )),
+            },
             E::Nested(inner) => self.expr(inner),
             E::Value(v) => literal(&v.value, e),
             E::TypedString(ts) => self.typed_string(ts, e),
@@ -125,6 +130,12 @@ impl Compiler<'_> {
                 pattern,
                 escape_char,
             } => self.like(expr, pattern, escape_char.as_ref(), *negated, e),
+            E::RLike {
+                negated,
+                expr,
+                pattern,
+                ..
+            } => self.rlike(expr, pattern, *negated),
             E::Cast {
                 kind: CastKind::Cast | CastKind::DoubleColon,
                 expr,
@@ -410,13 +421,17 @@ impl Compiler<'_> {
             (Some("concat"), _) => self.concat(&args),
             (Some("lower"), [x]) => self.string_fn(x, Node::Lower, "LOWER"),
             (Some("upper"), [x]) => self.string_fn(x, Node::Upper, "UPPER"),
-            (Some("coalesce" | "lower" | "upper"), _) => {
+            (Some("regexp_extract"), [x, pattern]) => self.regexp_extract(x, pattern, None),
+            (Some("regexp_extract"), [x, pattern, group]) => {
+                self.regexp_extract(x, pattern, Some(group))
+            }
+            (Some("coalesce" | "lower" | "upper" | "regexp_extract"), _) => {
                 Err(fail(at, format!("wrong number of arguments in `{at}`")))
             }
             _ => Err(fail(
                 at,
                 format!(
-                    "unknown function `{}` (supported: COALESCE, CONCAT, LOWER, UPPER, STRUCT, CAST)",
+                    "unknown function `{}` (supported: COALESCE, CONCAT, LOWER, UPPER, REGEXP_EXTRACT, STRUCT, CAST)",
                     f.name
                 ),
             )),
@@ -453,6 +468,62 @@ impl Compiler<'_> {
         typed(Node::Concat(nodes), DataType::String)
     }
 
+    /// `x RLIKE 'p'` / `x REGEXP 'p'`.
+    fn rlike(&self, x: &ast::Expr, pattern: &ast::Expr, negated: bool) -> Compiled {
+        let operand = self.string_operand(x, "RLIKE")?;
+        let pattern = pattern_literal(pattern, "RLIKE")?;
+        let node = Node::RLike {
+            operand: boxed(operand),
+            pattern,
+            negated,
+        };
+        typed(node, DataType::Boolean)
+    }
+
+    /// `REGEXP_EXTRACT(x, 'p' [, group])`; the group defaults to 1, as in Spark.
+    fn regexp_extract(
+        &self,
+        x: &ast::Expr,
+        pattern: &ast::Expr,
+        group: Option<&ast::Expr>,
+    ) -> Compiled {
+        let operand = self.string_operand(x, "REGEXP_EXTRACT")?;
+        let regex = pattern_literal(pattern, "REGEXP_EXTRACT")?;
+        let group = match group {
+            None => 1,
+            Some(g) => match self.expr(g)?.node {
+                Node::Literal(Value::Int(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+                _ => {
+                    return Err(fail(
+                        g,
+                        format!("REGEXP_EXTRACT: the group `{g}` must be a number"),
+                    ))
+                }
+            },
+        };
+        if group >= regex.captures_len() {
+            let message = format!(
+                "REGEXP_EXTRACT: `{pattern}` has {} group(s), so there is no group {group}",
+                regex.captures_len() - 1
+            );
+            return Err(fail(pattern, message));
+        }
+        let node = Node::RegexpExtract {
+            operand: boxed(operand),
+            pattern: regex,
+            group,
+        };
+        typed(node, DataType::String)
+    }
+
+    fn string_operand(&self, x: &ast::Expr, name: &str) -> Result<Node, Error> {
+        let t = self.expr(x)?;
+        match t.ty {
+            DataType::String | DataType::Null => Ok(t.node),
+            ty => Err(fail(x, format!("{name} needs a STRING, `{x}` is {ty}"))),
+        }
+    }
+
     fn string_fn(&self, x: &ast::Expr, make: fn(Box<Node>) -> Node, name: &str) -> Compiled {
         let t = self.expr(x)?;
         match t.ty {
@@ -486,6 +557,11 @@ impl Compiler<'_> {
     }
 }
 
+fn dotted(parts: &[ast::Ident]) -> String {
+    let names: Vec<&str> = parts.iter().map(|p| p.value.as_str()).collect();
+    names.join(".")
+}
+
 /// The positional argument expressions of a plain call, or `None` for anything fancier
 /// (DISTINCT, named arguments, `*`, FILTER, OVER, ...).
 fn plain_args(f: &ast::Function) -> Option<Vec<&ast::Expr>> {
@@ -507,6 +583,46 @@ fn plain_args(f: &ast::Function) -> Option<Vec<&ast::Expr>> {
             _ => None,
         })
         .collect()
+}
+
+/// A regular expression given as a string literal. Patterns are compiled once, here, so they
+/// must be literals: a bad one is a compile error, never a per-row one. Rust's `regex` syntax
+/// is Java's for what pipelines write (classes, groups, anchors, repetition); it has no
+/// backreferences or lookaround, which are refused here with the crate's reason.
+fn pattern_literal(e: &ast::Expr, name: &str) -> Result<regex::Regex, Error> {
+    let text = match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s,
+            _ => {
+                return Err(fail(
+                    e,
+                    format!("{name}: the pattern `{e}` must be a string literal"),
+                ))
+            }
+        },
+        _ => {
+            return Err(fail(
+                e,
+                format!("{name}: the pattern `{e}` must be a string literal"),
+            ))
+        }
+    };
+    regex::Regex::new(text).map_err(|why| {
+        let reason = regex_reason(&why.to_string()).to_string();
+        fail(
+            e,
+            format!("{name}: `{text}` is not a valid regular expression: {reason}"),
+        )
+    })
+}
+
+/// The regex crate's syntax errors span several lines (the pattern, a caret, the reason); the
+/// reason alone fits our one-line messages.
+pub(crate) fn regex_reason(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .unwrap_or(text.trim())
 }
 
 fn literal(v: &ast::Value, at: &ast::Expr) -> Compiled {

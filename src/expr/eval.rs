@@ -140,6 +140,25 @@ pub(super) fn eval<'a>(node: &'a Node, row: &[Datum<'a>]) -> Result<Val<'a>, Str
             Val::Owned(Value::Null)
         }
         Node::Concat(args) => Val::Owned(concat(args, row)?),
+        Node::RLike {
+            operand,
+            pattern,
+            negated,
+        } => boolean(match eval(operand, row)?.datum() {
+            Some(Datum::Str(s)) => Some(pattern.is_match(s) != *negated),
+            _ => None,
+        }),
+        Node::RegexpExtract {
+            operand,
+            pattern,
+            group,
+        } => match eval(operand, row)?.datum() {
+            Some(Datum::Str(s)) => {
+                let found = (pattern.captures(s)).and_then(|c| c.get(*group));
+                Val::Owned(Value::Str(found.map_or("", |m| m.as_str()).to_string()))
+            }
+            _ => Val::Owned(Value::Null),
+        },
         Node::Lower(x) => Val::Owned(map_str(owned(x)?, |s| s.to_lowercase())),
         Node::Upper(x) => Val::Owned(map_str(owned(x)?, |s| s.to_uppercase())),
         Node::Struct(fields) => Val::Owned(Value::Struct(

@@ -20,6 +20,7 @@ mod types;
 mod tests;
 
 pub use cast::cast_value;
+pub(crate) use compile::regex_reason;
 pub use compile::{compile, unify};
 pub use types::parse_type;
 
@@ -98,7 +99,51 @@ enum Node {
     Concat(Vec<Node>),
     Lower(Box<Node>),
     Upper(Box<Node>),
+    /// `x RLIKE 'pattern'`: whether the pattern matches anywhere in `x` (Spark's `find`).
+    RLike {
+        operand: Box<Node>,
+        pattern: regex::Regex,
+        negated: bool,
+    },
+    /// `REGEXP_EXTRACT(x, 'pattern', group)`: the group's text in the first match, or `''`
+    /// when the pattern or the group does not match (as Spark).
+    RegexpExtract {
+        operand: Box<Node>,
+        pattern: regex::Regex,
+        group: usize,
+    },
     Struct(Vec<Node>),
+}
+
+impl Node {
+    fn reads_only(&self, columns: &std::ops::Range<usize>) -> bool {
+        let all = |nodes: &[Node]| nodes.iter().all(|n| n.reads_only(columns));
+        match self {
+            Node::Literal(_) => true,
+            Node::Column(i) => columns.contains(i),
+            Node::Not(x)
+            | Node::Neg { operand: x, .. }
+            | Node::IsNull { operand: x, .. }
+            | Node::Cast { operand: x, .. }
+            | Node::Lower(x)
+            | Node::Upper(x)
+            | Node::RLike { operand: x, .. }
+            | Node::RegexpExtract { operand: x, .. } => x.reads_only(columns),
+            Node::And(l, r)
+            | Node::Or(l, r)
+            | Node::Cmp(_, l, r)
+            | Node::Arith {
+                left: l, right: r, ..
+            }
+            | Node::Like {
+                operand: l,
+                pattern: r,
+                ..
+            } => l.reads_only(columns) && r.reads_only(columns),
+            Node::InList { operand, list, .. } => operand.reads_only(columns) && all(list),
+            Node::Coalesce(nodes) | Node::Concat(nodes) | Node::Struct(nodes) => all(nodes),
+        }
+    }
 }
 
 impl Expr {
@@ -144,6 +189,11 @@ impl Expr {
     #[cfg(test)]
     pub(crate) fn eval_predicate_values(&self, row: &[Value]) -> Result<bool, String> {
         self.eval_predicate(&crate::value::Row::from(row).unpack())
+    }
+
+    /// Whether every column the expression reads is in `columns` (a constant reads none).
+    pub fn reads_only(&self, columns: std::ops::Range<usize>) -> bool {
+        self.node.reads_only(&columns)
     }
 
     /// The column index when the expression is a bare column reference.

@@ -246,3 +246,41 @@ fn borrowed_and_computed_operands_compare_alike() {
     assert_eq!(ok("score > 2"), T);
     assert_eq!(ok("tags IS NULL"), T);
 }
+
+#[test]
+fn regular_expressions_match_anywhere_and_extract_groups_as_spark() {
+    let s = |v: &str| Value::Str(v.into());
+    assert_eq!(
+        ok("'a/snapshot_12.csv' RLIKE 'snapshot_[0-9]+[.]csv$'"),
+        Value::Bool(true)
+    );
+    assert_eq!(
+        ok("'snapshot_12.csv.bak' RLIKE 'snapshot_[0-9]+[.]csv$'"),
+        Value::Bool(false)
+    );
+    assert_eq!(ok("name NOT RLIKE '^A'"), Value::Bool(false));
+    assert_eq!(ok("name REGEXP 'lic'"), Value::Bool(true));
+    assert_eq!(ok("NULL RLIKE 'x'"), Value::Null);
+    assert_eq!(
+        ok("REGEXP_EXTRACT('/v/snapshot_12.csv', 'snapshot_([0-9]+)[.]csv$', 1)"),
+        s("12")
+    );
+    // Group 1 by default; no match (or a group that did not take part) gives '', not NULL.
+    assert_eq!(
+        ok("REGEXP_EXTRACT('snapshot_7.csv', 'snapshot_([0-9]+)')"),
+        s("7")
+    );
+    assert_eq!(ok("REGEXP_EXTRACT(name, 'x(y)?')"), s(""));
+    assert_eq!(ok("REGEXP_EXTRACT(name, '(A)|(x)', 2)"), s(""));
+    assert_eq!(ok("REGEXP_EXTRACT(name, 'l(i)c', 0)"), s("lic"));
+    assert_eq!(ok("REGEXP_EXTRACT(NULL, '(x)')"), Value::Null);
+    assert_eq!(
+        ok("CAST(REGEXP_EXTRACT('snapshot_42.csv', 'snapshot_([0-9]+)[.]csv$', 1) AS BIGINT)"),
+        Value::Int(42)
+    );
+    assert!(compile_error("name RLIKE name").contains("must be a string literal"));
+    assert!(compile_error("name RLIKE '('").contains("not a valid regular expression"));
+    assert!(compile_error("REGEXP_EXTRACT(name, 'a(b)', 2)").contains("no group 2"));
+    assert!(compile_error("REGEXP_EXTRACT(id, 'a')").contains("needs a STRING"));
+    assert!(compile_error("REGEXP_EXTRACT(name)").contains("wrong number of arguments"));
+}

@@ -487,7 +487,11 @@ pub fn refuse_input_folder(pipeline: &Pipeline, dir: &Path, what: &str) -> Resul
         .iter()
         .filter_map(|f| match &f.source {
             crate::plan::SnapshotSource::Files { path, .. } => Some((f.name.as_str(), path)),
-            _ => None,
+            crate::plan::SnapshotSource::Versioned(v) => match &v.input {
+                crate::plan::VersionedInput::Files { path, .. } => Some((f.name.as_str(), path)),
+                crate::plan::VersionedInput::Delta { .. } => None,
+            },
+            crate::plan::SnapshotSource::Table { .. } => None,
         });
     for (name, input) in tables.chain(snapshots) {
         if std::fs::canonicalize(input).is_ok_and(|p| p == dir) {

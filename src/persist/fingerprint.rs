@@ -6,7 +6,7 @@
 //! its source and whether it runs once. Everything else (tombstone retention, expectations,
 //! filters) may change between runs: it governs new input only. Names compare as written.
 
-use crate::plan::{Pipeline, ScdType, SnapshotSource, Target, TargetKind};
+use crate::plan::{Pipeline, ScdType, SnapshotSource, Target, TargetKind, VersionedInput};
 use crate::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 
@@ -57,6 +57,22 @@ impl Fingerprint {
             let source = match &f.source {
                 SnapshotSource::Files { path, .. } => format!("snapshots `{}`", path.display()),
                 SnapshotSource::Table { table: t } => table(*t),
+                SnapshotSource::Versioned(v) => {
+                    let input = match &v.input {
+                        VersionedInput::Files { path, .. } => format!("files `{}`", path.display()),
+                        VersionedInput::Delta { table, .. } => format!("table {table}"),
+                    };
+                    let filter = v
+                        .filter
+                        .as_ref()
+                        .map_or_else(String::new, |f| format!(" WHERE {f}"));
+                    let select: Vec<String> = v.select.iter().map(ToString::to_string).collect();
+                    format!(
+                        "snapshots SELECT {} FROM {input}{filter} WITH VERSION ({})",
+                        select.join(", "),
+                        v.version_query
+                    )
+                }
             };
             flows.push(FlowPrint {
                 name: f.name.clone(),

@@ -4,7 +4,7 @@
 //! snapshot flows alike: which clauses a kind of flow allows is checked when the flow is
 //! resolved, so the message can say why (and does not depend on clause order).
 
-use super::cursor::{invalid, syntax, Cursor, Name};
+use super::cursor::{syntax, Cursor, Name};
 use super::query::{query, read_files};
 use super::syntax::{CdcClauses, From, Located, Query, Selection};
 use crate::plan::ScdType;
@@ -48,11 +48,11 @@ fn clause(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> {
         no_source_yet(out, line)?;
         out.source = Some(source);
         Ok(())
-    } else if c.is_words(&["WITH", "VERSION"]) {
-        Err(invalid(
-            line,
-            "WITH VERSION is not supported yet; use read_files(..., version => 'pattern')",
-        ))
+    } else if c.eat_words(&["WITH", "VERSION"]) {
+        c.expect(&Token::LParen, "WITH VERSION")?;
+        let query = c.query("WITH VERSION")?;
+        c.expect(&Token::RParen, "WITH VERSION (SELECT ...")?;
+        once(&mut out.version, located(query, line), "WITH VERSION", line)
     } else if c.eat_words(&["KEYS"]) {
         let keys = c.column_list("KEYS")?;
         once(&mut out.keys, located(keys, line), "KEYS", line)

@@ -179,23 +179,11 @@ impl Cursor {
         }
     }
 
-    /// The name of a table the pipeline declares; the legacy `LIVE.` schema prefix is
-    /// accepted and dropped.
+    /// The name of a table the pipeline declares: `name`, or qualified, to be published in
+    /// a warehouse ([`super::declared_names`]); the legacy `LIVE.` schema prefix is accepted
+    /// and dropped.
     pub(crate) fn table_name(&mut self, context: &str) -> Result<Name> {
-        let name = self.source_name(context)?;
-        match name.qualifier.first() {
-            None => Ok(name),
-            Some(_) => Err(syntax(
-                name.line,
-                format!(
-                    "{context}: a table the pipeline declares has a one-part name; `{}.{}` \
-                     names a table of the warehouse, which a pipeline reads (FROM) but does \
-                     not declare",
-                    name.qualifier.join("."),
-                    name.text
-                ),
-            )),
-        }
+        self.source_name(context)
     }
 
     /// The name of a table read from: `name`, `schema.name` or `catalog.schema.name` (a
@@ -267,8 +255,22 @@ impl Cursor {
 
     /// An embedded SQL expression, parsed by sqlparser.
     pub(crate) fn expr(&mut self, context: &str) -> Result<ast::Expr> {
+        self.embedded(context, "an expression", Parser::parse_expr)
+    }
+
+    /// An embedded SQL query (`SELECT ...`, `WITH ... SELECT ...`), parsed by sqlparser.
+    pub(crate) fn query(&mut self, context: &str) -> Result<ast::Query> {
+        self.embedded(context, "a query", |p| p.parse_query().map(|q| *q))
+    }
+
+    fn embedded<T>(
+        &mut self,
+        context: &str,
+        what: &str,
+        parse: impl FnOnce(&mut Parser<'static>) -> std::result::Result<T, ParserError>,
+    ) -> Result<T> {
         if self.at_end() {
-            return Err(self.unexpected(context, "an expression"));
+            return Err(self.unexpected(context, what));
         }
         let fallback = self.line();
         let ahead = self.operators_ahead[self.parser.index().min(self.operators_ahead.len() - 1)];
@@ -282,15 +284,12 @@ impl Cursor {
                 ),
             ));
         }
-        let e = self
-            .parser
-            .parse_expr()
-            .map_err(|e| parser_error(e, context, fallback))?;
+        let parsed = parse(&mut self.parser).map_err(|e| parser_error(e, context, fallback))?;
         // Keep `last_line` right for errors at the end of input.
         self.last_line = self
             .last_line
             .max(self.parser.get_current_token().span.end.line);
-        Ok(e)
+        Ok(parsed)
     }
 }
 

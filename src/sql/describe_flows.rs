@@ -5,7 +5,7 @@ use super::describe::{
     expectations_text, format_text, names, select_list, shown_path, tracked_columns,
 };
 use super::targets::scd_name;
-use crate::plan::{Pipeline, ReplaceFlow, SnapshotFlow, SnapshotSource};
+use crate::plan::{Pipeline, ReplaceFlow, SnapshotFlow, SnapshotSource, VersionedInput};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -15,6 +15,10 @@ pub(super) fn snapshot_flow_text(out: &mut String, f: &SnapshotFlow, p: &Pipelin
     let source = match &f.source {
         SnapshotSource::Files { path, .. } => shown_path(path, base),
         SnapshotSource::Table { table } => p.tables.get(*table).map_or("?", |t| &t.name).into(),
+        SnapshotSource::Versioned(v) => match &v.input {
+            VersionedInput::Files { path, .. } => shown_path(path, base),
+            VersionedInput::Delta { table, .. } => table.clone(),
+        },
     };
     let _ = writeln!(
         out,
@@ -43,6 +47,28 @@ pub(super) fn snapshot_flow_text(out: &mut String, f: &SnapshotFlow, p: &Pipelin
                 out,
                 "  snapshots: every commit of {source} (periodic, versioned by commit number)"
             );
+        }
+        SnapshotSource::Versioned(v) => {
+            let _ = writeln!(
+                out,
+                "  snapshots: the version WITH VERSION ({}) returns",
+                v.version_query
+            );
+            if let VersionedInput::Files {
+                format,
+                header,
+                file_schema,
+                ..
+            } = &v.input
+            {
+                let format = format_text(*format, *header);
+                let _ = writeln!(out, "  files: {format}, schema {file_schema}");
+            }
+            let select: Vec<String> = v.select.iter().map(ToString::to_string).collect();
+            let _ = writeln!(out, "  select: {}", select.join(", "));
+            if let Some(filter) = &v.filter {
+                let _ = writeln!(out, "  where: {filter}");
+            }
         }
     }
     if let Some(items) = &f.projection {

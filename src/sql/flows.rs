@@ -48,6 +48,10 @@ pub(crate) fn build_flow(
     warnings: &mut Vec<(u64, String)>,
 ) -> Result<(CdcFlow, Shape)> {
     let schema = &source.schema;
+    if let Some(version) = &clauses.version {
+        let message = "WITH VERSION: only AUTO CDC FROM SNAPSHOT flows have snapshot versions; a change feed is sequenced with SEQUENCE BY";
+        return Err(invalid(version.line, message));
+    }
     if let Some(column) = reserved_column(schema) {
         let line = clauses.source.as_ref().map_or(flow.line, |s| s.line);
         let message = format!(

@@ -19,6 +19,7 @@
 pub(crate) mod catalog;
 pub(crate) mod clauses;
 pub(crate) mod cursor;
+mod declared_names;
 mod describe;
 mod describe_flows;
 mod expectations;
@@ -34,6 +35,7 @@ mod sources;
 mod statement;
 pub(crate) mod syntax;
 pub(crate) mod targets;
+mod versioned;
 mod warehouse_tables;
 
 #[cfg(test)]
@@ -78,7 +80,9 @@ fn build(text: &str, given: &Path, warehouse: Option<&Warehouse>) -> Result<Pipe
     // messages name files the way the user knows them.
     let file = given.to_path_buf();
     let base = file.parent().unwrap_or(Path::new(""));
-    let mut catalog = catalog::Catalog::new(statement::parse_statements(text)?)?;
+    let mut statements = statement::parse_statements(text)?;
+    declared_names::canonicalize(&mut statements, warehouse)?;
+    let mut catalog = catalog::Catalog::new(statements)?;
     warehouse_tables::declare(&mut catalog, warehouse)?;
     let paths = paths::Paths { base, warehouse };
     let (tables, sources) = sources::build_sources(&catalog, paths)?;

@@ -71,7 +71,7 @@ fn version_regex(pattern: &str, line: u64) -> Result<Regex> {
     let regex = crate::io::version_regex(pattern).map_err(|e| {
         let message = format!(
             "read_files version: `{pattern}` is not a valid regular expression: {}",
-            last_error_line(&e.to_string())
+            crate::expr::regex_reason(&e.to_string())
         );
         invalid(line, message)
     })?;
@@ -83,13 +83,4 @@ fn version_regex(pattern: &str, line: u64) -> Result<Regex> {
         return Err(invalid(line, message));
     }
     Ok(regex)
-}
-
-/// The regex crate's syntax errors span several lines (the pattern, a caret, the reason); the
-/// reason alone fits our one-line messages.
-fn last_error_line(text: &str) -> &str {
-    text.lines()
-        .rev()
-        .find_map(|l| l.trim().strip_prefix("error: "))
-        .unwrap_or(text.trim())
 }

@@ -1,6 +1,9 @@
 //! One AUTO CDC FROM SNAPSHOT flow (SPEC 2.3, 2.4, 3.7, D12): its snapshot source resolved into
 //! a [`SnapshotFlow`], plus the [`Shape`] it gives its target.
 //!
+//! Snapshots come from a versioned `read_files` directory, every commit of a table (periodic),
+//! or a `WITH VERSION` query ([`super::versioned`]).
+//!
 //! A snapshot flow has no sequence (the snapshot version is one, BIGINT), no delete, truncate or
 //! partial-update clauses and no column selection (the snapshot query selects); those clauses
 //! are rejected by name. Its rows are whole images, so the target's image is the snapshot's
@@ -41,7 +44,19 @@ pub(crate) fn build_snapshot_flow(
         return Err(invalid(flow.line, "AUTO CDC: the FROM clause is required"));
     };
     let keys = required(&clauses.keys, "KEYS", flow.line)?;
-    let resolved = resolve(cx, query)?;
+    let resolved = match &clauses.version {
+        Some(version) => {
+            let (snapshots, schema, name) = super::versioned::versioned(cx, query, version)?;
+            Resolved {
+                source: SnapshotSource::Versioned(Box::new(snapshots)),
+                projection: None,
+                filter: None,
+                schema,
+                name,
+            }
+        }
+        None => resolve(cx, query)?,
+    };
     let schema = &resolved.schema;
     if let Some(column) = reserved_column(schema) {
         let message = format!(

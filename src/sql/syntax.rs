@@ -151,6 +151,8 @@ pub(crate) struct CdcClauses {
     /// `FROM SNAPSHOT ...` as a query: `FROM SNAPSHOT t` is `SELECT * FROM t`, `FROM SNAPSHOT
     /// read_files(...)` is `SELECT * FROM read_files(...)`. Excludes `source`.
     pub(crate) snapshot: Option<Located<Query>>,
+    /// `WITH VERSION (query)` of a snapshot flow.
+    pub(crate) version: Option<Located<ast::Query>>,
     pub(crate) keys: Option<Located<Vec<Name>>>,
     pub(crate) ignore_null_updates: Option<Located<Selection>>,
     pub(crate) delete_when: Option<Located<ast::Expr>>,

@@ -11,7 +11,9 @@
 //! main.s.t)`) gets an implicit table that reads the table whole (see
 //! [`SourceInput::Delta`](crate::plan::SourceInput::Delta)), a stream's one that reads its
 //! appends; one pipeline reading a table both ways is refused, since the two implicit tables
-//! would share its name. A qualified name without a warehouse is refused.
+//! would share its name. A qualified name without a warehouse is refused. A `WITH VERSION`
+//! snapshot flow reads its table itself, when its version query chooses a version, so its query
+//! names the table directly instead.
 
 use super::catalog::Catalog;
 use super::cursor::{invalid, Name};
@@ -29,14 +31,15 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
                 .iter()
                 .any(|t| t.eq_ignore_ascii_case(&name.text))
     };
-    let mut found: Vec<TableStmt> = Vec::new();
-    let mut resolve = |name: &mut Name, snapshots: bool| -> Result<()> {
+    // The warehouse table a name refers to, `None` when it is the pipeline's (or, without a
+    // warehouse, unqualified: the catalog's error names it).
+    let locate = |name: &Name| -> Result<Option<(String, std::path::PathBuf)>> {
         if own(name) {
-            return Ok(());
+            return Ok(None);
         }
         let Some(warehouse) = warehouse else {
             if name.qualifier.is_empty() {
-                return Ok(());
+                return Ok(None);
             }
             let message = format!(
                 "FROM: `{}.{}` is a table of a warehouse: give --warehouse DIR",
@@ -54,8 +57,7 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
         let dir = warehouse.table_dir(&full);
         if !Table::exists(&dir) {
             if name.qualifier.is_empty() {
-                // Neither the pipeline's nor the warehouse's: the catalog's error names it.
-                return Ok(());
+                return Ok(None);
             }
             let message = format!(
                 "FROM: table {full} does not exist in the warehouse (no Delta table at {})",
@@ -63,12 +65,18 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
             );
             return Err(invalid(name.line, message));
         }
-        let text = full.to_string();
+        Ok(Some((full.to_string(), dir)))
+    };
+    let mut found: Vec<TableStmt> = Vec::new();
+    let mut resolve = |name: &mut Name, snapshots: bool| -> Result<()> {
+        let Some((text, dir)) = locate(name)? else {
+            return Ok(());
+        };
         match found.iter().find(|t| t.name.text == text) {
             None => found.push(implicit(&text, dir, name.line, snapshots)),
             Some(t) if read_as_snapshots(t) != snapshots => {
                 let message = format!(
-                    "FROM: the pipeline reads table {full} both as a stream and as snapshots; \
+                    "FROM: the pipeline reads table {text} both as a stream and as snapshots; \
                      read it one way"
                 );
                 return Err(invalid(name.line, message));
@@ -94,9 +102,23 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
                 if let Some(name) = &mut clauses.source {
                     resolve(name, false)?;
                 }
+                let versioned = clauses.version.is_some();
                 if let Some(snapshot) = &mut clauses.snapshot {
                     if let From::Table(name) = &mut snapshot.value.from {
-                        resolve(name, true)?;
+                        match versioned {
+                            // Its query reads the table when a version is chosen, so no
+                            // implicit table reads it at every commit.
+                            true => {
+                                if let Some((name, dir)) = locate(name)? {
+                                    snapshot.value.from = From::Warehouse {
+                                        name,
+                                        dir,
+                                        snapshots: true,
+                                    };
+                                }
+                            }
+                            false => resolve(name, true)?,
+                        }
                     }
                 }
             }

@@ -16,8 +16,12 @@
 //! reach outside `DIR`.
 
 mod dml;
+mod list_files;
+pub mod scope;
 pub mod select;
+pub mod snapshot_versions;
 pub mod statements;
+mod subqueries;
 
 use crate::io::names::{component_problem, shown};
 use crate::{Error, ErrorKind, Result};
@@ -92,6 +96,11 @@ impl Warehouse {
         &self.root
     }
 
+    /// The catalog and schema that shorter names take.
+    pub fn defaults(&self) -> (&str, &str) {
+        (&self.catalog, &self.schema)
+    }
+
     /// The full name of a table written with `parts` (one to three), defaults filling in.
     /// The error says what is wrong with the name, for the caller to locate.
     pub fn table_name(&self, parts: &[&str]) -> Result<TableName, String> {
@@ -140,29 +149,33 @@ impl Warehouse {
             .join(&name.table)
     }
 
-    /// Where `pipeline`'s targets are published: each target's table in the default catalog and
-    /// schema, which must exist (as Lakeflow requires of a pipeline's target schema). A target
-    /// may not be a table the pipeline reads: a run would replace its own input.
+    /// Where `pipeline`'s targets are published: each target's table, in the default catalog
+    /// and schema unless its name is qualified (`catalog.schema.table`, as the pipeline's
+    /// declared names give it), in a schema that must exist (as Lakeflow requires of a
+    /// pipeline's target schema). A target may not be a table the pipeline reads: a run would
+    /// replace its own input.
     pub fn target_dirs(&self, pipeline: &crate::plan::Pipeline) -> Result<Vec<PathBuf>> {
-        if !self.has_schema(&self.catalog, &self.schema) {
-            let message = format!(
-                "the pipeline publishes its targets in schema {}.{}, which does not exist in \
-                 the warehouse {}; create it first (`scdflow sql --warehouse {} \"CREATE SCHEMA \
-                 {}.{}\"`) or choose another with --catalog and --schema",
-                self.catalog,
-                self.schema,
-                self.root.display(),
-                self.root.display(),
-                self.catalog,
-                self.schema
-            );
-            return Err(Error::new(ErrorKind::Validation, message));
-        }
         let mut dirs = Vec::new();
         for target in &pipeline.targets {
+            let parts: Vec<&str> = target.name.split('.').collect();
             let name = self
-                .table_name(&[&target.name])
+                .table_name(&parts)
                 .map_err(|why| Error::new(ErrorKind::Validation, why))?;
+            if !self.has_schema(&name.catalog, &name.schema) {
+                let message = format!(
+                    "the pipeline publishes target `{}` in schema {}.{}, which does not exist in \
+                     the warehouse {}; create it first (`scdflow sql --warehouse {} \"CREATE \
+                     SCHEMA {}.{}\"`) or choose another with --catalog and --schema",
+                    target.name,
+                    name.catalog,
+                    name.schema,
+                    self.root.display(),
+                    self.root.display(),
+                    name.catalog,
+                    name.schema
+                );
+                return Err(Error::new(ErrorKind::Validation, message));
+            }
             let dir = self.table_dir(&name);
             let read = pipeline.tables.iter().find(
                 |t| matches!(&t.input, crate::plan::SourceInput::Delta { dir: d, .. } if *d == dir),

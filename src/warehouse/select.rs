@@ -1,11 +1,15 @@
-//! Queries of `scdflow sql`: `VALUES` lists and `SELECT` over one relation — `VALUES`, a
-//! subquery or a warehouse table — with a projection (`*`, `* EXCEPT (...)`, expressions with
-//! aliases), `WHERE`, `ORDER BY` and `LIMIT`.
+//! Queries: `VALUES` lists and `SELECT` over one relation — `VALUES`, a subquery, a common
+//! table expression, a warehouse table or a table-valued function ([`Scope`]) — with a
+//! projection (`*`, `* EXCEPT (...)`, expressions with aliases), `WHERE`, `ORDER BY`, `LIMIT`,
+//! and uncorrelated subqueries in expressions ([`super::subqueries`]).
 //!
 //! A `VALUES` list's columns are `col1`, `col2`, ... (as in Spark) unless an alias names them
-//! (`AS t(a, b)`); each column's type is the one its values meet at, NULL fitting any. Joins,
-//! grouping, set operations and CTEs are refused with their name.
+//! (`AS t(a, b)`); each column's type is the one its values meet at, NULL fitting any. A common
+//! table expression is evaluated once, where its `WITH` is, and is visible to the rest of that
+//! `WITH` and its query (inner ones shadow outer ones). Joins, grouping, set operations and
+//! recursive CTEs are refused with their name.
 
+use super::scope::Scope;
 use super::{TableName, Warehouse};
 use crate::delta::Table;
 use crate::expr::{cast_value, compile, unify};
@@ -15,7 +19,7 @@ use sqlparser::ast::{self, SetExpr, TableFactor};
 use std::cmp::Ordering;
 
 /// A query's result: its columns and rows.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Relation {
     /// The columns.
     pub schema: Schema,
@@ -23,17 +27,64 @@ pub struct Relation {
     pub rows: Vec<Row>,
 }
 
-/// Evaluates `query` against the warehouse.
-pub fn query(warehouse: &Warehouse, query: &ast::Query) -> Result<Relation> {
-    if query.with.is_some() {
-        return Err(unsupported("WITH (common table expressions)"));
+/// Where a query is evaluated: its scope and the common table expressions in effect.
+pub(crate) struct Env<'s> {
+    scope: &'s Scope<'s>,
+    ctes: Vec<(String, Relation)>,
+}
+
+impl<'s> Env<'s> {
+    fn new(scope: &'s Scope<'s>) -> Self {
+        Env {
+            scope,
+            ctes: Vec::new(),
+        }
     }
+
+    /// `expr` with its subqueries bound, compiled against `schema`.
+    fn compiled(
+        &self,
+        expr: &ast::Expr,
+        schema: &Schema,
+        clause: &str,
+    ) -> Result<crate::expr::Expr> {
+        let bound = super::subqueries::bind(expr, self).map_err(|e| in_clause(clause, e))?;
+        compiled(&bound, schema, clause)
+    }
+}
+
+/// `expr` with its subqueries evaluated in `scope`, compiled against `schema`; errors name
+/// `clause`.
+pub fn bound_expr(
+    scope: &Scope,
+    expr: &ast::Expr,
+    schema: &Schema,
+    clause: &str,
+) -> Result<crate::expr::Expr> {
+    Env::new(scope).compiled(expr, schema, clause)
+}
+
+/// Evaluates `query` in `scope`.
+pub fn query(scope: &Scope, query: &ast::Query) -> Result<Relation> {
+    query_in(&Env::new(scope), query)
+}
+
+/// Evaluates `query` in `env` (a subquery sees the CTEs around it).
+pub(crate) fn query_in(env: &Env, query: &ast::Query) -> Result<Relation> {
     if query.fetch.is_some() || !query.locks.is_empty() || !query.pipe_operators.is_empty() {
         return Err(unsupported("FETCH, FOR UPDATE and pipe operators"));
     }
-    let mut relation = body(warehouse, &query.body)?;
+    let inner;
+    let env = match &query.with {
+        None => env,
+        Some(with) => {
+            inner = with_ctes(env, with)?;
+            &inner
+        }
+    };
+    let mut relation = body(env, &query.body)?;
     if let Some(order_by) = &query.order_by {
-        order(&mut relation, order_by)?;
+        order(env, &mut relation, order_by)?;
     }
     if let Some(limit) = &query.limit_clause {
         apply_limit(&mut relation, limit)?;
@@ -41,18 +92,35 @@ pub fn query(warehouse: &Warehouse, query: &ast::Query) -> Result<Relation> {
     Ok(relation)
 }
 
-fn body(warehouse: &Warehouse, body: &SetExpr) -> Result<Relation> {
+/// `env` extended by the common table expressions of `with`, each evaluated in turn.
+fn with_ctes<'s>(env: &Env<'s>, with: &ast::With) -> Result<Env<'s>> {
+    if with.recursive {
+        return Err(unsupported("WITH RECURSIVE"));
+    }
+    let mut inner = Env {
+        scope: env.scope,
+        ctes: env.ctes.clone(),
+    };
+    for cte in &with.cte_tables {
+        let mut relation = query_in(&inner, &cte.query)?;
+        rename_columns(&mut relation, &cte.alias)?;
+        inner.ctes.push((cte.alias.name.value.clone(), relation));
+    }
+    Ok(inner)
+}
+
+fn body(env: &Env, body: &SetExpr) -> Result<Relation> {
     match body {
         SetExpr::Values(values) => values_list(&values.rows),
-        SetExpr::Query(q) => query(warehouse, q),
-        SetExpr::Select(select) => select_from(warehouse, select),
+        SetExpr::Query(q) => query_in(env, q),
+        SetExpr::Select(select) => select_from(env, select),
         SetExpr::SetOperation { op, .. } => Err(unsupported(&op.to_string())),
         SetExpr::Table(_) => Err(unsupported("TABLE t")),
         _ => Err(unsupported("a statement as a query")),
     }
 }
 
-fn select_from(warehouse: &Warehouse, select: &ast::Select) -> Result<Relation> {
+fn select_from(env: &Env, select: &ast::Select) -> Result<Relation> {
     let clauses = [
         (select.distinct.is_some(), "DISTINCT"),
         (select.top.is_some(), "TOP"),
@@ -74,12 +142,12 @@ fn select_from(warehouse: &Warehouse, select: &ast::Select) -> Result<Relation> 
             schema: Schema::default(),
             rows: vec![Row::new()],
         },
-        [one] if one.joins.is_empty() => factor(warehouse, &one.relation)?,
+        [one] if one.joins.is_empty() => factor(env, &one.relation)?,
         _ => return Err(unsupported("joins (FROM with more than one table)")),
     };
     let mut kept = input.rows;
     if let Some(predicate) = &select.selection {
-        let predicate = compiled(predicate, &input.schema, "WHERE")?;
+        let predicate = env.compiled(predicate, &input.schema, "WHERE")?;
         if predicate.ty() != &DataType::Boolean && predicate.ty() != &DataType::Null {
             let message = format!("WHERE: `{predicate}` is {}, not BOOLEAN", predicate.ty());
             return Err(Error::new(ErrorKind::Validation, message));
@@ -96,42 +164,134 @@ fn select_from(warehouse: &Warehouse, select: &ast::Select) -> Result<Relation> 
         }
         kept = filtered;
     }
-    project(&input.schema, kept, &select.projection)
+    project(env, &input.schema, kept, &select.projection)
 }
 
 /// The relation a `FROM` item names.
-fn factor(warehouse: &Warehouse, factor: &TableFactor) -> Result<Relation> {
+fn factor(env: &Env, factor: &TableFactor) -> Result<Relation> {
     let (mut relation, alias) = match factor {
         TableFactor::Table {
             name, alias, args, ..
-        } if args.is_none() => {
-            let name = table_name(warehouse, name)?;
-            let table = open(warehouse, &name)?;
-            let relation = Relation {
-                schema: table.schema().clone(),
-                rows: table.rows()?,
+        } => {
+            let relation = match args {
+                Some(args) => table_function(env, name, args)?,
+                None => named(env, name)?,
             };
             (relation, alias)
         }
         TableFactor::Derived {
             subquery, alias, ..
-        } => (query(warehouse, subquery)?, alias),
+        } => (query_in(env, subquery)?, alias),
         other => return Err(unsupported(&format!("FROM {other}"))),
     };
-    if let Some(alias) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
-        if alias.columns.len() != relation.schema.columns.len() {
-            let message = format!(
-                "FROM: the alias `{alias}` names {} columns, but the relation has {}",
-                alias.columns.len(),
-                relation.schema.columns.len()
-            );
-            return Err(Error::new(ErrorKind::Validation, message));
-        }
-        for (column, name) in relation.schema.columns.iter_mut().zip(&alias.columns) {
-            column.name = name.name.value.clone();
-        }
+    if let Some(alias) = alias {
+        rename_columns(&mut relation, alias)?;
     }
     Ok(relation)
+}
+
+/// A CTE in effect (innermost first) or a warehouse table; a dry scope reads no rows.
+fn named(env: &Env, name: &ast::ObjectName) -> Result<Relation> {
+    if let [part] = name.0.as_slice() {
+        let cte = part.as_ident().and_then(|id| {
+            let mut ctes = env.ctes.iter().rev();
+            ctes.find(|(n, _)| n.eq_ignore_ascii_case(&id.value))
+        });
+        if let Some((_, relation)) = cte {
+            return Ok(relation.clone());
+        }
+    }
+    let warehouse = env.scope.warehouse(&format!("`{name}`"))?;
+    let table = open(warehouse, &table_name(warehouse, name)?)?;
+    let rows = match env.scope.is_dry() {
+        true => Vec::new(),
+        false => table.rows()?,
+    };
+    Ok(Relation {
+        schema: table.schema().clone(),
+        rows,
+    })
+}
+
+/// `list_files(path [, recursive => b])`, `last_snapshot_version()`,
+/// `current_snapshot_version()`.
+fn table_function(
+    env: &Env,
+    name: &ast::ObjectName,
+    args: &ast::TableFunctionArgs,
+) -> Result<Relation> {
+    let text = name.to_string();
+    if let Some(relation) = env.scope.snapshot_function(&text) {
+        if !args.args.is_empty() {
+            let message = format!("{text}() takes no arguments");
+            return Err(Error::new(ErrorKind::Validation, message));
+        }
+        return relation;
+    }
+    if !text.eq_ignore_ascii_case("list_files") {
+        let message = format!(
+            "unknown table function `{text}` (supported: list_files, last_snapshot_version, current_snapshot_version)"
+        );
+        return Err(Error::new(ErrorKind::Validation, message));
+    }
+    let mut path = None;
+    let mut recursive = true;
+    for arg in &args.args {
+        match arg {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) if path.is_none() => {
+                path = Some(constant_text(e, "list_files path")?);
+            }
+            ast::FunctionArg::Named {
+                name,
+                arg: ast::FunctionArgExpr::Expr(e),
+                ..
+            } if name.value.eq_ignore_ascii_case("recursive") => {
+                recursive = constant_text(e, "list_files recursive")?.eq_ignore_ascii_case("true");
+            }
+            other => {
+                let message = format!("list_files: unsupported argument `{other}` (list_files(path [, recursive => true|false]))");
+                return Err(Error::new(ErrorKind::Validation, message));
+            }
+        }
+    }
+    let Some(path) = path else {
+        let message = "list_files: the path is required: list_files('/Volumes/c/s/v/dir/')";
+        return Err(Error::new(ErrorKind::Validation, message));
+    };
+    super::list_files::list_files(env.scope, &path, recursive)
+}
+
+/// A constant argument's value as text (a string, a number, a boolean).
+fn constant_text(e: &ast::Expr, what: &str) -> Result<String> {
+    let value = compiled(e, &Schema::default(), what)?
+        .eval(&[])
+        .map_err(|why| evaluation(what, &why))?;
+    match cast_value(value, &DataType::String) {
+        Ok(Value::Str(text)) => Ok(text),
+        _ => {
+            let message = format!("{what}: `{e}` is not a constant");
+            Err(Error::new(ErrorKind::Validation, message))
+        }
+    }
+}
+
+/// Applies an alias's column names (`AS t(a, b)`) to `relation`.
+fn rename_columns(relation: &mut Relation, alias: &ast::TableAlias) -> Result<()> {
+    if alias.columns.is_empty() {
+        return Ok(());
+    }
+    if alias.columns.len() != relation.schema.columns.len() {
+        let message = format!(
+            "the alias `{alias}` names {} columns, but the relation has {}",
+            alias.columns.len(),
+            relation.schema.columns.len()
+        );
+        return Err(Error::new(ErrorKind::Validation, message));
+    }
+    for (column, name) in relation.schema.columns.iter_mut().zip(&alias.columns) {
+        column.name = name.name.value.clone();
+    }
+    Ok(())
 }
 
 /// The full name of a table named in SQL.
@@ -233,7 +393,12 @@ pub(crate) fn packed(values: Vec<Value>, schema: &Schema) -> Result<Row> {
 }
 
 /// The `SELECT` list over `rows` of `schema`.
-fn project(schema: &Schema, rows: Vec<Row>, items: &[ast::SelectItem]) -> Result<Relation> {
+fn project(
+    env: &Env,
+    schema: &Schema,
+    rows: Vec<Row>,
+    items: &[ast::SelectItem],
+) -> Result<Relation> {
     let mut columns: Vec<(String, crate::expr::Expr)> = Vec::new();
     for item in items {
         match item {
@@ -272,10 +437,10 @@ fn project(schema: &Schema, rows: Vec<Row>, items: &[ast::SelectItem]) -> Result
                         .map_or_else(|| ident.value.clone(), |i| schema.columns[i].name.clone()),
                     other => other.to_string(),
                 };
-                columns.push((name, compiled(expr, schema, "SELECT")?));
+                columns.push((name, env.compiled(expr, schema, "SELECT")?));
             }
             ast::SelectItem::ExprWithAlias { expr, alias } => {
-                columns.push((alias.value.clone(), compiled(expr, schema, "SELECT")?));
+                columns.push((alias.value.clone(), env.compiled(expr, schema, "SELECT")?));
             }
             ast::SelectItem::QualifiedWildcard(..) => {
                 return Err(unsupported(&format!("SELECT {item}")));
@@ -299,13 +464,13 @@ fn project(schema: &Schema, rows: Vec<Row>, items: &[ast::SelectItem]) -> Result
     })
 }
 
-fn order(relation: &mut Relation, order_by: &ast::OrderBy) -> Result<()> {
+fn order(env: &Env, relation: &mut Relation, order_by: &ast::OrderBy) -> Result<()> {
     let ast::OrderByKind::Expressions(keys) = &order_by.kind else {
         return Err(unsupported("ORDER BY ALL"));
     };
     let mut compiled_keys = Vec::with_capacity(keys.len());
     for key in keys {
-        let expr = compiled(&key.expr, &relation.schema, "ORDER BY")?;
+        let expr = env.compiled(&key.expr, &relation.schema, "ORDER BY")?;
         let ascending = key.options.asc.unwrap_or(true);
         // NULL sorts lowest: first ascending, last descending, unless told otherwise.
         let nulls_first = key.options.nulls_first.unwrap_or(ascending);
@@ -386,14 +551,12 @@ pub(crate) fn compiled(
     schema: &Schema,
     clause: &str,
 ) -> Result<crate::expr::Expr> {
-    compile(expr, schema).map_err(|e| {
-        let message = format!("{clause}: {}", e.message());
-        let error = Error::new(e.kind(), message);
-        match e.location().line {
-            Some(line) => error.at_line(line),
-            None => error,
-        }
-    })
+    compile(expr, schema).map_err(|e| in_clause(clause, e))
+}
+
+/// `error` said of `clause`, keeping its kind and line.
+pub(crate) fn in_clause(clause: &str, error: Error) -> Error {
+    error.prefixed(clause)
 }
 
 pub(crate) fn evaluation(clause: &str, why: &str) -> Error {

@@ -11,6 +11,7 @@
 //! statement's first line (and the file, when the text came from one).
 
 use super::dml;
+use super::scope::Scope;
 use super::select::{self, name_parts, open, packed, table_name, unsupported, Relation};
 use super::Warehouse;
 use crate::delta::Table;
@@ -103,6 +104,12 @@ fn verb(statement: &Statement) -> String {
     words[..keep].join(" ")
 }
 
+/// What the queries of `scdflow sql` see: the warehouse, and relative paths from the working
+/// directory.
+fn scope(warehouse: &Warehouse) -> Scope<'_> {
+    Scope::new(Some(warehouse), std::path::Path::new(""))
+}
+
 fn execute(warehouse: &Warehouse, statement: &Statement) -> Result<Outcome> {
     match statement {
         Statement::CreateSchema {
@@ -115,7 +122,7 @@ fn execute(warehouse: &Warehouse, statement: &Statement) -> Result<Outcome> {
         Statement::Update(update) => dml::update(warehouse, update),
         Statement::Delete(delete) => dml::delete(warehouse, delete),
         Statement::Truncate(truncate) => dml::truncate(warehouse, truncate),
-        Statement::Query(query) => select::query(warehouse, query).map(Outcome::Rows),
+        Statement::Query(query) => select::query(&scope(warehouse), query).map(Outcome::Rows),
         Statement::Drop {
             object_type: ast::ObjectType::Table,
             if_exists,
@@ -190,7 +197,7 @@ fn create_table(warehouse: &Warehouse, create: &ast::CreateTable) -> Result<Outc
     let properties = table_properties(&create.table_options)?;
     let (schema, rows) = match &create.query {
         Some(query) => {
-            let relation = select::query(warehouse, query)?;
+            let relation = select::query(&scope(warehouse), query)?;
             let schema = if create.columns.is_empty() {
                 relation.schema
             } else {
@@ -268,7 +275,7 @@ fn insert_into(warehouse: &Warehouse, insert: &ast::Insert) -> Result<Outcome> {
     };
     let name = table_name(warehouse, name)?;
     let mut table = open(warehouse, &name)?;
-    let relation = select::query(warehouse, source)?;
+    let relation = select::query(&scope(warehouse), source)?;
     let schema = table.schema().clone();
     // Where each of the table's columns comes from in the query's rows.
     let sources: Vec<Option<usize>> = if insert.columns.is_empty() {

@@ -34,6 +34,8 @@ mod crash;
 mod warehouse;
 // UPDATE, DELETE and TRUNCATE TABLE in `scdflow sql`.
 mod warehouse_dml;
+// AUTO CDC FROM SNAPSHOT ... WITH VERSION, seed 000 verbatim; queries in scdflow sql.
+mod snapshot_versions;
 // Parquet files as a source (read_files format => parquet).
 mod parquet_input;
 // Mutated pipelines, inputs and states: no panic or hang, one error line, outputs untouched.

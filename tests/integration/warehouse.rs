@@ -176,7 +176,8 @@ fn a_plain_run_replaces_only_the_tables_it_published() {
         "a\n"
     );
 
-    // A target named as the table it reads would replace its own input.
+    // A target named as the table it reads: the qualified name now names the pipeline's own
+    // target, which a flow cannot read (a run would replace its own input).
     let own = SCD1.replace("users_current", "users_cdf");
     std::fs::write(dir.path().join("own.sql"), own).unwrap();
     let out = scdflow(
@@ -192,7 +193,7 @@ fn a_plain_run_replaces_only_the_tables_it_published() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("would replace its own input"),
+        stderr(&out).contains("FROM: `users_cdf` is an AUTO CDC target"),
         "{}",
         stderr(&out)
     );

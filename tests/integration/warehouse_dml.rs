@@ -170,12 +170,20 @@ const SNAPSHOT_DATA: &str = include_str!("../../dataflows/warehouse/snapshot_dat
 const SNAPSHOT_NEXT: &str = include_str!("../../dataflows/warehouse/snapshot_next.sql");
 const SNAPSHOT_SCD2: &str = include_str!("../../dataflows/warehouse/snapshot_scd2.sql");
 
-/// A warehouse holding seed 000's snapshot sample data (step 1) and the SCD2 snapshot flow.
+/// Seed 000's SCD2 snapshot flow without its `WITH VERSION` clause: periodic snapshots.
+fn periodic() -> String {
+    let start = SNAPSHOT_SCD2.find("WITH VERSION (").unwrap();
+    let end = SNAPSHOT_SCD2.find("KEYS (userId)").unwrap();
+    format!("{}{}", &SNAPSHOT_SCD2[..start], &SNAPSHOT_SCD2[end..])
+}
+
+/// A warehouse holding seed 000's snapshot sample data (step 1) and the periodic SCD2
+/// snapshot flow.
 fn snapshots() -> tempfile::TempDir {
     warehouse_with(&[
         ("data.sql", SNAPSHOT_DATA),
         ("next.sql", SNAPSHOT_NEXT),
-        ("p.sql", SNAPSHOT_SCD2),
+        ("p.sql", &periodic()),
     ])
 }
 
@@ -208,8 +216,8 @@ fn a_snapshot_flow_takes_each_new_version_of_a_table_the_seeds_statements_change
     let out = run_snapshots(dir.path(), &durable);
     assert!(out.contains("no new input"), "{out}");
     // The seed's step 3, verbatim: TRUNCATE, INSERT, UPDATE. The run takes the table's newest
-    // version as one snapshot and gets the seed's history (versioned 1, 2 where the seed's
-    // WITH VERSION query says 0, 1).
+    // version as one snapshot and gets the seed's history, versioned by commit number (the
+    // seed's WITH VERSION query gives 0, 1: tests/integration/snapshot_versions.rs).
     succeed(dir.path(), &["sql", "--warehouse", "w", "-f", "next.sql"]);
     run_snapshots(dir.path(), &durable);
     assert_eq!(
@@ -239,9 +247,10 @@ fn a_snapshot_flow_takes_each_new_version_of_a_table_the_seeds_statements_change
 fn a_table_read_both_as_a_stream_and_as_snapshots_is_refused() {
     let dir = snapshots();
     let both = format!(
-        "{SNAPSHOT_SCD2}\nCREATE OR REFRESH STREAMING TABLE cities;\n\
+        "{}\nCREATE OR REFRESH STREAMING TABLE cities;\n\
          CREATE FLOW f AS AUTO CDC INTO cities FROM STREAM(main.cdc_tutorial.snapshot)\n\
-         KEYS (userId) SEQUENCE BY userId STORED AS SCD TYPE 1;\n"
+         KEYS (userId) SEQUENCE BY userId STORED AS SCD TYPE 1;\n",
+        periodic()
     );
     std::fs::write(dir.path().join("p.sql"), both).unwrap();
     let out = run_in_schema(dir.path(), "p.sql");

@@ -392,9 +392,21 @@ CREATE FLOW f AS AUTO CDC INTO t FROM users_cdf KEYS (userId) SEQUENCE BY sequen
 }
 
 #[test]
+fn with_version_needs_a_snapshot_of_files_or_a_warehouse_table() {
+    let cases = [
+        (users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM SNAPSHOT\nusers_cdf\nWITH VERSION (SELECT 1) KEYS (userId);"), 4, "WITH VERSION: the snapshot query reads `users_cdf`, a streaming table of the pipeline"),
+        (users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM users_cdf\nWITH VERSION (SELECT 1) KEYS (userId) SEQUENCE BY sequenceNum;"), 4, "WITH VERSION: only AUTO CDC FROM SNAPSHOT flows have snapshot versions"),
+    ];
+    for (sql, line, needle) in cases {
+        assert_error(&sql, Validation, line, needle);
+    }
+    let twice = users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM SNAPSHOT users_cdf\nWITH VERSION (SELECT 1) WITH VERSION (SELECT 2) KEYS (userId);");
+    assert_error(&twice, Syntax, 4, "WITH VERSION: clause given twice");
+}
+
+#[test]
 fn future_features_are_rejected_by_name() {
     let cases = [
-        (users_flow("CREATE FLOW f AS AUTO CDC INTO t FROM SNAPSHOT users_cdf\nWITH VERSION (SELECT 1) KEYS (userId);"), 4, "WITH VERSION is not supported yet; use read_files(..., version => 'pattern')"),
         (users_flow("CREATE FLOW f AS\nINSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);"), 4, "INSERT INTO (append) flows are not supported yet"),
         (users_flow("CREATE FLOW f AS INSERT INTO t BY NAME\nREPLACE WHERE userId > 0 SELECT * FROM STREAM(users_cdf);"), 4, "REPLACE WHERE flows are not supported yet"),
         (users_flow("INSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);"), 3, "INSERT: declare a flow with CREATE FLOW name AS INSERT INTO"),
@@ -581,4 +593,18 @@ fn an_empty_pipeline_is_refused() {
     for sql in ["", "-- nothing yet\n", "/* a comment */"] {
         assert_error(sql, Validation, 1, "the pipeline declares no table");
     }
+}
+
+#[test]
+fn a_qualified_table_the_pipeline_declares_needs_a_warehouse() {
+    let sql = format!(
+        "{USERS}CREATE OR REFRESH STREAMING TABLE\nmain.cdc_tutorial.t;\n\
+         CREATE FLOW f AS AUTO CDC INTO main.cdc_tutorial.t FROM users_cdf KEYS (userId) SEQUENCE BY sequenceNum;"
+    );
+    assert_error(
+        &sql,
+        Validation,
+        3,
+        "CREATE STREAMING TABLE: `main.cdc_tutorial.t` names a table of a warehouse: give --warehouse DIR",
+    );
 }
