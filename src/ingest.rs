@@ -1,6 +1,6 @@
 //! Sources → commits: each input file of a `read_files` table is one commit (files of a
 //! directory in name order; tables in pipeline order), and so is each version of a Delta table
-//! source that adds rows. Tables reading `STREAM(other)` receive the projected, filtered rows of
+//! source that adds rows, and each `VALUES` table's rows. Tables reading `STREAM(other)` receive the projected, filtered rows of
 //! the same commit. Text files are read by `io`; Parquet files whole, here, through
 //! `delta::read_parquet_file` (the Arrow reader lives with the Delta code, which `io` must not
 //! import: `delta` uses `io`'s name checks).
@@ -42,6 +42,21 @@ pub fn input_files(pipeline: &Pipeline) -> Result<Vec<(usize, PathBuf)>> {
     Ok(files)
 }
 
+/// The `VALUES` tables of `pipeline`, each with the name its one commit reads as a file
+/// ([`values_key`] of the pipeline file).
+pub fn values_inputs(pipeline: &Pipeline) -> Vec<(usize, PathBuf)> {
+    (pipeline.tables.iter().enumerate())
+        .filter(|(_, table)| matches!(table.input, SourceInput::Values { .. }))
+        .map(|(t, table)| (t, values_key(&pipeline.file, &table.name)))
+        .collect()
+}
+
+/// `<pipeline file>#<table>`: where the rows of `VALUES` table `table` come from, as a file
+/// name no file has (messages name it; durable runs record it as read).
+pub fn values_key(pipeline_file: &Path, table: &str) -> PathBuf {
+    PathBuf::from(format!("{}#{table}", pipeline_file.display()))
+}
+
 /// The Delta table sources of `pipeline`: each table and its directory.
 pub fn delta_inputs(pipeline: &Pipeline) -> Vec<(usize, &Path)> {
     (pipeline.tables.iter().enumerate())
@@ -79,6 +94,23 @@ pub fn read_commit(
     ) = (&pipeline.tables[t].input, span)
     {
         return read_version(pipeline, t, file, table, version, *snapshots);
+    }
+    if let SourceInput::Values { rows, .. } = &pipeline.tables[t].input {
+        let mut commit = SourceCommit {
+            rows: vec![Vec::new(); pipeline.tables.len()],
+            invalid: Vec::new(),
+            expectations: vec![Vec::new(); pipeline.tables.len()],
+            file,
+            end: None,
+        };
+        commit.rows[t] = (rows.iter().enumerate())
+            .map(|(i, row)| SourceRow {
+                line: i as u64 + 1,
+                row: row.clone(),
+            })
+            .collect();
+        derive(pipeline, t, &mut commit)?;
+        return Ok(commit);
     }
     let SourceInput::Files {
         format,
@@ -312,6 +344,7 @@ fn shape(
         SourceInput::Files { file_schema, .. } => file_schema,
         SourceInput::Table(parent) => &pipeline.tables[*parent].schema,
         SourceInput::Delta { .. } => &table.schema,
+        SourceInput::Values { schema, .. } => schema,
     };
     let mut counts = expect::counts(&table.expectations);
     let mut kept = Vec::with_capacity(rows.len());

@@ -61,6 +61,13 @@ pub enum SourceInput {
     },
     /// `FROM STREAM(other)`: index into [`Pipeline::tables`].
     Table(usize),
+    /// `VALUES` rows written in the pipeline: one commit, read once.
+    Values {
+        /// The rows, laid out as `schema`.
+        rows: Vec<Row>,
+        /// Their columns: the alias's names, each typed by the values it holds.
+        schema: Schema,
+    },
     /// A Delta table of the warehouse. Read as a stream (`FROM STREAM(catalog.schema.table)`),
     /// each version that adds rows is a commit; read by a snapshot flow (`FROM SNAPSHOT (SELECT
     /// ... FROM catalog.schema.table)`), a run's commit is the table's latest version, whole,
@@ -88,6 +95,8 @@ pub struct SourceTable {
     pub projection: Option<Vec<Expr>>,
     /// `WHERE` predicate compiled against the input's schema.
     pub filter: Option<Expr>,
+    /// An `INSERT INTO ONCE` flow's table: read only until a durable state has committed.
+    pub once: bool,
     /// `CONSTRAINT ... EXPECT` on the table, compiled against [`SourceTable::schema`] and
     /// checked on every row after projection.
     pub expectations: Vec<Expectation>,

@@ -82,13 +82,15 @@ impl CommitSource {
     }
 }
 
-/// The commits of a run, in order: every source table's files (tables in pipeline order), then
+/// The commits of a run, in order: every `VALUES` table's rows, every source table's files
+/// (tables in pipeline order), then
 /// every Delta table source's versions that change data (a table read as snapshots: its newest
 /// such version), then every snapshot flow's versioned files in increasing version order (a
 /// version that repeats is skipped, D12), then the versions `WITH VERSION` flows choose.
 pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
-    let mut commits: Vec<CommitSource> = ingest::input_files(pipeline)?
-        .into_iter()
+    let values = ingest::values_inputs(pipeline).into_iter();
+    let mut commits: Vec<CommitSource> = values
+        .chain(ingest::input_files(pipeline)?)
         .map(|(table, file)| CommitSource::Table {
             table,
             file,

@@ -15,6 +15,9 @@
 //!   snapshot: when its length or checksum changed, all of it is the next snapshot.
 //! - A `WITH VERSION` snapshot flow's next versions are its version query's answers after the
 //!   last version the state applied ([`super::versions`]); only that version is recorded.
+//! - A `VALUES` table's rows are read once, recorded by [`crate::ingest::values_key`]; the
+//!   inputs of a table an `INSERT INTO ONCE` flow writes are read only until the state has
+//!   committed.
 //! - A versioned snapshot file (`FROM SNAPSHOT read_files(..., version => ...)`) is read once;
 //!   a new file whose version is not newer than the last applied one is skipped (D12). A known
 //!   one whose length or checksum changed was rewritten after it was applied: that is an error,
@@ -108,7 +111,29 @@ pub(crate) fn find(
         .unwrap_or_default();
     let known = |file: &Path| progress.get(file).copied();
     let mut commits = Vec::new();
-    for (table, source) in crate::ingest::input_files(pipeline)? {
+    // An `INSERT INTO ONCE` flow's table is read by the first run only.
+    let resumed = manifest.is_some_and(|m| m.version > 0);
+    let read = |table: &usize| !(resumed && pipeline.tables[*table].once);
+    let pipeline_file = io::normal_path(&pipeline.file)?;
+    for (table, key) in crate::ingest::values_inputs(pipeline) {
+        let recorded = crate::ingest::values_key(&pipeline_file, &pipeline.tables[table].name);
+        if !read(&table) || known(&recorded).is_some() {
+            continue;
+        }
+        let source = CommitSource::Table {
+            table,
+            file: key,
+            span: Span::Whole,
+        };
+        let consumed = Consumed::Whole {
+            file: recorded,
+            len: 0,
+            crc: 0,
+        };
+        commits.push((source, consumed));
+    }
+    let files = crate::ingest::input_files(pipeline)?;
+    for (table, source) in files.into_iter().filter(|(t, _)| read(t)) {
         // Read by the pipeline's spelling, recorded by the file's one absolute spelling.
         let meta = std::fs::metadata(&source).map_err(|e| Error::read(&source, &e))?;
         let file = io::normal_path(&source)?;
@@ -154,7 +179,10 @@ pub(crate) fn find(
             commits.push((source, Consumed::Lines { file, from }));
         }
     }
-    for (table, source) in crate::ingest::delta_inputs(pipeline) {
+    for (table, source) in crate::ingest::delta_inputs(pipeline)
+        .into_iter()
+        .filter(|(t, _)| read(t))
+    {
         let dir = io::normal_path(source)?;
         let log = crate::delta::Log::open(source)?;
         let from = match known(&dir) {

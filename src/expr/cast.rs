@@ -26,6 +26,20 @@ pub(crate) fn can_cast(from: &DataType, to: &DataType) -> bool {
     }
 }
 
+/// Whether a value of type `from` may go into a column of type `into` (Spark's ANSI store
+/// assignment): numbers into numbers (a value that does not fit fails its row), dates into
+/// timestamps, text into dates and timestamps; never text into a number.
+pub fn store_assignable(from: &DataType, into: &DataType) -> bool {
+    from == into
+        || from == &DataType::Null
+        || (from.is_numeric() && into.is_numeric())
+        || matches!(
+            (from, into),
+            (DataType::Date, DataType::Timestamp)
+                | (DataType::String, DataType::Date | DataType::Timestamp)
+        )
+}
+
 /// Converts `value` to type `to`; NULL stays NULL. Assumes `can_cast(type of value, to)`.
 pub fn cast_value(value: Value, to: &DataType) -> Result<Value, String> {
     let result = match (&value, to) {

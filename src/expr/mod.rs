@@ -19,7 +19,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
-pub use cast::cast_value;
+pub use cast::{cast_value, store_assignable};
 pub(crate) use compile::regex_reason;
 pub use compile::{compile, unify};
 pub use types::parse_type;
@@ -189,6 +189,25 @@ impl Expr {
     #[cfg(test)]
     pub(crate) fn eval_predicate_values(&self, row: &[Value]) -> Result<bool, String> {
         self.eval_predicate(&crate::value::Row::from(row).unpack())
+    }
+
+    /// The expression stored into a column of type `to` (Spark's ANSI store assignment,
+    /// [`store_assignable`]): itself, or cast; `None` when its type does not fit.
+    pub fn stored_as(self, to: &DataType) -> Option<Expr> {
+        if &self.ty == to {
+            return Some(self);
+        }
+        if !store_assignable(&self.ty, to) {
+            return None;
+        }
+        Some(Expr {
+            text: format!("CAST({} AS {to})", self.text),
+            node: Node::Cast {
+                operand: Box::new(self.node),
+                to: to.clone(),
+            },
+            ty: to.clone(),
+        })
     }
 
     /// Whether every column the expression reads is in `columns` (a constant reads none).

@@ -60,6 +60,7 @@ impl AutoCdcFlow {
             },
             projection: None,
             filter: None,
+            once: false,
             line: NO_LINE,
         };
         let mut warnings = Vec::new();
@@ -214,6 +215,8 @@ fn table_stmt(table: &str, query: Option<Query>) -> TableStmt {
         constraints: Vec::new(),
         properties: Vec::new(),
         query,
+        once: false,
+        by_name: false,
         flow: None,
     }
 }

@@ -415,6 +415,7 @@ fn source(name: &str) -> SourceTable {
         input: SourceInput::Table(0),
         projection: None,
         filter: None,
+        once: false,
         expectations: vec![],
         line: 1,
     }

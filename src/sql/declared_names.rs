@@ -125,6 +125,11 @@ fn references(
                 rename(name, "FROM", false)?;
             }
         }
+        FlowBody::Append(append) => {
+            if let From::Table(name) = &mut append.query.from {
+                rename(name, "FROM", false)?;
+            }
+        }
     }
     Ok(())
 }

@@ -63,6 +63,10 @@ fn source(out: &mut String, t: &SourceTable, p: &Pipeline, base: &Path) {
             let name = p.tables.get(*i).map_or("?", |u| u.name.as_str());
             let _ = writeln!(out, "  input: stream of {name}");
         }
+        SourceInput::Values { rows, schema } => {
+            let once = if t.once { ", once" } else { "" };
+            let _ = writeln!(out, "  input: VALUES, {} rows ({schema}){once}", rows.len());
+        }
         SourceInput::Delta {
             dir,
             table,

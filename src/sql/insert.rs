@@ -1,21 +1,24 @@
 //! The `INSERT` flows: `CREATE FLOW f AS INSERT [ONCE] INTO t BY NAME REPLACE USING (k, ...)
 //! SEQUENCE BY s SELECT ...` and the inline `CREATE STREAMING TABLE t FLOW REPLACE USING (k, ...)
 //! SEQUENCE BY s BY NAME SELECT ...` (SPEC 2.6). `BY NAME` may stand before `REPLACE USING` or
-//! before the query in either form, and is required. Append flows (`INSERT INTO t BY NAME
-//! SELECT ...`) and `REPLACE WHERE` are recognised and rejected as not supported yet.
+//! before the query in either form, and is required. Append flows (`INSERT [ONCE] INTO t BY
+//! NAME SELECT ...`) are read here and folded into their tables ([`super::append_flows`]);
+//! `REPLACE WHERE` is recognised and rejected as not supported yet.
 
 use super::cursor::{invalid, Cursor, Name};
 use super::query::query;
-use super::syntax::{Located, ReplaceUsing};
+use super::syntax::{Append, FlowBody, Located, ReplaceUsing};
 use crate::Result;
 use sqlparser::tokenizer::Token;
 
-/// After `CREATE FLOW f AS`: `INSERT [ONCE] INTO target ...`; returns the target and the flow.
-pub(crate) fn insert_flow(c: &mut Cursor) -> Result<(Name, ReplaceUsing)> {
+/// After `CREATE FLOW f AS`: `INSERT [ONCE] INTO [ONCE] target ...` (Spark's grammar puts
+/// `ONCE` after `INTO`; both places are read); returns the target and the flow.
+pub(crate) fn insert_flow(c: &mut Cursor) -> Result<(Name, FlowBody)> {
     let line = c.line();
     c.expect_words(&["INSERT"], "CREATE FLOW ... AS")?;
     let once = c.eat_words(&["ONCE"]);
     c.expect_words(&["INTO"], "INSERT")?;
+    let once = c.eat_words(&["ONCE"]) || once;
     let target = c.table_name("INSERT INTO")?;
     let by_name = by_name(c)?;
     if c.is_words(&["REPLACE", "WHERE"]) {
@@ -24,14 +27,19 @@ pub(crate) fn insert_flow(c: &mut Cursor) -> Result<(Name, ReplaceUsing)> {
             "REPLACE WHERE flows are not supported yet",
         ));
     }
-    if !c.is_words(&["REPLACE", "USING"]) {
-        if c.is_word_at(0, "SELECT") {
-            let message = "INSERT INTO (append) flows are not supported yet; only INSERT INTO t BY NAME REPLACE USING (...) SEQUENCE BY col SELECT ... is";
+    if c.is_word_at(0, "SELECT") {
+        if by_name.is_none() {
+            let message = "INSERT INTO: an append flow matches columns BY NAME; write INSERT INTO t BY NAME SELECT ...";
             return Err(invalid(line, message));
         }
+        let query = query(c, "INSERT INTO ... BY NAME")?;
+        return Ok((target, FlowBody::Append(Box::new(Append { once, query }))));
+    }
+    if !c.is_words(&["REPLACE", "USING"]) {
         return Err(c.unexpected("INSERT INTO", "`BY NAME`, `REPLACE USING` or `SELECT`"));
     }
-    Ok((target, replace_using(c, once, by_name)?))
+    let replace = replace_using(c, once, by_name)?;
+    Ok((target, FlowBody::Replace(Box::new(replace))))
 }
 
 /// `REPLACE USING (k, ...) SEQUENCE BY s [BY NAME] SELECT ...`; `by_name` is the line of a

@@ -16,6 +16,7 @@
 
 // Crate-visible for `crate::flow_builder`, which lowers its options to this module's statements
 // and validates them with the same functions as a pipeline file.
+mod append_flows;
 pub(crate) mod catalog;
 pub(crate) mod clauses;
 pub(crate) mod cursor;
@@ -84,6 +85,7 @@ fn build(text: &str, given: &Path, warehouse: Option<&Warehouse>) -> Result<Pipe
     declared_names::canonicalize(&mut statements, warehouse)?;
     let mut catalog = catalog::Catalog::new(statements)?;
     warehouse_tables::declare(&mut catalog, warehouse)?;
+    append_flows::fold(&mut catalog)?;
     let paths = paths::Paths { base, warehouse };
     let (tables, sources) = sources::build_sources(&catalog, paths)?;
     let mut warnings = Vec::new();

@@ -233,7 +233,71 @@ fn from_target(c: &mut Cursor) -> Result<From> {
     if c.is_word_at(0, "read_files") {
         return read_files(c).map(From::ReadFiles);
     }
+    if c.is_word_at(0, "VALUES") {
+        return values(c);
+    }
     c.source_name("FROM").map(From::Table)
+}
+
+/// `VALUES (e, ...), ... [AS] t(a, ...)`, starting at the `VALUES` word; without an alias the
+/// columns are `col1`, `col2`, ... (as in Spark).
+fn values(c: &mut Cursor) -> Result<From> {
+    let line = c.line();
+    c.expect_words(&["VALUES"], "FROM")?;
+    let mut rows = Vec::new();
+    loop {
+        let mut row = Vec::new();
+        match c.eat(&Token::LParen) {
+            true => loop {
+                row.push(c.expr("VALUES")?);
+                if c.eat(&Token::RParen) {
+                    break;
+                }
+                c.expect(&Token::Comma, "VALUES (...)")?;
+            },
+            false => row.push(c.expr("VALUES")?),
+        }
+        rows.push(row);
+        if !c.eat(&Token::Comma) {
+            break;
+        }
+    }
+    let width = rows[0].len();
+    if let Some((i, row)) = rows.iter().enumerate().find(|(_, r)| r.len() != width) {
+        let message = format!(
+            "VALUES: row {} has {} values, the first row has {width}",
+            i + 1,
+            row.len()
+        );
+        return Err(invalid(line, message));
+    }
+    let mut columns: Vec<Name> = (1..=width)
+        .map(|i| Name {
+            text: format!("col{i}"),
+            line,
+            qualifier: Vec::new(),
+        })
+        .collect();
+    let aliased = c.eat_words(&["AS"]);
+    if aliased || (matches!(c.peek(), Token::Word(_)) && !c.is_word_at(0, "WHERE")) {
+        c.name("VALUES ... AS")?;
+        if c.peek() == &Token::LParen {
+            let named = c.column_list("VALUES ... AS t")?;
+            if named.len() != width {
+                let message = format!(
+                    "VALUES: the alias names {} columns, the rows have {width}",
+                    named.len()
+                );
+                return Err(invalid(line, message));
+            }
+            columns = named;
+        }
+    }
+    Ok(From::Values {
+        rows,
+        columns,
+        line,
+    })
 }
 
 /// `read_files( 'path' [, option => value ...] )`, starting at the `read_files` word.

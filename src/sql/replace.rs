@@ -9,13 +9,12 @@
 
 use super::cursor::{invalid, Name};
 use super::flows::{key_columns, resolve_in, Shape};
-use super::schema::check_declared_by_name;
+use super::schema::{check_declared_by_name, declared_order};
 use super::sources::{predicate, project};
-use super::syntax::{ColumnDecl, FlowStmt, From, Located, Query, ReplaceUsing, TableStmt};
+use super::syntax::{FlowStmt, From, Located, Query, ReplaceUsing, TableStmt};
 use super::targets::Context;
-use crate::expr::Expr;
 use crate::plan::{ReplaceFlow, ScdType};
-use crate::value::{Column, DataType, Schema};
+use crate::value::{DataType, Schema};
 use crate::Result;
 use sqlparser::ast;
 
@@ -41,7 +40,7 @@ pub(crate) fn build_replace_flow(
         None => (projection, produced),
         Some(declared) => {
             check_declared_by_name(declared, &produced, &target.name.text, &writer, target.line)?;
-            by_name(declared, projection, &produced, input)
+            declared_order(declared, projection, &produced, input)
         }
     };
     let what = format!("the output of {writer}");
@@ -91,47 +90,15 @@ fn streaming_source(cx: &Context, query: &Query) -> Result<usize> {
             crate::ErrorKind::Internal,
             "a flow reads a warehouse table directly, not through its implicit table",
         )),
+        From::Values { line, .. } => {
+            let message = "FROM: REPLACE USING needs a streaming source: FROM STREAM(src); declare the VALUES as a streaming table src (an INSERT INTO ONCE src BY NAME SELECT * FROM VALUES ... flow)";
+            Err(invalid(*line, message))
+        }
         From::ReadFiles(spec) => {
             let message = "FROM: REPLACE USING needs a streaming source: FROM STREAM(src), where src is a streaming table (CREATE STREAMING TABLE src AS SELECT * FROM STREAM read_files(...))";
             Err(invalid(spec.line, message))
         }
     }
-}
-
-/// The projection and schema in the declared order (names as declared; the types agree, as
-/// `check_declared_by_name` made sure). `SELECT *` stays `None` when the order is the input's.
-fn by_name(
-    declared: &[ColumnDecl],
-    projection: Option<Vec<Expr>>,
-    produced: &Schema,
-    input: &Schema,
-) -> (Option<Vec<Expr>>, Schema) {
-    let order: Vec<usize> = declared
-        .iter()
-        .filter_map(|d| produced.index_of(&d.name.text))
-        .collect();
-    let columns = declared
-        .iter()
-        .zip(&order)
-        .map(|(d, &j)| Column {
-            name: d.name.text.clone(),
-            ty: produced.columns[j].ty.clone(),
-        })
-        .collect();
-    let schema = Schema { columns };
-    let identity = order.iter().enumerate().all(|(n, &j)| n == j);
-    let exprs = match projection {
-        None if identity => return (None, schema),
-        None => input
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| Expr::column(i, c))
-            .collect(),
-        Some(exprs) => exprs,
-    };
-    let reordered = order.iter().map(|&j| exprs[j].clone()).collect();
-    (Some(reordered), schema)
 }
 
 /// SPEC 2.6: every key type must be orderable; our ARRAYs are not accepted as keys.

@@ -4,7 +4,7 @@
 
 use super::cursor::{invalid, syntax};
 use super::syntax::ColumnDecl;
-use crate::expr::parse_type;
+use crate::expr::{parse_type, Expr};
 use crate::value::{Column, Schema};
 use crate::Result;
 
@@ -142,4 +142,105 @@ pub(crate) fn check_declared_by_name(
         return Err(invalid(table_line, message));
     }
     Ok(())
+}
+
+/// The projection and schema in the declared order (names as declared; the types agree, as
+/// `check_declared_by_name` made sure). `SELECT *` stays `None` when the order is the input's.
+pub(crate) fn declared_order(
+    declared: &[ColumnDecl],
+    projection: Option<Vec<Expr>>,
+    produced: &Schema,
+    input: &Schema,
+) -> (Option<Vec<Expr>>, Schema) {
+    let order: Vec<usize> = declared
+        .iter()
+        .filter_map(|d| produced.index_of(&d.name.text))
+        .collect();
+    let columns = declared
+        .iter()
+        .zip(&order)
+        .map(|(d, &j)| Column {
+            name: d.name.text.clone(),
+            ty: produced.columns[j].ty.clone(),
+        })
+        .collect();
+    let schema = Schema { columns };
+    let identity = order.iter().enumerate().all(|(n, &j)| n == j);
+    let exprs = match projection {
+        None if identity => return (None, schema),
+        None => input
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Expr::column(i, c))
+            .collect(),
+        Some(exprs) => exprs,
+    };
+    let reordered = order.iter().map(|&j| exprs[j].clone()).collect();
+    (Some(reordered), schema)
+}
+
+/// An append flow's rows stored `BY NAME` into the declared columns: each declared column takes
+/// the produced column of its name, cast by Spark's ANSI store assignment where the types
+/// differ ([`Expr::stored_as`]); a declared column nothing produces, a produced one nothing
+/// declares, or a type that does not fit is an error at the table's line. Returns the
+/// projection (`None` when the input passes unchanged) and the declared schema.
+pub(crate) fn stored_by_name(
+    declared: &[ColumnDecl],
+    projection: Option<Vec<Expr>>,
+    produced: &Schema,
+    input: &Schema,
+    (table, line): (&str, u64),
+) -> Result<(Option<Vec<Expr>>, Schema)> {
+    let context = format!("CREATE STREAMING TABLE {table}");
+    let writer = "the append flow's query";
+    let mut exprs = Vec::with_capacity(declared.len());
+    for (n, decl) in declared.iter().enumerate() {
+        if declared[..n]
+            .iter()
+            .any(|d| d.name.text.eq_ignore_ascii_case(&decl.name.text))
+        {
+            let message = format!("{context}: column `{}` is declared twice", decl.name.text);
+            return Err(invalid(decl.name.line, message));
+        }
+        let Some(j) = produced.index_of(&decl.name.text) else {
+            let message = format!(
+                "{context}: declared column `{}` is not produced by {writer} (it produces {produced})",
+                decl.name.text
+            );
+            return Err(invalid(decl.name.line, message));
+        };
+        let expr = match &projection {
+            Some(exprs) => exprs[j].clone(),
+            None => Expr::column(j, &input.columns[j]),
+        };
+        let from = expr.ty().clone();
+        let stored = expr.stored_as(&decl.ty).ok_or_else(|| {
+            let message = format!(
+                "{context}: column `{}` is declared {} but {writer} produces {from}, which does not fit; CAST it",
+                decl.name.text, decl.ty
+            );
+            invalid(decl.name.line, message)
+        })?;
+        exprs.push(stored);
+    }
+    if let Some(extra) = (produced.columns.iter()).find(|c| {
+        !declared
+            .iter()
+            .any(|d| d.name.text.eq_ignore_ascii_case(&c.name))
+    }) {
+        let message = format!(
+            "{context}: {writer} produces `{}`, which the table does not declare",
+            extra.name
+        );
+        return Err(invalid(line, message));
+    }
+    let schema = Schema::new(declared.iter().map(|d| (d.name.text.clone(), d.ty.clone())));
+    let unchanged = projection.is_none()
+        && exprs
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e.column_index() == Some(i))
+        && schema == *input;
+    Ok((if unchanged { None } else { Some(exprs) }, schema))
 }

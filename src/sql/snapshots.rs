@@ -177,6 +177,10 @@ fn resolve(cx: &Context, query: &Located<Query>) -> Result<Resolved> {
             let message = "a snapshot flow reads a warehouse table directly";
             return Err(crate::Error::new(crate::ErrorKind::Internal, message));
         }
+        From::Values { line, .. } => {
+            let message = "FROM SNAPSHOT: VALUES is not a source of snapshots; read a table or read_files(...)";
+            return Err(invalid(*line, message));
+        }
         From::Table(table) => {
             let i = cx.source_table(table, "FROM SNAPSHOT")?;
             let source = SnapshotSource::Table { table: i };

@@ -7,7 +7,7 @@ use super::catalog::Catalog;
 use super::cursor::{in_clause, invalid, syntax, Name};
 use super::expectations::compile_expectations;
 use super::paths::Paths;
-use super::schema::{check_declared, parse_schema_text};
+use super::schema::{check_declared, parse_schema_text, stored_by_name};
 use super::syntax::{From, Located, Query, ReadFiles, SelectItem};
 use crate::expr::{compile, Expr};
 use crate::plan::{Format, SourceInput, SourceTable};
@@ -37,7 +37,7 @@ pub(crate) fn build_sources(
 fn upstream(catalog: &Catalog, i: usize) -> Option<&Name> {
     match &catalog.tables[i].query.as_ref()?.from {
         From::Table(name) => Some(name),
-        From::ReadFiles(_) | From::Warehouse { .. } => None,
+        From::ReadFiles(_) | From::Warehouse { .. } | From::Values { .. } => None,
     }
 }
 
@@ -106,6 +106,11 @@ fn build_one(
             };
             (input, table.schema().clone())
         }
+        From::Values {
+            rows,
+            columns,
+            line,
+        } => values(rows, columns, *line)?,
         From::Table(name) => {
             // `visit` put the upstream table earlier in `order`, so it is built already.
             let upstream = catalog.resolve(name, "FROM")?;
@@ -123,9 +128,17 @@ fn build_one(
         Some(f) => Some(predicate("WHERE", f, &input_schema)?),
         None => None,
     };
-    if let Some(declared) = &stmt.columns {
-        check_declared(declared, &schema, &stmt.name.text, "the query", stmt.line)?;
-    }
+    let (projection, schema) = match &stmt.columns {
+        Some(declared) if stmt.by_name => {
+            let table = (stmt.name.text.as_str(), stmt.line);
+            stored_by_name(declared, projection, &schema, &input_schema, table)?
+        }
+        Some(declared) => {
+            check_declared(declared, &schema, &stmt.name.text, "the query", stmt.line)?;
+            (projection, schema)
+        }
+        None => (projection, schema),
+    };
     let rows = format!("the rows of `{}`", stmt.name.text);
     Ok(SourceTable {
         expectations: compile_expectations(&stmt.constraints, &schema, &rows)?,
@@ -134,8 +147,35 @@ fn build_one(
         input,
         projection,
         filter,
+        once: stmt.once,
         line: stmt.line,
     })
+}
+
+/// `VALUES` rows, evaluated now: each column typed by the values it holds (as `scdflow sql`
+/// types a `VALUES` list), named by the alias.
+fn values(
+    rows: &[Vec<sqlparser::ast::Expr>],
+    columns: &[Name],
+    line: u64,
+) -> Result<(SourceInput, Schema)> {
+    let relation = crate::warehouse::select::values_relation(rows)
+        .map_err(|e| in_clause("VALUES", e, line))?;
+    let schema = Schema::new(
+        (columns.iter().zip(&relation.schema.columns)).map(|(n, c)| (n.text.clone(), c.ty.clone())),
+    );
+    if let Some(c) = schema.columns.iter().find(|c| c.ty == DataType::Null) {
+        let message = format!(
+            "VALUES: column `{}` holds only NULL; write CAST(NULL AS type)",
+            c.name
+        );
+        return Err(invalid(line, message));
+    }
+    let input = SourceInput::Values {
+        rows: relation.rows,
+        schema: schema.clone(),
+    };
+    Ok((input, schema))
 }
 
 fn internal(message: &str) -> crate::Error {

@@ -68,6 +68,8 @@ fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
         constraints,
         properties,
         query: None,
+        once: false,
+        by_name: false,
         flow: None,
     };
     if c.eat_words(&["AS"]) {
@@ -105,12 +107,12 @@ fn flow(c: &mut Cursor, line: u64) -> Result<FlowStmt> {
     }
     c.expect_words(&["AS"], "CREATE FLOW")?;
     if c.is_word_at(0, "INSERT") {
-        let (target, replace) = insert_flow(c)?;
+        let (target, body) = insert_flow(c)?;
         return Ok(FlowStmt {
             name,
             line,
             target,
-            body: FlowBody::Replace(Box::new(replace)),
+            body,
         });
     }
     auto_cdc(c, "CREATE FLOW ... AS")?;

@@ -32,8 +32,14 @@ pub(crate) struct TableStmt {
     pub(crate) constraints: Vec<ConstraintDecl>,
     /// `TBLPROPERTIES` as `(key, value, line)`.
     pub(crate) properties: Vec<(String, String, u64)>,
-    /// `AS SELECT ...`: the table is an append-only source.
+    /// `AS SELECT ...` (or its one append flow's query): the table is an append-only source.
     pub(crate) query: Option<Query>,
+    /// Whether the query runs once (an `INSERT INTO ONCE` flow): only until a durable state
+    /// has committed.
+    pub(crate) once: bool,
+    /// Whether the query's columns meet the declared ones by name (an append flow's `BY
+    /// NAME`), not in order.
+    pub(crate) by_name: bool,
     /// `FLOW AUTO CDC ...` or `FLOW REPLACE USING ...`: the table is a target with one flow of
     /// the same name.
     pub(crate) flow: Option<FlowBody>,
@@ -91,6 +97,13 @@ pub(crate) enum From {
         /// Read by a snapshot flow: each run takes the latest version whole.
         snapshots: bool,
     },
+    /// `VALUES (...), (...) [AS] t(a, b, ...)`: rows written in the pipeline.
+    Values {
+        rows: Vec<Vec<ast::Expr>>,
+        /// The alias's column names (`col1`, `col2`, ... when none).
+        columns: Vec<Name>,
+        line: u64,
+    },
 }
 
 /// `read_files('path', format => ..., header => ..., schema => ...)`.
@@ -121,6 +134,15 @@ pub(crate) enum FlowBody {
     AutoCdc(Box<CdcClauses>),
     /// `INSERT INTO t BY NAME REPLACE USING (...) SEQUENCE BY s SELECT ...`.
     Replace(Box<ReplaceUsing>),
+    /// `INSERT [ONCE] INTO t BY NAME SELECT ...`: an append flow.
+    Append(Box<Append>),
+}
+
+/// An append flow: its query's rows are appended to a streaming table.
+#[derive(Debug)]
+pub(crate) struct Append {
+    pub(crate) once: bool,
+    pub(crate) query: Query,
 }
 
 /// The pieces of a REPLACE USING flow.

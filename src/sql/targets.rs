@@ -141,6 +141,7 @@ fn exclusive(stmt: &FlowStmt) -> Option<&'static str> {
         }
         FlowBody::AutoCdc(_) => None,
         FlowBody::Replace(_) => Some("a REPLACE USING flow must be the only flow into its target"),
+        FlowBody::Append(_) => None,
     }
 }
 
@@ -188,6 +189,10 @@ fn build_one(
             built.replace_flows.push(flow);
             Ok((kind, shape))
         }
+        FlowBody::Append(_) => Err(crate::Error::new(
+            crate::ErrorKind::Internal,
+            "an append flow was not folded into its table",
+        )),
     }
 }
 

@@ -67,6 +67,10 @@ pub(crate) fn versioned(
             };
             (input, table.schema().clone(), name.clone())
         }
+        From::Values { line, .. } => {
+            let message = "WITH VERSION: the snapshot query reads VALUES; a versioned snapshot reads a warehouse table or read_files(...) whole";
+            return Err(invalid(*line, message));
+        }
         From::Table(table) => {
             let message = format!(
                 "WITH VERSION: the snapshot query reads `{}`, a streaming table of the pipeline; a versioned snapshot reads a warehouse table or read_files(...) whole",

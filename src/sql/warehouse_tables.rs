@@ -127,6 +127,11 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
                     resolve(name, false)?;
                 }
             }
+            FlowBody::Append(append) => {
+                if let From::Table(name) = &mut append.query.from {
+                    resolve(name, false)?;
+                }
+            }
         }
     }
     for table in found {
@@ -171,6 +176,8 @@ fn implicit(name: &str, dir: std::path::PathBuf, line: u64, snapshots: bool) -> 
             streamed: true,
             filter: None,
         }),
+        once: false,
+        by_name: false,
         flow: None,
     }
 }

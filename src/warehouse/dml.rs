@@ -8,9 +8,10 @@
 //! `DELETE ... USING`, `RETURNING`, `LIMIT`, `ORDER BY`, tuple assignments and partitions.
 
 use super::select::{compiled, evaluation, open, packed, table_name, unsupported};
-use super::statements::{fits, Outcome};
+use super::statements::Outcome;
 use super::Warehouse;
 use crate::delta::{Fate, Rewrite, Rewritten, Table};
+use crate::expr::store_assignable;
 use crate::expr::Expr;
 use crate::value::{DataType, Datum, Schema};
 use crate::{Error, ErrorKind, Result};
@@ -42,7 +43,7 @@ pub(super) fn update(warehouse: &Warehouse, update: &ast::Update) -> Result<Outc
         };
         let expr = compiled(&assignment.value, &schema, "SET")?;
         let into = &schema.columns[at];
-        if !fits(expr.ty(), &into.ty) {
+        if !store_assignable(expr.ty(), &into.ty) {
             let message = format!(
                 "SET: column `{}` is {}, `{}` is {}; CAST it",
                 into.name,

@@ -111,7 +111,7 @@ fn with_ctes<'s>(env: &Env<'s>, with: &ast::With) -> Result<Env<'s>> {
 
 fn body(env: &Env, body: &SetExpr) -> Result<Relation> {
     match body {
-        SetExpr::Values(values) => values_list(&values.rows),
+        SetExpr::Values(values) => values_relation(&values.rows),
         SetExpr::Query(q) => query_in(env, q),
         SetExpr::Select(select) => select_from(env, select),
         SetExpr::SetOperation { op, .. } => Err(unsupported(&op.to_string())),
@@ -331,7 +331,7 @@ pub(crate) fn open(warehouse: &Warehouse, name: &TableName) -> Result<Table> {
 }
 
 /// `VALUES (...), (...)`: columns `col1`... typed by the values they hold.
-fn values_list(rows: &[Vec<ast::Expr>]) -> Result<Relation> {
+pub fn values_relation(rows: &[Vec<ast::Expr>]) -> Result<Relation> {
     let width = rows.first().map_or(0, Vec::len);
     let empty = Schema::default();
     let mut values: Vec<Vec<Value>> = Vec::with_capacity(rows.len());

@@ -16,8 +16,8 @@ use super::select::{self, name_parts, open, packed, table_name, unsupported, Rel
 use super::Warehouse;
 use crate::delta::Table;
 use crate::expr::depth::{is_operator, MAX_EXPR_OPERATORS};
-use crate::expr::parse_type;
-use crate::value::{DataType, Row, Schema, Value};
+use crate::expr::{parse_type, store_assignable};
+use crate::value::{Row, Schema, Value};
 use crate::{Error, ErrorKind, Result};
 use sqlparser::ast::{self, Spanned, Statement};
 use sqlparser::dialect::DatabricksDialect;
@@ -338,7 +338,7 @@ fn check_types(given: &Schema, table: &Schema, sources: &[Option<usize>]) -> Res
     for (column, source) in table.columns.iter().zip(sources) {
         let Some(i) = source else { continue };
         let from = &given.columns[*i].ty;
-        if !fits(from, &column.ty) {
+        if !store_assignable(from, &column.ty) {
             let message = format!(
                 "column `{}` is {}, the query gives {from}; CAST it",
                 column.name, column.ty
@@ -347,19 +347,6 @@ fn check_types(given: &Schema, table: &Schema, sources: &[Option<usize>]) -> Res
         }
     }
     Ok(())
-}
-
-/// Whether a value of type `from` may go into a column of type `into` (Spark's ANSI store
-/// assignment, see [`check_types`]).
-pub(super) fn fits(from: &DataType, into: &DataType) -> bool {
-    from == into
-        || from == &DataType::Null
-        || (from.is_numeric() && into.is_numeric())
-        || matches!(
-            (from, into),
-            (DataType::Date, DataType::Timestamp)
-                | (DataType::String, DataType::Date | DataType::Timestamp)
-        )
 }
 
 fn drop_tables(

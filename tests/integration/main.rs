@@ -36,6 +36,8 @@ mod warehouse;
 mod warehouse_dml;
 // AUTO CDC FROM SNAPSHOT ... WITH VERSION, seed 000 verbatim; queries in scdflow sql.
 mod snapshot_versions;
+// Append flows (INSERT INTO [ONCE] t BY NAME SELECT ...), seed 003's VALUES source verbatim.
+mod append_flows;
 // Parquet files as a source (read_files format => parquet).
 mod parquet_input;
 // Mutated pipelines, inputs and states: no panic or hang, one error line, outputs untouched.
