@@ -304,20 +304,21 @@ fn derive(pipeline: &Pipeline, first: usize, commit: &mut SourceCommit) -> Resul
         .map(|t| usize::from(read_by_flows(pipeline, t)))
         .collect();
     for table in &pipeline.tables {
-        if let SourceInput::Table(parent) = table.input {
+        for &parent in table.input.parents() {
             reads[parent] += 1;
         }
     }
     for (t, table) in pipeline.tables.iter().enumerate().skip(first + 1) {
-        if let SourceInput::Table(parent) = table.input {
+        let mut input = Vec::new();
+        for &parent in table.input.parents() {
             reads[parent] -= 1;
-            if !commit.rows[parent].is_empty() {
-                let input = match reads[parent] {
-                    0 => std::mem::take(&mut commit.rows[parent]),
-                    _ => commit.rows[parent].clone(),
-                };
-                commit.rows[t] = shape(pipeline, t, input, commit)?;
+            match reads[parent] {
+                0 => input.append(&mut commit.rows[parent]),
+                _ => input.extend_from_slice(&commit.rows[parent]),
             }
+        }
+        if !input.is_empty() {
+            commit.rows[t] = shape(pipeline, t, input, commit)?;
         }
     }
     Ok(())
@@ -343,6 +344,7 @@ fn shape(
     let input_schema = match &table.input {
         SourceInput::Files { file_schema, .. } => file_schema,
         SourceInput::Table(parent) => &pipeline.tables[*parent].schema,
+        SourceInput::Union(_) => &table.schema,
         SourceInput::Delta { .. } => &table.schema,
         SourceInput::Values { schema, .. } => schema,
     };

@@ -61,6 +61,9 @@ pub enum SourceInput {
     },
     /// `FROM STREAM(other)`: index into [`Pipeline::tables`].
     Table(usize),
+    /// The rows of several tables (indices into [`Pipeline::tables`]), already in this
+    /// table's schema: the append flows into one streaming table, each an implicit table.
+    Union(Vec<usize>),
     /// `VALUES` rows written in the pipeline: one commit, read once.
     Values {
         /// The rows, laid out as `schema`.
@@ -80,6 +83,17 @@ pub enum SourceInput {
         /// Whether the table is read as snapshots (else as a stream of appends).
         snapshots: bool,
     },
+}
+
+impl SourceInput {
+    /// The tables whose rows this input reads (none for files, values and Delta tables).
+    pub fn parents(&self) -> &[usize] {
+        match self {
+            SourceInput::Table(p) => std::slice::from_ref(p),
+            SourceInput::Union(ps) => ps,
+            _ => &[],
+        }
+    }
 }
 
 /// An append-only streaming table.

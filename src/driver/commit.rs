@@ -9,8 +9,7 @@ use super::Quarantined;
 use crate::ingest::{self, SourceCommit};
 use crate::io::{self, RowError, SourceRow};
 use crate::plan::{
-    CdcFlow, Expectation, Pipeline, ReplaceFlow, SnapshotFlow, SnapshotSource, SourceInput,
-    TargetKind,
+    CdcFlow, Expectation, Pipeline, ReplaceFlow, SnapshotFlow, SnapshotSource, TargetKind,
 };
 use crate::prepare::to_event;
 use crate::runtime::{CommitEvents, Snapshot};
@@ -229,9 +228,7 @@ fn involved(pipeline: &Pipeline, first: usize) -> Vec<bool> {
     let mut involved = vec![false; pipeline.tables.len()];
     involved[first] = true;
     for (t, table) in pipeline.tables.iter().enumerate().skip(first + 1) {
-        if let SourceInput::Table(parent) = table.input {
-            involved[t] = involved[parent];
-        }
+        involved[t] = table.input.parents().iter().any(|&p| involved[p]);
     }
     involved
 }

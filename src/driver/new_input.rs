@@ -397,9 +397,7 @@ pub(crate) fn feeds_periodic_snapshot(pipeline: &Pipeline, t: usize) -> bool {
     let mut reached = vec![false; pipeline.tables.len()];
     reached[t] = true;
     for (i, table) in pipeline.tables.iter().enumerate().skip(t + 1) {
-        if let SourceInput::Table(parent) = table.input {
-            reached[i] = reached[parent];
-        }
+        reached[i] = table.input.parents().iter().any(|&p| reached[p]);
     }
     pipeline
         .snapshot_flows

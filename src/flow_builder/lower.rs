@@ -216,7 +216,8 @@ fn table_stmt(table: &str, query: Option<Query>) -> TableStmt {
         properties: Vec::new(),
         query,
         once: false,
-        by_name: false,
+        append_flow: None,
+        appended: Vec::new(),
         flow: None,
     }
 }

@@ -1,35 +1,32 @@
-//! Append flows (`CREATE FLOW f AS INSERT [ONCE] INTO t BY NAME SELECT ...`): the flow's query
-//! becomes its streaming table's query, as if the table had been declared `AS SELECT ...`, so
-//! the table is a source like any other (its declared columns checked against the query by
-//! name, its rows read by the flows reading it).
+//! Append flows (`CREATE FLOW f AS INSERT [ONCE] INTO t BY NAME SELECT ...`). A table one
+//! append flow writes takes the flow's query as its own, as if declared `AS SELECT ...`. A
+//! table several write is their union: each flow becomes an implicit table `t+f` with the
+//! flow's query (stored by name into `t`'s declared columns), and `t` reads them all. Either
+//! way the table is a source like any other: its constraints checked on its rows, its rows
+//! read by the flows reading it.
 //!
-//! Invariant: after [`fold`], no append flow is left in the catalog, and a table written by one
-//! is written by nothing else. Limits: one append flow per table (several flows into one table,
-//! a union, are refused by name); a table declared `AS SELECT ...` takes no append flow.
+//! Invariant: after [`fold`], no append flow is left in the catalog, and a table written by
+//! append flows is written by nothing else. A table declared `AS SELECT ...` takes no append
+//! flow. An implicit table's name holds a `+`, so it cannot be a name the pipeline declares
+//! without backquotes; one it does declare is refused as declared twice.
 
 use super::catalog::Catalog;
-use super::cursor::invalid;
-use super::syntax::FlowBody;
+use super::cursor::{invalid, Name};
+use super::syntax::{Append, FlowBody, TableStmt};
 use crate::Result;
 
 /// Folds every append flow of `catalog` into the table it writes.
 pub(crate) fn fold(catalog: &mut Catalog) -> Result<()> {
     let mut kept = Vec::new();
-    let mut folded: Vec<(usize, String, u64)> = Vec::new();
+    // Per written table (catalog index): its append flows, with their names and lines.
+    let mut appends: Vec<(usize, Vec<(Name, u64, Append)>)> = Vec::new();
     for flow in std::mem::take(&mut catalog.flows) {
         let FlowBody::Append(append) = flow.body else {
             kept.push(flow);
             continue;
         };
         let t = catalog.resolve(&flow.target, "INSERT INTO")?;
-        let table = &mut catalog.tables[t];
-        if let Some((_, first, line)) = folded.iter().find(|(f, _, _)| *f == t) {
-            let message = format!(
-                "INSERT INTO: flows `{first}` (line {line}) and `{}` both append to `{}`; several append flows into one table are not supported yet",
-                flow.name.text, table.name.text
-            );
-            return Err(invalid(flow.line, message));
-        }
+        let table = &catalog.tables[t];
         if table.query.is_some() {
             let message = format!(
                 "INSERT INTO: `{}` is defined by its AS SELECT query (line {}); an append flow cannot also write it",
@@ -37,21 +34,58 @@ pub(crate) fn fold(catalog: &mut Catalog) -> Result<()> {
             );
             return Err(invalid(flow.line, message));
         }
-        table.query = Some(append.query);
-        table.once = append.once;
-        table.by_name = true;
-        folded.push((t, flow.name.text.clone(), flow.line));
+        let entry = (flow.name, flow.line, *append);
+        match appends.iter_mut().find(|(i, _)| *i == t) {
+            Some((_, flows)) => flows.push(entry),
+            None => appends.push((t, vec![entry])),
+        }
     }
     for flow in &kept {
         let t = catalog.table(&flow.target.text);
-        if let Some((_, appender, line)) = folded.iter().find(|(f, _, _)| Some(*f) == t) {
+        if let Some((_, flows)) = appends.iter().find(|(i, _)| Some(*i) == t) {
+            let (appender, line, _) = &flows[0];
             let message = format!(
-                "INTO: `{}` is a streaming table the append flow `{appender}` (line {line}) writes; an AUTO CDC or REPLACE USING flow writes a table of its own",
-                flow.target.text
+                "INTO: `{}` is a streaming table the append flow `{}` (line {line}) writes; an AUTO CDC or REPLACE USING flow writes a table of its own",
+                flow.target.text, appender.text
             );
             return Err(invalid(flow.line, message));
         }
     }
     catalog.flows = kept;
+    for (t, mut flows) in appends {
+        if flows.len() == 1 {
+            let (name, _, append) = flows.pop().expect("one flow");
+            let table = &mut catalog.tables[t];
+            table.query = Some(append.query);
+            table.once = append.once;
+            table.append_flow = Some(format!("flow `{}` into `{}`", name.text, table.name.text));
+            continue;
+        }
+        let mut implicit = Vec::with_capacity(flows.len());
+        for (name, line, append) in flows {
+            let table = &catalog.tables[t];
+            let text = format!("{}+{}", table.name.text, name.text);
+            implicit.push(TableStmt {
+                name: Name {
+                    text,
+                    line,
+                    qualifier: Vec::new(),
+                },
+                line,
+                columns: table.columns.clone(),
+                constraints: Vec::new(),
+                properties: Vec::new(),
+                query: Some(append.query),
+                once: append.once,
+                append_flow: Some(format!("flow `{}` into `{}`", name.text, table.name.text)),
+                appended: Vec::new(),
+                flow: None,
+            });
+        }
+        catalog.tables[t].appended = implicit.iter().map(|s| s.name.clone()).collect();
+        for stmt in implicit {
+            catalog.add_table(stmt)?;
+        }
+    }
     Ok(())
 }

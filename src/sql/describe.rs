@@ -63,6 +63,12 @@ fn source(out: &mut String, t: &SourceTable, p: &Pipeline, base: &Path) {
             let name = p.tables.get(*i).map_or("?", |u| u.name.as_str());
             let _ = writeln!(out, "  input: stream of {name}");
         }
+        SourceInput::Union(parents) => {
+            let names: Vec<&str> = (parents.iter())
+                .map(|&i| p.tables.get(i).map_or("?", |u| u.name.as_str()))
+                .collect();
+            let _ = writeln!(out, "  input: the append flows {}", names.join(", "));
+        }
         SourceInput::Values { rows, schema } => {
             let once = if t.once { ", once" } else { "" };
             let _ = writeln!(out, "  input: VALUES, {} rows ({schema}){once}", rows.len());

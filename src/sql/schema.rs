@@ -183,17 +183,18 @@ pub(crate) fn declared_order(
 /// An append flow's rows stored `BY NAME` into the declared columns: each declared column takes
 /// the produced column of its name, cast by Spark's ANSI store assignment where the types
 /// differ ([`Expr::stored_as`]); a declared column nothing produces, a produced one nothing
-/// declares, or a type that does not fit is an error at the table's line. Returns the
+/// declares, or a type that does not fit is an error (at the column's line, or the flow's).
+/// `flow` names the flow in messages. Returns the
 /// projection (`None` when the input passes unchanged) and the declared schema.
 pub(crate) fn stored_by_name(
     declared: &[ColumnDecl],
     projection: Option<Vec<Expr>>,
     produced: &Schema,
     input: &Schema,
-    (table, line): (&str, u64),
+    (flow, line): (&str, u64),
 ) -> Result<(Option<Vec<Expr>>, Schema)> {
-    let context = format!("CREATE STREAMING TABLE {table}");
-    let writer = "the append flow's query";
+    let context = format!("INSERT INTO: {flow}");
+    let writer = "its query";
     let mut exprs = Vec::with_capacity(declared.len());
     for (n, decl) in declared.iter().enumerate() {
         if declared[..n]

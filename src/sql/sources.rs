@@ -33,11 +33,13 @@ pub(crate) fn build_sources(
     Ok((tables, order))
 }
 
-/// The catalog table `name` reads from, when it reads another table.
-fn upstream(catalog: &Catalog, i: usize) -> Option<&Name> {
-    match &catalog.tables[i].query.as_ref()?.from {
-        From::Table(name) => Some(name),
-        From::ReadFiles(_) | From::Warehouse { .. } | From::Values { .. } => None,
+/// The catalog tables table `i` reads from: the one its query streams, or its append flows'.
+fn upstream(catalog: &Catalog, i: usize) -> Vec<&Name> {
+    let table = &catalog.tables[i];
+    match table.query.as_ref().map(|q| &q.from) {
+        Some(From::Table(name)) => vec![name],
+        Some(_) => Vec::new(),
+        None => table.appended.iter().collect(),
     }
 }
 
@@ -48,13 +50,13 @@ fn visit(
     visiting: &mut Vec<usize>,
     order: &mut Vec<usize>,
 ) -> Result<()> {
-    if order.contains(&i) || catalog.tables[i].query.is_none() {
+    if order.contains(&i) || !catalog.tables[i].is_source() {
         return Ok(());
     }
     visiting.push(i);
-    if let Some(name) = upstream(catalog, i) {
+    for name in upstream(catalog, i) {
         let j = catalog.resolve(name, "FROM")?;
-        if catalog.tables[j].query.is_none() {
+        if !catalog.tables[j].is_source() {
             let message = format!(
                 "FROM: `{}` is maintained by AUTO CDC flows, not an append-only stream; read its source instead",
                 catalog.tables[j].name.text
@@ -89,7 +91,7 @@ fn build_one(
 ) -> Result<SourceTable> {
     let stmt = &catalog.tables[i];
     let Some(query) = stmt.query.as_ref() else {
-        return Err(internal("a target table was built as a source"));
+        return union(catalog, i, built, order);
     };
     let (input, input_schema) = match &query.from {
         From::ReadFiles(spec) => read_files(spec, paths)?,
@@ -129,9 +131,15 @@ fn build_one(
         None => None,
     };
     let (projection, schema) = match &stmt.columns {
-        Some(declared) if stmt.by_name => {
-            let table = (stmt.name.text.as_str(), stmt.line);
-            stored_by_name(declared, projection, &schema, &input_schema, table)?
+        Some(declared) if stmt.append_flow.is_some() => {
+            let flow = stmt.append_flow.as_deref().unwrap_or_default();
+            stored_by_name(
+                declared,
+                projection,
+                &schema,
+                &input_schema,
+                (flow, stmt.line),
+            )?
         }
         Some(declared) => {
             check_declared(declared, &schema, &stmt.name.text, "the query", stmt.line)?;
@@ -176,6 +184,50 @@ fn values(
         schema: schema.clone(),
     };
     Ok((input, schema))
+}
+
+/// A table several append flows write: the union of their implicit tables, which each give
+/// the same columns (stored by name into the declared ones, or, undeclared, the same as the
+/// first flow's).
+fn union(
+    catalog: &Catalog,
+    i: usize,
+    built: &[SourceTable],
+    order: &[usize],
+) -> Result<SourceTable> {
+    let stmt = &catalog.tables[i];
+    if stmt.appended.is_empty() {
+        return Err(internal("a target table was built as a source"));
+    }
+    let mut parents = Vec::with_capacity(stmt.appended.len());
+    for name in &stmt.appended {
+        let j = catalog.resolve(name, "INSERT INTO")?;
+        let p = (order.iter().position(|&o| o == j))
+            .filter(|&p| p < built.len())
+            .ok_or_else(|| internal("source tables are out of dependency order"))?;
+        parents.push(p);
+    }
+    let schema = built[parents[0]].schema.clone();
+    for &p in &parents[1..] {
+        if built[p].schema != schema {
+            let message = format!(
+                "INSERT INTO {}: its append flows produce different columns, ({schema}) and ({}); declare the table's columns, which each flow meets by name",
+                stmt.name.text, built[p].schema
+            );
+            return Err(invalid(built[p].line, message));
+        }
+    }
+    let rows = format!("the rows of `{}`", stmt.name.text);
+    Ok(SourceTable {
+        expectations: compile_expectations(&stmt.constraints, &schema, &rows)?,
+        name: stmt.name.text.clone(),
+        schema,
+        input: SourceInput::Union(parents),
+        projection: None,
+        filter: None,
+        once: false,
+        line: stmt.line,
+    })
 }
 
 fn internal(message: &str) -> crate::Error {

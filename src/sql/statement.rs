@@ -69,7 +69,8 @@ fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
         properties,
         query: None,
         once: false,
-        by_name: false,
+        append_flow: None,
+        appended: Vec::new(),
         flow: None,
     };
     if c.eat_words(&["AS"]) {

@@ -37,9 +37,12 @@ pub(crate) struct TableStmt {
     /// Whether the query runs once (an `INSERT INTO ONCE` flow): only until a durable state
     /// has committed.
     pub(crate) once: bool,
-    /// Whether the query's columns meet the declared ones by name (an append flow's `BY
-    /// NAME`), not in order.
-    pub(crate) by_name: bool,
+    /// The append flow whose query this is, as messages name it (`` flow `f` into `t` ``):
+    /// its columns meet the declared ones by name (`BY NAME`), not in order.
+    pub(crate) append_flow: Option<String>,
+    /// The implicit tables of the append flows into this table, when there are several: its
+    /// rows are theirs ([`super::append_flows`]).
+    pub(crate) appended: Vec<Name>,
     /// `FLOW AUTO CDC ...` or `FLOW REPLACE USING ...`: the table is a target with one flow of
     /// the same name.
     pub(crate) flow: Option<FlowBody>,
@@ -54,8 +57,16 @@ pub(crate) struct ConstraintDecl {
     pub(crate) action: OnViolation,
 }
 
+impl TableStmt {
+    /// Whether the table is an append-only source (its rows come from a query or append
+    /// flows), not a target of AUTO CDC or REPLACE USING flows.
+    pub(crate) fn is_source(&self) -> bool {
+        self.query.is_some() || !self.appended.is_empty()
+    }
+}
+
 /// A declared column.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct ColumnDecl {
     pub(crate) name: Name,
     pub(crate) ty: DataType,

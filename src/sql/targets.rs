@@ -84,7 +84,7 @@ pub(crate) fn build_targets(
         paths,
     };
     let target_tables: Vec<usize> = (0..catalog.tables.len())
-        .filter(|&i| catalog.tables[i].query.is_none())
+        .filter(|&i| !catalog.tables[i].is_source())
         .collect();
     let mut firsts: Vec<Option<First>> = target_tables.iter().map(|_| None).collect();
     let mut built = Built {
@@ -325,7 +325,7 @@ pub(crate) fn unknown_properties(
     table: &super::syntax::TableStmt,
     warnings: &mut Vec<(u64, String)>,
 ) {
-    let target = table.query.is_none();
+    let target = !table.is_source();
     for (key, value, line) in &table.properties {
         if key.eq_ignore_ascii_case(TOMBSTONE_PROPERTY) {
             continue;

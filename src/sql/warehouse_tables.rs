@@ -177,7 +177,8 @@ fn implicit(name: &str, dir: std::path::PathBuf, line: u64, snapshots: bool) -> 
             filter: None,
         }),
         once: false,
-        by_name: false,
+        append_flow: None,
+        appended: Vec::new(),
         flow: None,
     }
 }

@@ -408,11 +408,11 @@ fn with_version_needs_a_snapshot_of_files_or_a_warehouse_table() {
 fn append_flows_write_a_table_of_their_own_by_name() {
     let cases = [
         (users_flow("CREATE FLOW f AS\nINSERT INTO t SELECT * FROM STREAM(users_cdf);"), 4, "an append flow matches columns BY NAME"),
-        (format!("{USERS}CREATE STREAMING TABLE t;\nCREATE FLOW f AS INSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);\nCREATE FLOW g AS INSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);"), 4, "flows `f` (line 3) and `g` both append to `t`; several append flows into one table are not supported yet"),
+        (format!("{USERS}CREATE STREAMING TABLE t;\nCREATE FLOW f AS INSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);\nCREATE FLOW g AS INSERT INTO t BY NAME SELECT userId FROM STREAM(users_cdf);"), 4, "INSERT INTO t: its append flows produce different columns"),
         (format!("{USERS}CREATE STREAMING TABLE t;\nCREATE FLOW f AS INSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);\nCREATE FLOW g AS AUTO CDC INTO t FROM users_cdf KEYS (userId) SEQUENCE BY sequenceNum;"), 4, "INTO: `t` is a streaming table the append flow `f` (line 3) writes"),
         (format!("{USERS}CREATE FLOW f AS\nINSERT INTO users_cdf BY NAME SELECT * FROM STREAM(users_cdf);"), 2, "`users_cdf` is defined by its AS SELECT query (line 1)"),
-        (format!("{USERS}CREATE STREAMING TABLE t (userId BIGINT,\nname INT);\nCREATE FLOW f AS INSERT INTO t BY NAME SELECT userId, name FROM STREAM(users_cdf);"), 3, "column `name` is declared INT but the append flow's query produces STRING, which does not fit; CAST it"),
-        (format!("{USERS}CREATE STREAMING TABLE t (userId BIGINT);\nCREATE FLOW f AS INSERT INTO t BY NAME SELECT userId, name FROM STREAM(users_cdf);"), 2, "the append flow's query produces `name`, which the table does not declare"),
+        (format!("{USERS}CREATE STREAMING TABLE t (userId BIGINT,\nname INT);\nCREATE FLOW f AS INSERT INTO t BY NAME SELECT userId, name FROM STREAM(users_cdf);"), 3, "INSERT INTO: flow `f` into `t`: column `name` is declared INT but its query produces STRING, which does not fit; CAST it"),
+        (format!("{USERS}CREATE STREAMING TABLE t (userId BIGINT);\nCREATE FLOW f AS INSERT INTO t BY NAME SELECT userId, name FROM STREAM(users_cdf);"), 2, "INSERT INTO: flow `f` into `t`: its query produces `name`, which the table does not declare"),
     ];
     for (sql, line, needle) in cases {
         assert_error(&sql, Validation, line, needle);
