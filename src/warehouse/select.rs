@@ -564,6 +564,6 @@ pub(crate) fn evaluation(clause: &str, why: &str) -> Error {
 }
 
 pub(crate) fn unsupported(what: &str) -> Error {
-    let message = format!("{what} is not supported by scdflow sql");
+    let message = format!("{what} is not supported in scdflow's queries");
     Error::new(ErrorKind::Validation, message)
 }
