@@ -30,6 +30,28 @@ pub struct SourceCommit {
     pub end: Option<ReadFrom>,
 }
 
+impl SourceCommit {
+    /// A commit of `file` with no rows yet, for every table of `pipeline`.
+    fn empty(pipeline: &Pipeline, file: PathBuf) -> Self {
+        SourceCommit {
+            rows: vec![Vec::new(); pipeline.tables.len()],
+            invalid: Vec::new(),
+            expectations: vec![Vec::new(); pipeline.tables.len()],
+            file,
+            end: None,
+        }
+    }
+}
+
+/// Rows that have no lines (a Parquet file's, a Delta table's, `VALUES`), numbered from 1 as
+/// lines are in a text file, so messages can point at them.
+pub(crate) fn numbered(rows: impl IntoIterator<Item = Row>) -> impl Iterator<Item = SourceRow> {
+    (rows.into_iter().enumerate()).map(|(i, row)| SourceRow {
+        line: i as u64 + 1,
+        row,
+    })
+}
+
 /// The input files of `pipeline` in commit order, each with the table it feeds. Listing them
 /// first reports a missing input before anything is read.
 pub fn input_files(pipeline: &Pipeline) -> Result<Vec<(usize, PathBuf)>> {
@@ -96,19 +118,8 @@ pub fn read_commit(
         return read_version(pipeline, t, file, table, version, *snapshots);
     }
     if let SourceInput::Values { rows, .. } = &pipeline.tables[t].input {
-        let mut commit = SourceCommit {
-            rows: vec![Vec::new(); pipeline.tables.len()],
-            invalid: Vec::new(),
-            expectations: vec![Vec::new(); pipeline.tables.len()],
-            file,
-            end: None,
-        };
-        commit.rows[t] = (rows.iter().enumerate())
-            .map(|(i, row)| SourceRow {
-                line: i as u64 + 1,
-                row: row.clone(),
-            })
-            .collect();
+        let mut commit = SourceCommit::empty(pipeline, file);
+        commit.rows[t] = numbered(rows.iter().cloned()).collect();
         derive(pipeline, t, &mut commit)?;
         return Ok(commit);
     }
@@ -124,13 +135,7 @@ pub fn read_commit(
             format!("table `{}` does not read files", pipeline.tables[t].name),
         ));
     };
-    let mut commit = SourceCommit {
-        rows: vec![Vec::new(); pipeline.tables.len()],
-        invalid: Vec::new(),
-        expectations: vec![Vec::new(); pipeline.tables.len()],
-        file,
-        end: None,
-    };
+    let mut commit = SourceCommit::empty(pipeline, file);
     if *format == Format::Parquet {
         let from = match span {
             Span::From(from) => from.offset,
@@ -213,12 +218,7 @@ fn read_parquet(file: &Path, from: u64, schema: &Schema) -> Result<Vec<SourceRow
         return Err(crate::Error::new(crate::ErrorKind::Format, message).in_file(file));
     }
     let rows = crate::delta::read_parquet_file(file, schema)?;
-    Ok((rows.into_iter().enumerate())
-        .map(|(i, row)| SourceRow {
-            line: i as u64 + 1,
-            row,
-        })
-        .collect())
+    Ok(numbered(rows).collect())
 }
 
 /// Reads version `version` of the Delta table at `dir` (table `t`, the warehouse's `name`) as a
@@ -251,19 +251,8 @@ fn read_version(
             return Err(crate::Error::new(crate::ErrorKind::Format, message).in_file(&dir));
         }
     };
-    let mut commit = SourceCommit {
-        rows: vec![Vec::new(); pipeline.tables.len()],
-        invalid: Vec::new(),
-        expectations: vec![Vec::new(); pipeline.tables.len()],
-        file: dir,
-        end: None,
-    };
-    commit.rows[t] = (rows.into_iter().enumerate())
-        .map(|(i, row)| SourceRow {
-            line: i as u64 + 1,
-            row,
-        })
-        .collect();
+    let mut commit = SourceCommit::empty(pipeline, dir);
+    commit.rows[t] = numbered(rows).collect();
     derive(pipeline, t, &mut commit)?;
     Ok(commit)
 }

@@ -87,6 +87,32 @@ pub(crate) fn check_declared(
     Ok(())
 }
 
+/// Where `computed` has declared column `n`, which must be declared once; `context` and
+/// `writer` say where and what computes it, for messages at the column's line.
+fn produced_index(
+    declared: &[ColumnDecl],
+    n: usize,
+    computed: &Schema,
+    context: &str,
+    writer: &str,
+) -> Result<usize> {
+    let decl = &declared[n];
+    if declared[..n]
+        .iter()
+        .any(|d| d.name.text.eq_ignore_ascii_case(&decl.name.text))
+    {
+        let message = format!("{context}: column `{}` is declared twice", decl.name.text);
+        return Err(invalid(decl.name.line, message));
+    }
+    computed.index_of(&decl.name.text).ok_or_else(|| {
+        let message = format!(
+            "{context}: declared column `{}` is not produced by {writer} (it produces {computed})",
+            decl.name.text
+        );
+        invalid(decl.name.line, message)
+    })
+}
+
 /// [`check_declared`] without the order: the same columns, by name, with the same types.
 pub(crate) fn check_declared_by_name(
     declared: &[ColumnDecl],
@@ -97,20 +123,7 @@ pub(crate) fn check_declared_by_name(
 ) -> Result<()> {
     let context = format!("CREATE STREAMING TABLE {table}");
     for (n, decl) in declared.iter().enumerate() {
-        if declared[..n]
-            .iter()
-            .any(|d| d.name.text.eq_ignore_ascii_case(&decl.name.text))
-        {
-            let message = format!("{context}: column `{}` is declared twice", decl.name.text);
-            return Err(invalid(decl.name.line, message));
-        }
-        let Some(i) = computed.index_of(&decl.name.text) else {
-            let message = format!(
-                "{context}: declared column `{}` is not produced by {writer} (it produces {computed})",
-                decl.name.text
-            );
-            return Err(invalid(decl.name.line, message));
-        };
+        let i = produced_index(declared, n, computed, &context, writer)?;
         let column = &computed.columns[i];
         if column.ty != decl.ty {
             let message = format!(
@@ -184,8 +197,8 @@ pub(crate) fn declared_order(
 /// the produced column of its name, cast by Spark's ANSI store assignment where the types
 /// differ ([`Expr::stored_as`]); a declared column nothing produces, a produced one nothing
 /// declares, or a type that does not fit is an error (at the column's line, or the flow's).
-/// `flow` names the flow in messages. Returns the
-/// projection (`None` when the input passes unchanged) and the declared schema.
+/// `flow` names the flow in messages. Returns the projection (`None` when the input passes
+/// unchanged) and the declared schema.
 pub(crate) fn stored_by_name(
     declared: &[ColumnDecl],
     projection: Option<Vec<Expr>>,
@@ -197,20 +210,7 @@ pub(crate) fn stored_by_name(
     let writer = "its query";
     let mut exprs = Vec::with_capacity(declared.len());
     for (n, decl) in declared.iter().enumerate() {
-        if declared[..n]
-            .iter()
-            .any(|d| d.name.text.eq_ignore_ascii_case(&decl.name.text))
-        {
-            let message = format!("{context}: column `{}` is declared twice", decl.name.text);
-            return Err(invalid(decl.name.line, message));
-        }
-        let Some(j) = produced.index_of(&decl.name.text) else {
-            let message = format!(
-                "{context}: declared column `{}` is not produced by {writer} (it produces {produced})",
-                decl.name.text
-            );
-            return Err(invalid(decl.name.line, message));
-        };
+        let j = produced_index(declared, n, produced, &context, writer)?;
         let expr = match &projection {
             Some(exprs) => exprs[j].clone(),
             None => Expr::column(j, &input.columns[j]),

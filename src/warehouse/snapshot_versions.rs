@@ -165,11 +165,7 @@ impl<'a> Queries<'a> {
             VersionedInput::Delta { dir, table } => {
                 let schema = &self.flow.input_schema;
                 let rows = crate::ingest::snapshot_rows(dir, table, None, schema)?;
-                let rows = (rows.into_iter().enumerate())
-                    .map(|(i, row)| SourceRow {
-                        line: i as u64 + 1,
-                        row,
-                    })
+                let rows = crate::ingest::numbered(rows)
                     .filter_map(|row| compiled.apply(row, &[], schema).transpose())
                     .collect();
                 Ok(vec![FileRows {
