@@ -57,22 +57,15 @@ impl Fingerprint {
             let source = match &f.source {
                 SnapshotSource::Files { path, .. } => format!("snapshots `{}`", path.display()),
                 SnapshotSource::Table { table: t } => table(*t),
-                SnapshotSource::Versioned(v) => {
-                    let input = match &v.input {
-                        VersionedInput::Files { path, .. } => format!("files `{}`", path.display()),
-                        VersionedInput::Delta { table, .. } => format!("table {table}"),
-                    };
-                    let filter = v
-                        .filter
-                        .as_ref()
-                        .map_or_else(String::new, |f| format!(" WHERE {f}"));
-                    let select: Vec<String> = v.select.iter().map(ToString::to_string).collect();
-                    format!(
-                        "snapshots SELECT {} FROM {input}{filter} WITH VERSION ({})",
-                        select.join(", "),
-                        v.version_query
-                    )
-                }
+                // Its queries, like filters, govern new input only: they may change.
+                SnapshotSource::Versioned(v) => match &v.input {
+                    VersionedInput::Files { path, .. } => {
+                        format!("versioned snapshots `{}`", path.display())
+                    }
+                    VersionedInput::Delta { table, .. } => {
+                        format!("versioned snapshots of {table}")
+                    }
+                },
             };
             flows.push(FlowPrint {
                 name: f.name.clone(),

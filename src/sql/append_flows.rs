@@ -53,12 +53,14 @@ pub(crate) fn fold(catalog: &mut Catalog) -> Result<()> {
     }
     catalog.flows = kept;
     for (t, mut flows) in appends {
-        if flows.len() == 1 {
-            let (name, _, append) = flows.pop().expect("one flow");
-            let table = &mut catalog.tables[t];
-            table.query = Some(append.query);
-            table.once = append.once;
-            table.append_flow = Some(format!("flow `{}` into `{}`", name.text, table.name.text));
+        if let [_] = flows.as_slice() {
+            if let Some((name, _, append)) = flows.pop() {
+                let table = &mut catalog.tables[t];
+                table.query = Some(append.query);
+                table.once = append.once;
+                table.append_flow =
+                    Some(format!("flow `{}` into `{}`", name.text, table.name.text));
+            }
             continue;
         }
         let mut implicit = Vec::with_capacity(flows.len());

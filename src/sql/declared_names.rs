@@ -8,9 +8,8 @@
 //! run's default catalog and schema (so such pipelines behave as before), else
 //! `catalog.schema.table`, which [`crate::warehouse::Warehouse::target_dirs`] splits again.
 //! With a warehouse, declared names with a dot in a part are refused here, so that split is
-//! exact. A qualified declared name
-//! needs a warehouse; qualified references to anything else are left for the warehouse's
-//! tables ([`super::warehouse_tables`]).
+//! exact. A qualified declared name needs a warehouse; qualified references to anything else
+//! are left for the warehouse's tables ([`super::warehouse_tables`]).
 
 use super::cursor::{invalid, Name};
 use super::syntax::{FlowBody, From, Statement};
