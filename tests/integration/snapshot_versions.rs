@@ -18,6 +18,14 @@ const TARGET: &str = "SELECT * FROM main.cdc_tutorial.target ORDER BY userId, __
 const VERSIONED: &str =
     "SELECT * FROM main.cdc_tutorial.target_versioned ORDER BY userId, __START_AT";
 
+/// A seed flow with `clause` in place of its `WITH VERSION (...)` clause (empty: periodic
+/// snapshots).
+pub(crate) fn with_clause(flow: &str, clause: &str) -> String {
+    let start = flow.find("WITH VERSION (").unwrap();
+    let end = flow.find("KEYS (userId)").unwrap();
+    format!("{}{clause}{}", &flow[..start], &flow[end..])
+}
+
 fn run(cwd: &Path, pipeline: &str, extra: &[&str]) -> String {
     let mut args = vec![
         "run",
@@ -159,15 +167,7 @@ fn the_seeds_version_functions_take_the_snapshot_files_in_version_order() {
 #[test]
 fn version_queries_are_checked_when_planned_and_when_run() {
     let dir = files();
-    let with_version = |query: &str| {
-        let start = FILES_SCD2.find("WITH VERSION (").unwrap();
-        let end = FILES_SCD2.find("KEYS (userId)").unwrap();
-        format!(
-            "{}WITH VERSION ({query})\n{}",
-            &FILES_SCD2[..start],
-            &FILES_SCD2[end..]
-        )
-    };
+    let with_version = |query: &str| with_clause(FILES_SCD2, &format!("WITH VERSION ({query})\n"));
     let line = FILES_SCD2[..FILES_SCD2.find("WITH VERSION (").unwrap()]
         .lines()
         .count()
@@ -227,11 +227,7 @@ fn version_queries_are_checked_when_planned_and_when_run() {
 #[test]
 fn a_version_query_that_ignores_the_last_version_is_skipped_not_repeated() {
     let dir = files();
-    let constant = FILES_SCD2.replace(
-        &FILES_SCD2
-            [FILES_SCD2.find("WITH VERSION (").unwrap()..FILES_SCD2.find("KEYS (userId)").unwrap()],
-        "WITH VERSION (SELECT 2 AS version)\n",
-    );
+    let constant = with_clause(FILES_SCD2, "WITH VERSION (SELECT 2 AS version)\n");
     std::fs::write(dir.path().join("c.sql"), constant).unwrap();
     let durable = [
         "run",

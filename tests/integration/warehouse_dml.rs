@@ -172,9 +172,7 @@ const SNAPSHOT_SCD2: &str = include_str!("../../dataflows/warehouse/snapshot_scd
 
 /// Seed 000's SCD2 snapshot flow without its `WITH VERSION` clause: periodic snapshots.
 fn periodic() -> String {
-    let start = SNAPSHOT_SCD2.find("WITH VERSION (").unwrap();
-    let end = SNAPSHOT_SCD2.find("KEYS (userId)").unwrap();
-    format!("{}{}", &SNAPSHOT_SCD2[..start], &SNAPSHOT_SCD2[end..])
+    crate::snapshot_versions::with_clause(SNAPSHOT_SCD2, "")
 }
 
 /// A warehouse holding seed 000's snapshot sample data (step 1) and the periodic SCD2
