@@ -302,6 +302,8 @@ fn derive(pipeline: &Pipeline, first: usize, commit: &mut SourceCommit) -> Resul
         for &parent in table.input.parents() {
             reads[parent] -= 1;
             match reads[parent] {
+                // One parent (the common case) hands its rows over without a copy.
+                0 if input.is_empty() => input = std::mem::take(&mut commit.rows[parent]),
                 0 => input.append(&mut commit.rows[parent]),
                 _ => input.extend_from_slice(&commit.rows[parent]),
             }
