@@ -9,7 +9,9 @@ Polars (run by .ci/run with a virtual environment that has them).
    deletes) and polars the rows left.
 3. deltalake writes a table in two versions (a create and an append); `scdflow run` reads it by
    its qualified name as a stream, version by version, and its target holds both versions' rows;
-   Polars writes two Parquet files, and `read_files(..., format => 'parquet')` reads them.
+   deltalake writes a table with the change data feed (appends, a delete, an overwrite), and
+   scdflow's `table_changes` reads the changes deltalake's load_cdf reads; Polars writes two
+   Parquet files, and `read_files(..., format => 'parquet')` reads them.
 4. `scdflow run --warehouse` publishes SCD1 and SCD2 targets of a generated workload (many
    commits: deletion vectors, merged files), in one plain run and in durable runs (`--state`)
    as the files arrive: polars and deltalake's query engine read each table as the run without
@@ -123,6 +125,27 @@ def main():
         table = pl.read_delta(str(tmp / "w/main/cdc_tutorial/cities")).sort("userId")
         assert table.rows() == [(1, "Puebla", 2), (2, "Tijuana", 1)], table
         print("scdflow read a table deltalake wrote, version by version")
+
+        # A change data feed deltalake writes (appends, a DELETE with its change-data file, an
+        # overwrite removing files without one), read back by scdflow's table_changes as
+        # deltalake's load_cdf reads it.
+        py_feed = str(tmp / "w/main/cdc_tutorial/py_feed")
+        cdf = {"delta.enableChangeDataFeed": "true"}
+        rows = lambda ids, cities: pa.table({"id": pa.array(ids, pa.int64()), "city": cities})
+        write_deltalake(py_feed, rows([1, 2], ["Oaxaca", "Tijuana"]), configuration=cdf)
+        write_deltalake(py_feed, rows([3], ["Puebla"]), mode="append")
+        DeltaTable(py_feed).delete("id = 2")
+        write_deltalake(py_feed, rows([4], ["Merida"]), mode="overwrite")
+        theirs = pa.table(DeltaTable(py_feed).load_cdf(starting_version=0).read_all()).to_pylist()
+        theirs = sorted((str(r["id"]), r["city"], r["_change_type"], str(r["_commit_version"]))
+                        for r in theirs)
+        ours = run(scdflow, "sql", "--warehouse", "w", "--format", "csv",
+                   "SELECT id, city, _change_type, _commit_version "
+                   "FROM table_changes('main.cdc_tutorial.py_feed', 0)", cwd=tmp)
+        ours = sorted(tuple(line.split(",")) for line in ours.splitlines()[1:])
+        assert ours == theirs, f"scdflow {ours}, deltalake {theirs}"
+        print(f"scdflow's table_changes read the change data feed deltalake wrote as load_cdf "
+              f"does: {len(ours)} changes")
 
         # Parquet files Polars writes, read by a pipeline with read_files(..., 'parquet').
         (tmp / "pq").mkdir()

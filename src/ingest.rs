@@ -7,9 +7,10 @@
 
 use crate::driver::expect::{self, ExpectationCount, Verdict};
 use crate::driver::{ReadFrom, Span};
+use crate::engine::changefeed::{ChangeType, FEED_COLUMNS};
 use crate::expr::Expr;
 use crate::io::{self, RowError, SourceRow};
-use crate::plan::{Format, Pipeline, SnapshotSource, SourceInput};
+use crate::plan::{DeltaRead, Format, Pipeline, SnapshotSource, SourceInput};
 use crate::value::{Packer, Row, Schema, Value};
 use crate::Result;
 use std::path::{Path, PathBuf};
@@ -89,15 +90,44 @@ pub fn delta_inputs(pipeline: &Pipeline) -> Vec<(usize, &Path)> {
         .collect()
 }
 
-/// The versions of Delta source table `t` (at `dir`) a run reads, from version `from` on: each
-/// version that changes data, or, for a table read as snapshots, the newest such one alone.
-pub fn delta_versions(pipeline: &Pipeline, t: usize, dir: &Path, from: u64) -> Result<Vec<u64>> {
+/// The commits a run reads of Delta source table `t` (at `dir`), each a version span, when
+/// `read` versions were read before (`None`: none yet). A stream takes each version that
+/// changes data, from the one after those read, else from its `startingVersion`, else from 0;
+/// a table read as snapshots its newest such version, whole; a change-feed stream without a
+/// starting version begins with the latest version whole (Spark's initial snapshot).
+pub fn delta_versions(
+    pipeline: &Pipeline,
+    t: usize,
+    dir: &Path,
+    read: Option<u64>,
+) -> Result<Vec<Span>> {
     let log = crate::delta::Log::open(dir)?;
-    match pipeline.tables[t].input {
-        SourceInput::Delta {
-            snapshots: true, ..
-        } => Ok(log.last_data_version(from)?.into_iter().collect()),
-        _ => log.data_versions(from),
+    let SourceInput::Delta { read: how, .. } = pipeline.tables[t].input else {
+        let message = format!(
+            "table `{}` does not read a Delta table",
+            pipeline.tables[t].name
+        );
+        return Err(crate::Error::new(crate::ErrorKind::Internal, message));
+    };
+    let each = |from: u64| -> Result<Vec<Span>> {
+        Ok(log
+            .data_versions(from)?
+            .into_iter()
+            .map(Span::Version)
+            .collect())
+    };
+    match how {
+        DeltaRead::Snapshots => {
+            let newest = log.last_data_version(read.unwrap_or(0))?;
+            Ok(newest.map(Span::TableAt).into_iter().collect())
+        }
+        DeltaRead::Appends {
+            starting_version, ..
+        } => each(read.or(starting_version).unwrap_or(0)),
+        DeltaRead::ChangeFeed { starting_version } => match read.or(starting_version) {
+            Some(from) => each(from),
+            None => Ok(vec![Span::TableAt(log.latest_version()?)]),
+        },
     }
 }
 
@@ -108,14 +138,11 @@ pub fn read_commit(
     file: PathBuf,
     span: Span,
 ) -> Result<SourceCommit> {
-    if let (
-        SourceInput::Delta {
-            table, snapshots, ..
-        },
-        Span::Version(version),
-    ) = (&pipeline.tables[t].input, span)
+    if let (SourceInput::Delta { table, read, .. }, Some(version)) =
+        (&pipeline.tables[t].input, span.delta_version())
     {
-        return read_version(pipeline, t, file, table, version, *snapshots);
+        let whole = matches!(span, Span::TableAt(_));
+        return read_version(pipeline, t, (file, table), version, whole, *read);
     }
     if let SourceInput::Values { rows, .. } = &pipeline.tables[t].input {
         let mut commit = SourceCommit::empty(pipeline, file);
@@ -159,7 +186,7 @@ pub fn read_commit(
             from.line,
             to,
         )?,
-        Span::Version(_) => {
+        Span::Version(_) | Span::TableAt(_) => {
             let message = format!(
                 "table `{}` does not read a Delta table",
                 pipeline.tables[t].name
@@ -221,35 +248,64 @@ fn read_parquet(file: &Path, from: u64, schema: &Schema) -> Result<Vec<SourceRow
     Ok(numbered(rows).collect())
 }
 
-/// Reads version `version` of the Delta table at `dir` (table `t`, the warehouse's `name`) as a
-/// commit: the rows it adds, or with `whole` every row the table holds at that version (a
-/// snapshot). Rows are numbered from 1, as lines are in a file. For a stream, a version that is
-/// not an append fails: a stream reads appends only, as Spark's does.
+/// Reads `version` of the Delta table at `dir` (table `t`, the warehouse's `name`) as a commit,
+/// as `read` says: the rows it adds (a stream), its changes (a change-feed stream), or with
+/// `whole` every row the table holds then (a snapshot, or a change-feed stream's first commit,
+/// its rows `insert`s of that version). Rows are numbered from 1, as lines are in a file. For a
+/// stream, a version that is not an append fails, as Spark's does, unless the stream skips
+/// such versions (`skipChangeCommits`).
 fn read_version(
     pipeline: &Pipeline,
     t: usize,
-    dir: PathBuf,
-    name: &str,
+    (dir, name): (PathBuf, &str),
     version: u64,
     whole: bool,
+    read: DeltaRead,
 ) -> Result<SourceCommit> {
     let schema = &pipeline.tables[t].schema;
-    let read = match whole {
-        true => snapshot_rows(&dir, name, Some(version), schema)
-            .map(crate::delta::VersionRows::Appended),
-        false => crate::delta::Log::open(&dir).and_then(|log| log.version_rows(version, schema)),
-    };
-    let rows = match read? {
-        crate::delta::VersionRows::Appended(rows) => rows,
-        crate::delta::VersionRows::Changed(operation) => {
-            let what = operation.map_or_else(|| "a change".to_string(), |o| format!("a {o}"));
-            let message = format!(
-                "version {version} of {name} is {what} that removes rows, not an append: a \
-                 stream of a table reads appended rows only; read the table again from its \
-                 current version (--full-refresh)"
-            );
-            return Err(crate::Error::new(crate::ErrorKind::Format, message).in_file(&dir));
+    let rows = match read {
+        DeltaRead::ChangeFeed { .. } => {
+            let columns = schema.columns.len().saturating_sub(FEED_COLUMNS);
+            let table_schema = Schema {
+                columns: schema.columns[..columns].to_vec(),
+            };
+            let log = crate::delta::Log::open(&dir)?;
+            match whole {
+                false => log.version_changes(version, &table_schema)?,
+                true => {
+                    let timestamp = log.timestamp(version)?;
+                    let rows = snapshot_rows(&dir, name, Some(version), &table_schema)?;
+                    (rows.into_iter())
+                        .map(|mut row| {
+                            row.push(Value::Str(ChangeType::Insert.as_str().to_string()));
+                            row.push(Value::Int(version as i64));
+                            row.push(Value::Timestamp(timestamp));
+                            row
+                        })
+                        .collect()
+                }
+            }
         }
+        _ if whole => snapshot_rows(&dir, name, Some(version), schema)?,
+        DeltaRead::Appends {
+            skip_change_commits,
+            ..
+        } => match crate::delta::Log::open(&dir)?.version_rows(version, schema)? {
+            crate::delta::VersionRows::Appended(rows) => rows,
+            crate::delta::VersionRows::Changed(_) if skip_change_commits => Vec::new(),
+            crate::delta::VersionRows::Changed(operation) => {
+                let what = operation.map_or_else(|| "a change".to_string(), |o| format!("a {o}"));
+                let message = format!(
+                    "version {version} of {name} is {what} that removes rows, not an append: a \
+                     stream of a table reads appended rows only; read the table again from its \
+                     current version (--full-refresh), skip such versions (WITH \
+                     (skipChangeCommits = true)) or read its change data feed (WITH \
+                     (readChangeFeed = true))"
+                );
+                return Err(crate::Error::new(crate::ErrorKind::Format, message).in_file(&dir));
+            }
+        },
+        DeltaRead::Snapshots => snapshot_rows(&dir, name, Some(version), schema)?,
     };
     let mut commit = SourceCommit::empty(pipeline, dir);
     commit.rows[t] = numbered(rows).collect();

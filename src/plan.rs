@@ -71,18 +71,54 @@ pub enum SourceInput {
         /// Their columns: the alias's names, each typed by the values it holds.
         schema: Schema,
     },
-    /// A Delta table of the warehouse. Read as a stream (`FROM STREAM(catalog.schema.table)`),
-    /// each version that adds rows is a commit; read by a snapshot flow (`FROM SNAPSHOT (SELECT
-    /// ... FROM catalog.schema.table)`), a run's commit is the table's latest version, whole,
-    /// when it is newer than the last one read.
+    /// A Delta table of the warehouse, read as `read` says.
     Delta {
         /// The table's directory.
         dir: PathBuf,
         /// Its full name, as messages give it.
         table: String,
-        /// Whether the table is read as snapshots (else as a stream of appends).
-        snapshots: bool,
+        /// How its versions become commits.
+        read: DeltaRead,
     },
+}
+
+/// How a pipeline reads a Delta table of the warehouse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeltaRead {
+    /// A stream (`FROM STREAM(catalog.schema.table)`): each version from `starting_version`
+    /// (0 without one) that adds rows is a commit. A version that removes rows is an error, as
+    /// in Spark's stream, unless `skip_change_commits` passes over it.
+    Appends {
+        /// `startingVersion`.
+        starting_version: Option<u64>,
+        /// `skipChangeCommits`.
+        skip_change_commits: bool,
+    },
+    /// A snapshot flow's query (`FROM SNAPSHOT (SELECT ... FROM catalog.schema.table)`): a
+    /// run's commit is the table's latest version, whole, when it is newer than the last one
+    /// read.
+    Snapshots,
+    /// The change data feed (`STREAM(t) WITH (readChangeFeed = true)`): each version's
+    /// changes are a commit, the table's columns followed by `_change_type`,
+    /// `_commit_version` and `_commit_timestamp`. From `starting_version`, or, as Spark does
+    /// without one, first the latest version whole as `insert`s, then each later version.
+    ChangeFeed {
+        /// `startingVersion`.
+        starting_version: Option<u64>,
+    },
+}
+
+impl DeltaRead {
+    /// The version a stream starts at when nothing was read yet.
+    pub fn starting_version(self) -> Option<u64> {
+        match self {
+            DeltaRead::Appends {
+                starting_version, ..
+            }
+            | DeltaRead::ChangeFeed { starting_version } => starting_version,
+            DeltaRead::Snapshots => None,
+        }
+    }
 }
 
 impl SourceInput {

@@ -18,8 +18,8 @@ pub fn query(args: QueryArgs) -> anyhow::Result<ExitCode> {
     };
     let evaluation = super::evaluate::evaluate(&pipeline, &options)?;
     let rows = prepared.read(&pipeline, &evaluation);
-    let schema = &pipeline.targets[prepared.target()].schema;
-    let text = scdflow::io::render_rows(args.format.into(), schema, &rows)?;
+    let schema = prepared.schema(&pipeline);
+    let text = scdflow::io::render_rows(args.format.into(), &schema, &rows)?;
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

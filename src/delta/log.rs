@@ -1,5 +1,5 @@
 //! A Delta table's log read version by version, as a stream reads it: which versions change
-//! data, and the rows one version adds.
+//! data, and the rows one version adds (its changes: [`super::changes`]).
 //!
 //! Opening a [`Log`] loads no snapshot (no log replay), so reading one version costs that
 //! version's commit file and data files, however long the log is.
@@ -15,9 +15,9 @@ use tokio::runtime::Runtime;
 
 /// The log of the Delta table at a directory.
 pub struct Log {
-    runtime: Runtime,
-    store: LogStoreRef,
-    dir: PathBuf,
+    pub(super) runtime: Runtime,
+    pub(super) store: LogStoreRef,
+    pub(super) dir: PathBuf,
 }
 
 /// The rows one version added, or why they cannot be read as an append.
@@ -51,8 +51,8 @@ impl Log {
             .map_err(|e| failed(&self.dir, e))
     }
 
-    /// The versions from `from` on that add or remove data, in order (versions that only
-    /// change metadata or properties are left out).
+    /// The versions from `from` on that add or remove data or record changes, in order
+    /// (versions that only change metadata or properties are left out).
     pub fn data_versions(&self, from: u64) -> Result<Vec<u64>> {
         let latest = self.latest_version()?;
         let mut versions = Vec::new();
@@ -79,6 +79,7 @@ impl Log {
         Ok(self.actions(version)?.iter().any(|a| match a {
             Action::Add(add) => add.data_change,
             Action::Remove(remove) => remove.data_change,
+            Action::Cdc(_) => true,
             _ => false,
         }))
     }
@@ -107,7 +108,7 @@ impl Log {
         Ok(VersionRows::Appended(rows))
     }
 
-    fn actions(&self, version: u64) -> Result<Vec<Action>> {
+    pub(super) fn actions(&self, version: u64) -> Result<Vec<Action>> {
         let actions = self
             .runtime
             .block_on(async {

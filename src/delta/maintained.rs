@@ -131,7 +131,7 @@ impl MaintainedTable {
         app_id: &str,
     ) -> Result<MaintainedTable> {
         let mut properties = properties.clone();
-        for key in ["delta.enableChangeDataFeed", "delta.enableDeletionVectors"] {
+        for key in [super::FEED_PROPERTY, "delta.enableDeletionVectors"] {
             properties.insert(key.to_string(), "true".to_string());
         }
         let table = super::Table::create(dir, schema, &properties, &[], false)?;

@@ -24,6 +24,7 @@
 //! removes data (`remove` with `dataChange`) is not an append, and readers of a stream say so.
 
 pub mod batch;
+mod changes;
 mod commit;
 mod dv;
 mod files;
@@ -35,6 +36,7 @@ mod rewrite;
 mod table;
 mod upkeep;
 
+pub use changes::FEED_PROPERTY;
 pub use log::{Log, VersionRows};
 pub use maintained::{roll_forward, MaintainedTable, Prepared, Written, FANOUT};
 pub use parquet_file::{parquet_file_schema, read_parquet_file};

@@ -125,7 +125,7 @@ impl Table {
             let adds = write_parquet(&self.runtime, &self.dir, url.as_str(), arrow, batch)?;
             actions.extend(adds.into_iter().map(Action::Add));
         }
-        if flag("delta.enableChangeDataFeed") {
+        if flag(super::FEED_PROPERTY) {
             let feed = feed_schema(&self.schema);
             let arrow = super::batch::arrow_schema(&feed)?;
             let cdc = write_feed(&self.runtime, &self.dir, &url, &feed, &arrow, &changes)?;

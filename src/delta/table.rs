@@ -142,6 +142,28 @@ impl Table {
         Ok(configuration.clone().into_iter().collect())
     }
 
+    /// What `SHOW TBLPROPERTIES` lists, as Delta's own shows it: the table's properties, its
+    /// protocol versions (`delta.minReaderVersion`, `delta.minWriterVersion`) and each table
+    /// feature it uses (`delta.feature.<name>` = `supported`).
+    pub fn shown_properties(&self) -> Result<BTreeMap<String, String>> {
+        let snapshot = self.inner.snapshot().map_err(|e| failed(&self.dir, e))?;
+        let protocol = snapshot.protocol();
+        let mut shown = self.properties()?;
+        shown.insert(
+            "delta.minReaderVersion".into(),
+            protocol.min_reader_version().to_string(),
+        );
+        shown.insert(
+            "delta.minWriterVersion".into(),
+            protocol.min_writer_version().to_string(),
+        );
+        let reader = protocol.reader_features().unwrap_or_default().iter();
+        for feature in reader.chain(protocol.writer_features().unwrap_or_default()) {
+            shown.insert(format!("delta.feature.{feature}"), "supported".into());
+        }
+        Ok(shown)
+    }
+
     /// Every row of the current version, file by file, without the rows deletion vectors
     /// remove.
     pub fn rows(&self) -> Result<Vec<Row>> {

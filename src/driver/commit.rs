@@ -58,9 +58,22 @@ pub enum Span {
         /// Where the share ends.
         to: u64,
     },
-    /// The rows this version of a Delta table source added (the commit's `file` is the
-    /// table's directory).
+    /// This version of a Delta table source (the commit's `file` is the table's directory):
+    /// the rows it added, or its changes ([`crate::plan::DeltaRead`]).
     Version(u64),
+    /// Every row a Delta table source holds at this version: a snapshot flow's read, or a
+    /// change-feed stream's first commit.
+    TableAt(u64),
+}
+
+impl Span {
+    /// The Delta table version the span reads, if it reads one.
+    pub fn delta_version(self) -> Option<u64> {
+        match self {
+            Span::Version(v) | Span::TableAt(v) => Some(v),
+            _ => None,
+        }
+    }
 }
 
 /// Where a read starts: a record boundary and its line.
@@ -97,11 +110,11 @@ pub fn sources(pipeline: &Pipeline) -> Result<Vec<CommitSource>> {
         })
         .collect();
     for (table, dir) in ingest::delta_inputs(pipeline) {
-        let versions = ingest::delta_versions(pipeline, table, dir, 0)?;
-        commits.extend(versions.into_iter().map(|v| CommitSource::Table {
+        let versions = ingest::delta_versions(pipeline, table, dir, None)?;
+        commits.extend(versions.into_iter().map(|span| CommitSource::Table {
             table,
             file: dir.to_path_buf(),
-            span: Span::Version(v),
+            span,
         }));
     }
     for (flow, sf) in pipeline.snapshot_flows.iter().enumerate() {

@@ -186,7 +186,7 @@ pub(crate) fn find(
         let dir = io::normal_path(source)?;
         let log = crate::delta::Log::open(source)?;
         let from = match known(&dir) {
-            None => 0,
+            None => None,
             Some(p) => {
                 let read = p.consumed;
                 let latest = log.latest_version()?;
@@ -198,18 +198,18 @@ pub(crate) fn find(
                     );
                     return Err(Error::new(ErrorKind::State, message).in_file(source));
                 }
-                read
+                Some(read)
             }
         };
-        for version in crate::ingest::delta_versions(pipeline, table, source, from)? {
+        for span in crate::ingest::delta_versions(pipeline, table, source, from)? {
             let commit = CommitSource::Table {
                 table,
                 file: source.to_path_buf(),
-                span: Span::Version(version),
+                span,
             };
             let consumed = Consumed::Version {
                 dir: dir.clone(),
-                next: version + 1,
+                next: span.delta_version().map_or(0, |v| v + 1),
             };
             commits.push((commit, consumed));
         }

@@ -76,7 +76,16 @@ pub struct Change {
 /// The schema of a target's change feed: the target's columns, then `_change_type`,
 /// `_commit_version`, `_commit_timestamp`.
 pub fn schema(target: &Target) -> Schema {
-    let mut schema = target.schema.clone();
+    with_feed_columns(&target.schema)
+}
+
+/// How many columns a change data feed adds to its table's ([`with_feed_columns`]).
+pub const FEED_COLUMNS: usize = 3;
+
+/// `schema`'s columns, then the change data feed's `_change_type`, `_commit_version`,
+/// `_commit_timestamp` (Delta's names and types, which every reader of a feed shows).
+pub fn with_feed_columns(schema: &Schema) -> Schema {
+    let mut schema = schema.clone();
     schema.columns.extend(
         Schema::new([
             ("_change_type".to_string(), DataType::String),

@@ -9,8 +9,8 @@ use crate::sql::catalog::Catalog;
 use crate::sql::clauses::once;
 use crate::sql::cursor::{Cursor, Name};
 use crate::sql::syntax::{
-    CdcClauses, FlowBody, FlowStmt, From, Located, Query, ReadFiles, Selection, Statement,
-    TableStmt,
+    CdcClauses, FlowBody, FlowStmt, From, Located, Query, ReadFiles, ReadOptions, Selection,
+    Statement, TableStmt,
 };
 use crate::sql::targets::build_targets;
 use crate::value::Schema;
@@ -237,6 +237,7 @@ fn source_stmt(source: &str) -> TableStmt {
         projection: None,
         from,
         streamed: false,
+        options: ReadOptions::default(),
         filter: None,
     };
     table_stmt(source, Some(query))

@@ -16,6 +16,10 @@
 //!   whose time is `<= s`, summed from the target's update stream. Without the clause:
 //!   the current belief (`__SYSTEM_END_AT IS NULL`, or the final table).
 //! * `WHERE` keeps the rows equal to each literal (any column of the target).
+//! * `FROM table_changes('t', start [, end])` reads the target's change data feed of those
+//!   commits (inclusive; to the last without `end`), as Delta's `table_changes` reads a
+//!   published target's: its columns, then `_change_type`, `_commit_version` and
+//!   `_commit_timestamp`, in feed order; `WHERE` applies to any of them.
 //!
 //! Literals are typed by the column (or interval) they are compared with, with the input
 //! parsing rules (`TIMESTAMP '2025-07-18 12:22:00'`, `'2025-07-18T12:22:00Z'`, numbers, ...).
@@ -45,6 +49,7 @@ pub use parse::{parse, Literal, Query};
 pub use stab::{contains, sort, visible};
 
 use crate::driver::{final_rows, sort_rows, Evaluation, TargetResult};
+use crate::engine::changefeed;
 use crate::io::parse_value::parse_text;
 use crate::plan::{AsOfLayout, Pipeline, ScdType, Target};
 use crate::value::{closest, DataType, Row, Schema, Value};
@@ -58,6 +63,8 @@ pub struct PreparedQuery {
     system: Option<Value>,
     business: Option<Value>,
     filters: Vec<(usize, Value)>,
+    /// `table_changes`'s versions, the end inclusive.
+    changes: Option<(u64, Option<u64>)>,
 }
 
 /// Runs `text` against the results of `pipeline`: the target's schema and the visible rows.
@@ -71,8 +78,10 @@ pub fn query(
     text: &str,
 ) -> Result<(Schema, Vec<Row>)> {
     let prepared = prepare(pipeline, text)?;
-    let schema = pipeline.targets[prepared.target].schema.clone();
-    Ok((schema, prepared.read(pipeline, evaluation)))
+    Ok((
+        prepared.schema(pipeline),
+        prepared.read(pipeline, evaluation),
+    ))
 }
 
 /// Parses `text` and resolves it against `pipeline`'s targets.
@@ -107,12 +116,16 @@ pub fn prepare(pipeline: &Pipeline, text: &str) -> Result<PreparedQuery> {
         Some(l) => Some(typed(&l, &t.sequence_type, "FOR BUSINESS_TIME AS OF")?),
         None => None,
     };
+    let schema = match q.changes {
+        Some(_) => changefeed::schema(t),
+        None => t.schema.clone(),
+    };
     let filters = q
         .filters
         .iter()
         .map(|(name, l)| {
-            let c = find_column(t, name)?;
-            Ok((c, typed(l, &t.schema.columns[c].ty, "WHERE")?))
+            let c = find_column(&t.name, &schema, name)?;
+            Ok((c, typed(l, &schema.columns[c].ty, "WHERE")?))
         })
         .collect::<Result<_>>()?;
     Ok(PreparedQuery {
@@ -120,6 +133,7 @@ pub fn prepare(pipeline: &Pipeline, text: &str) -> Result<PreparedQuery> {
         system,
         business,
         filters,
+        changes: q.changes,
     })
 }
 
@@ -129,11 +143,36 @@ impl PreparedQuery {
         self.target
     }
 
+    /// The columns of the query's rows: the target's, or for `table_changes` its change feed's.
+    pub fn schema(&self, pipeline: &Pipeline) -> Schema {
+        let target = &pipeline.targets[self.target];
+        match self.changes {
+            Some(_) => changefeed::schema(target),
+            None => target.schema.clone(),
+        }
+    }
+
     /// The visible rows of the target in `evaluation` (a run of the pipeline the query was
-    /// prepared against).
+    /// prepared against), or for `table_changes` its changes of those commits, in feed order.
     pub fn read(&self, pipeline: &Pipeline, evaluation: &Evaluation) -> Vec<Row> {
         let target = &pipeline.targets[self.target];
         let result = &evaluation.targets[self.target];
+        if let Some((from, to)) = self.changes {
+            let within = |v: u64| v >= from && to.is_none_or(|to| v <= to);
+            return (result.changes.iter())
+                .filter(|change| within(change.version))
+                .map(|change| {
+                    let mut row = change.row.clone();
+                    row.push(Value::Str(change.kind.as_str().to_string()));
+                    row.push(Value::Int(change.version as i64));
+                    row.push(Value::Timestamp(
+                        evaluation.commit_timestamp(change.version),
+                    ));
+                    row
+                })
+                .filter(|r| self.filters.iter().all(|(c, v)| r.value(*c) == *v))
+                .collect();
+        }
         let business = self.business.as_ref();
         if target.scd == ScdType::Bitemporal {
             let layout = AsOfLayout::of(target).expect("bitemporal targets have history");
@@ -203,12 +242,11 @@ fn find_target(pipeline: &Pipeline, name: &str) -> Result<usize> {
     )))
 }
 
-fn find_column(target: &Target, name: &str) -> Result<usize> {
-    target.schema.index_of(name).ok_or_else(|| {
+fn find_column(table: &str, schema: &Schema, name: &str) -> Result<usize> {
+    schema.index_of(name).ok_or_else(|| {
         invalid(format!(
-            "WHERE: unknown column `{name}` in `{}`{}",
-            target.name,
-            hint(name, target.schema.names())
+            "WHERE: unknown column `{name}` in `{table}`{}",
+            hint(name, schema.names())
         ))
     })
 }

@@ -4,6 +4,7 @@
 //! SELECT * FROM table
 //!   [FOR SYSTEM_TIME AS OF literal] [FOR BUSINESS_TIME AS OF literal]   -- either, both, any order
 //!   [WHERE column = literal [AND column = literal ...]] [;]
+//! SELECT * FROM table_changes('table', start [, end]) [WHERE ...] [;]   -- versions, inclusive
 //! ```
 //!
 //! Keywords are case-insensitive; names may be `backquoted`. A literal is a quoted string
@@ -34,6 +35,9 @@ pub struct Query {
     pub business: Option<Literal>,
     /// `WHERE column = literal AND ...`, in order.
     pub filters: Vec<(String, Literal)>,
+    /// `FROM table_changes('table', start [, end])`: the commit versions whose changes are
+    /// read, the end inclusive (the last commit without one).
+    pub changes: Option<(u64, Option<u64>)>,
 }
 
 /// Parses a query; errors are syntax errors whose message starts with `query: `.
@@ -53,15 +57,21 @@ fn parse_query(text: &str) -> Result<Query> {
         return Err(c.unexpected("SELECT", "`*` (only SELECT * is supported)"));
     }
     c.expect_words(&["FROM"], "SELECT *")?;
-    let table = c.table_name("FROM")?.text;
     let mut query = Query {
-        table,
+        table: String::new(),
         system: None,
         business: None,
         filters: Vec::new(),
+        changes: None,
     };
-    while c.is_word_at(0, "FOR") {
-        period(&mut c, &mut query)?;
+    if c.is_word_at(0, "table_changes") {
+        c.next();
+        table_changes(&mut c, &mut query)?;
+    } else {
+        query.table = c.table_name("FROM")?.text;
+        while c.is_word_at(0, "FOR") {
+            period(&mut c, &mut query)?;
+        }
     }
     if c.eat_words(&["WHERE"]) {
         loop {
@@ -74,7 +84,47 @@ fn parse_query(text: &str) -> Result<Query> {
         }
         return end(&mut c, "WHERE", "`AND` or the end of the query").map(|()| query);
     }
-    end(&mut c, "FROM", "`FOR`, `WHERE` or the end of the query").map(|()| query)
+    let expected = match query.changes {
+        Some(_) => "`WHERE` or the end of the query",
+        None => "`FOR`, `WHERE` or the end of the query",
+    };
+    end(&mut c, "FROM", expected).map(|()| query)
+}
+
+/// `('table', start [, end])` after `table_changes`.
+fn table_changes(c: &mut Cursor, query: &mut Query) -> Result<()> {
+    const CONTEXT: &str = "table_changes('table', start [, end])";
+    c.expect(&Token::LParen, CONTEXT)?;
+    query.table = c.string(CONTEXT)?;
+    c.expect(&Token::Comma, CONTEXT)?;
+    let start = version(c, CONTEXT)?;
+    let end = match c.eat(&Token::Comma) {
+        true => Some(version(c, CONTEXT)?),
+        false => None,
+    };
+    c.expect(&Token::RParen, CONTEXT)?;
+    if end.is_some_and(|end| end < start) {
+        return Err(syntax(
+            c.line(),
+            format!("{CONTEXT}: the end version is before the start"),
+        ));
+    }
+    query.changes = Some((start, end));
+    Ok(())
+}
+
+/// A commit version: a whole number.
+fn version(c: &mut Cursor, context: &str) -> Result<u64> {
+    match c.peek().clone() {
+        Token::Number(n, _) => match n.parse::<u64>() {
+            Ok(v) => {
+                c.next();
+                Ok(v)
+            }
+            Err(_) => Err(c.unexpected(context, "a commit version")),
+        },
+        _ => Err(c.unexpected(context, "a commit version")),
+    }
 }
 
 /// `FOR SYSTEM_TIME AS OF literal` or `FOR BUSINESS_TIME AS OF literal`.
@@ -157,11 +207,40 @@ mod tests {
                     ("n".into(), lit("-5")),
                     ("ok".into(), lit("TRUE")),
                 ],
+                changes: None,
             }
         );
         let plain = parse("SELECT * FROM t").unwrap();
         assert_eq!((plain.system, plain.business), (None, None));
         assert!(plain.filters.is_empty());
+    }
+
+    #[test]
+    fn parses_table_changes_with_one_or_two_versions() {
+        let q = parse("SELECT * FROM table_changes('users', 2, 5) WHERE _change_type = 'insert'")
+            .unwrap();
+        assert_eq!((q.table.as_str(), q.changes), ("users", Some((2, Some(5)))));
+        assert_eq!(q.filters, vec![("_change_type".into(), lit("insert"))]);
+        let open = parse("select * from TABLE_CHANGES('t', 0);").unwrap();
+        assert_eq!(open.changes, Some((0, None)));
+        for (text, why) in [
+            (
+                "SELECT * FROM table_changes('t', 5, 3)",
+                "the end version is before the start",
+            ),
+            (
+                "SELECT * FROM table_changes('t', -1)",
+                "expected a commit version",
+            ),
+            ("SELECT * FROM table_changes('t')", "expected `,`"),
+            (
+                "SELECT * FROM table_changes('t', 1) FOR SYSTEM_TIME AS OF 1",
+                "expected `WHERE` or the end of the query",
+            ),
+        ] {
+            let message = parse(text).unwrap_err().message().to_string();
+            assert!(message.contains(why), "{text}: {message}");
+        }
     }
 
     #[test]

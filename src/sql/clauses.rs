@@ -5,8 +5,8 @@
 //! resolved, so the message can say why (and does not depend on clause order).
 
 use super::cursor::{syntax, Cursor, Name};
-use super::query::{query, read_files};
-use super::syntax::{CdcClauses, From, Located, Query, Selection};
+use super::query::{query, read_files, read_options};
+use super::syntax::{CdcClauses, From, Located, Query, ReadOptions, Selection};
 use crate::plan::ScdType;
 use crate::Result;
 use sqlparser::tokenizer::Token;
@@ -44,9 +44,13 @@ fn clause(c: &mut Cursor, out: &mut CdcClauses) -> Result<()> {
         out.snapshot = Some(located(snapshot, line));
         Ok(())
     } else if c.eat_words(&["FROM"]) {
+        let streamed = c.is_word_at(0, "STREAM");
         let source = source(c)?;
         no_source_yet(out, line)?;
         out.source = Some(source);
+        if streamed {
+            out.source_options = read_options(c)?;
+        }
         Ok(())
     } else if c.eat_words(&["WITH", "VERSION"]) {
         c.expect(&Token::LParen, "WITH VERSION")?;
@@ -146,6 +150,7 @@ fn snapshot(c: &mut Cursor) -> Result<Query> {
         projection: None,
         from,
         streamed: false,
+        options: ReadOptions::default(),
         filter: None,
     })
 }

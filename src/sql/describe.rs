@@ -8,8 +8,8 @@ use super::describe_flows::{replace_flow_text, snapshot_flow_text};
 use super::targets::scd_name;
 use crate::expr::Expr;
 use crate::plan::{
-    CdcFlow, Expectation, Format, OnViolation, PartialUpdates, Pipeline, SourceInput, SourceTable,
-    Target, TargetKind,
+    CdcFlow, DeltaRead, Expectation, Format, OnViolation, PartialUpdates, Pipeline, SourceInput,
+    SourceTable, Target, TargetKind,
 };
 use crate::value::Schema;
 use std::fmt::Write;
@@ -73,14 +73,21 @@ fn source(out: &mut String, t: &SourceTable, p: &Pipeline, base: &Path) {
             let once = if t.once { ", once" } else { "" };
             let _ = writeln!(out, "  input: VALUES, {} rows ({schema}){once}", rows.len());
         }
-        SourceInput::Delta {
-            dir,
-            table,
-            snapshots,
-        } => {
+        SourceInput::Delta { dir, table, read } => {
             let shown = shown_path(dir, base);
-            let how = if *snapshots { "snapshots" } else { "stream" };
-            let _ = writeln!(out, "  input: {how} of the Delta table {table} ({shown})");
+            let how = match read {
+                DeltaRead::Appends { .. } => "stream",
+                DeltaRead::Snapshots => "snapshots",
+                DeltaRead::ChangeFeed { .. } => "change data feed",
+            };
+            let from = match read.starting_version() {
+                Some(v) => format!(", from version {v}"),
+                None => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "  input: {how} of the Delta table {table} ({shown}){from}"
+            );
         }
     }
     if let Some(items) = &t.projection {

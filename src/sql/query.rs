@@ -2,7 +2,9 @@
 //! the `AS SELECT ... FROM STREAM ... [WHERE ...]` query of a source table.
 
 use super::cursor::{invalid, syntax, Cursor, Name};
-use super::syntax::{ColumnDecl, ConstraintDecl, From, Located, Query, ReadFiles, SelectItem};
+use super::syntax::{
+    ColumnDecl, ConstraintDecl, From, Located, Query, ReadFiles, ReadOptions, SelectItem,
+};
 use crate::expr::parse_type;
 use crate::plan::OnViolation;
 use crate::Result;
@@ -164,6 +166,10 @@ pub(crate) fn query(c: &mut Cursor, context: &str) -> Result<Query> {
     c.expect_words(&["FROM"], "SELECT")?;
     let streamed = c.is_word_at(0, "STREAM");
     let from = from(c)?;
+    let options = match streamed {
+        true => read_options(c)?,
+        false => ReadOptions::default(),
+    };
     let filter = if c.is_word_at(0, "WHERE") {
         let line = c.line();
         c.next();
@@ -178,8 +184,61 @@ pub(crate) fn query(c: &mut Cursor, context: &str) -> Result<Query> {
         projection,
         from,
         streamed,
+        options,
         filter,
     })
+}
+
+/// `WITH (readChangeFeed = true, startingVersion = 3, skipChangeCommits = true)` after a
+/// stream; nothing when the next word is not `WITH` or is `WITH VERSION` (a snapshot flow's).
+pub(crate) fn read_options(c: &mut Cursor) -> Result<ReadOptions> {
+    let mut options = ReadOptions::default();
+    if !c.is_word_at(0, "WITH") || c.is_word_at(1, "VERSION") {
+        return Ok(options);
+    }
+    options.line = c.line();
+    c.next();
+    c.expect(&Token::LParen, "STREAM ... WITH")?;
+    loop {
+        let key = c.name("STREAM ... WITH (option = value)")?;
+        c.expect(&Token::Eq, "STREAM ... WITH (option = value)")?;
+        let line = key.line;
+        match key.text.to_ascii_lowercase().as_str() {
+            "readchangefeed" => options.change_feed = boolean(c, "readChangeFeed")?,
+            "skipchangecommits" => options.skip_change_commits = boolean(c, "skipChangeCommits")?,
+            "startingversion" => {
+                let text = match c.next() {
+                    Token::Number(n, _) => n,
+                    Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => s,
+                    other => {
+                        return Err(syntax(
+                            line,
+                            format!("startingVersion: expected a version number, found `{other}`"),
+                        ))
+                    }
+                };
+                let version = text.parse::<u64>().map_err(|_| {
+                    invalid(
+                        line,
+                        format!("startingVersion: `{text}` is not a version number"),
+                    )
+                })?;
+                options.starting_version = Some(version);
+            }
+            _ => {
+                let message = format!(
+                    "STREAM ... WITH: unknown option `{}` (scdflow reads readChangeFeed, \
+                     startingVersion and skipChangeCommits)",
+                    key.text
+                );
+                return Err(invalid(line, message));
+            }
+        }
+        if c.eat(&Token::RParen) {
+            return Ok(options);
+        }
+        c.expect(&Token::Comma, "STREAM ... WITH (...)")?;
+    }
 }
 
 /// `*` alone gives `None`; otherwise the items, where `*` may appear among expressions.

@@ -9,8 +9,9 @@ use super::expectations::compile_expectations;
 use super::paths::Paths;
 use super::schema::{check_declared, parse_schema_text, stored_by_name};
 use super::syntax::{From, Located, Query, ReadFiles, SelectItem};
+use crate::engine::changefeed::with_feed_columns;
 use crate::expr::{compile, Expr};
-use crate::plan::{Format, SourceInput, SourceTable};
+use crate::plan::{DeltaRead, Format, SourceInput, SourceTable};
 use crate::value::{Column, DataType, Schema};
 use crate::Result;
 use std::path::Path;
@@ -82,6 +83,49 @@ fn visit(
     Ok(())
 }
 
+/// The input reading Delta table `name` at `dir` as `read` says, and its columns: the
+/// table's, and for its change data feed the feed's three after them. A feed the table does not
+/// record is refused here, at the line reading it.
+fn warehouse_table(
+    name: &str,
+    dir: &Path,
+    read: DeltaRead,
+    line: u64,
+) -> Result<(SourceInput, Schema)> {
+    let table = crate::delta::Table::open(dir).map_err(|e| e.at_line(line))?;
+    if let Some(start) = read.starting_version().filter(|&v| v > table.version()) {
+        let message = format!(
+            "FROM STREAM({name}): startingVersion {start} is after the table's latest version, {}",
+            table.version()
+        );
+        return Err(invalid(line, message));
+    }
+    let schema = match read {
+        DeltaRead::ChangeFeed { .. } => {
+            let properties = table.properties().map_err(|e| e.at_line(line))?;
+            let recorded = properties
+                .get(crate::delta::FEED_PROPERTY)
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            if !recorded {
+                let message = format!(
+                    "FROM STREAM({name}) WITH (readChangeFeed = true): the table does not \
+                     record its change data feed (TBLPROPERTIES ('{}' = 'true'))",
+                    crate::delta::FEED_PROPERTY
+                );
+                return Err(invalid(line, message));
+            }
+            with_feed_columns(table.schema())
+        }
+        _ => table.schema().clone(),
+    };
+    let input = SourceInput::Delta {
+        dir: dir.to_path_buf(),
+        table: name.to_string(),
+        read,
+    };
+    Ok((input, schema))
+}
+
 fn build_one(
     catalog: &Catalog,
     i: usize,
@@ -95,19 +139,7 @@ fn build_one(
     };
     let (input, input_schema) = match &query.from {
         From::ReadFiles(spec) => read_files(spec, paths)?,
-        From::Warehouse {
-            name,
-            dir,
-            snapshots,
-        } => {
-            let table = crate::delta::Table::open(dir).map_err(|e| e.at_line(stmt.line))?;
-            let input = SourceInput::Delta {
-                dir: dir.clone(),
-                table: name.clone(),
-                snapshots: *snapshots,
-            };
-            (input, table.schema().clone())
-        }
+        From::Warehouse { name, dir, read } => warehouse_table(name, dir, *read, stmt.line)?,
         From::Values {
             rows,
             columns,

@@ -2,7 +2,7 @@
 //! produces and the validator consumes. Every piece keeps the line it was written on.
 
 use super::cursor::Name;
-use crate::plan::{OnViolation, ScdType};
+use crate::plan::{DeltaRead, OnViolation, ScdType};
 use crate::value::DataType;
 use sqlparser::ast;
 
@@ -80,7 +80,24 @@ pub(crate) struct Query {
     pub(crate) from: From,
     /// Whether `from` was written inside `STREAM` (`STREAM(x)` or `STREAM x`).
     pub(crate) streamed: bool,
+    /// `WITH (...)` after the streamed table.
+    pub(crate) options: ReadOptions,
     pub(crate) filter: Option<Located<ast::Expr>>,
+}
+
+/// Spark's reader options after a stream of a table: `STREAM(t) WITH (readChangeFeed = true,
+/// startingVersion = 3, skipChangeCommits = true)`. Only a Delta table of the warehouse takes
+/// them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ReadOptions {
+    /// `readChangeFeed`: read the table's change data feed instead of its appends.
+    pub(crate) change_feed: bool,
+    /// `startingVersion`: the first version read.
+    pub(crate) starting_version: Option<u64>,
+    /// `skipChangeCommits`: a stream of appends passes over versions that remove rows.
+    pub(crate) skip_change_commits: bool,
+    /// Where `WITH` is, 0 when no option was given.
+    pub(crate) line: u64,
 }
 
 /// One item of a SELECT list.
@@ -105,8 +122,7 @@ pub(crate) enum From {
     Warehouse {
         name: String,
         dir: std::path::PathBuf,
-        /// Read by a snapshot flow: each run takes the latest version whole.
-        snapshots: bool,
+        read: DeltaRead,
     },
     /// `VALUES (...), (...) [AS] t(a, b, ...)`: rows written in the pipeline.
     Values {
@@ -181,6 +197,8 @@ pub(crate) struct CdcClauses {
     pub(crate) once: bool,
     /// `FROM src` (a change feed).
     pub(crate) source: Option<Name>,
+    /// `WITH (...)` after `FROM STREAM(src)`.
+    pub(crate) source_options: ReadOptions,
     /// `FROM SNAPSHOT ...` as a query: `FROM SNAPSHOT t` is `SELECT * FROM t`, `FROM SNAPSHOT
     /// read_files(...)` is `SELECT * FROM read_files(...)`. Excludes `source`.
     pub(crate) snapshot: Option<Located<Query>>,

@@ -10,15 +10,18 @@
 //! A snapshot flow's query over a warehouse table (`FROM SNAPSHOT (SELECT ... FROM
 //! main.s.t)`) gets an implicit table that reads the table whole (see
 //! [`SourceInput::Delta`](crate::plan::SourceInput::Delta)), a stream's one that reads its
-//! appends; one pipeline reading a table both ways is refused, since the two implicit tables
-//! would share its name. A qualified name without a warehouse is refused. A `WITH VERSION`
+//! appends, or its change data feed with `WITH (readChangeFeed = true)` (Spark's reader
+//! options, [`DeltaRead`]); one pipeline reading a table in two ways is refused, since the two
+//! implicit tables would share its name. Reader options on a table of the pipeline itself are
+//! refused. A qualified name without a warehouse is refused. A `WITH VERSION`
 //! snapshot flow reads its table itself, when its version query chooses a version, so its query
 //! names the table directly instead.
 
 use super::catalog::Catalog;
 use super::cursor::{invalid, Name};
-use super::syntax::{FlowBody, From, Query, TableStmt};
+use super::syntax::{FlowBody, From, Query, ReadOptions, TableStmt};
 use crate::delta::Table;
+use crate::plan::DeltaRead;
 use crate::warehouse::Warehouse;
 use crate::Result;
 
@@ -68,16 +71,27 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
         Ok(Some((full.to_string(), dir)))
     };
     let mut found: Vec<TableStmt> = Vec::new();
-    let mut resolve = |name: &mut Name, snapshots: bool| -> Result<()> {
+    let mut resolve = |name: &mut Name, read: DeltaRead, options: &ReadOptions| -> Result<()> {
         let Some((text, dir)) = locate(name)? else {
+            if options.line != 0 {
+                let message = format!(
+                    "STREAM({}) WITH (...): reader options apply to Delta tables of the \
+                     warehouse, and `{}` is this pipeline's table (reading the change data \
+                     feed of a target in the pipeline that maintains it is not supported yet: \
+                     read its published table from another pipeline)",
+                    name.text, name.text
+                );
+                return Err(invalid(options.line, message));
+            }
             return Ok(());
         };
         match found.iter().find(|t| t.name.text == text) {
-            None => found.push(implicit(&text, dir, name.line, snapshots)),
-            Some(t) if read_as_snapshots(t) != snapshots => {
+            None => found.push(implicit(&text, dir, name.line, read)),
+            Some(t) if read_of(t) != Some(read) => {
                 let message = format!(
-                    "FROM: the pipeline reads table {text} both as a stream and as snapshots; \
-                     read it one way"
+                    "FROM: the pipeline reads table {text} in two ways (as a stream, as \
+                     snapshots, or its change data feed, with different options); read it one \
+                     way"
                 );
                 return Err(invalid(name.line, message));
             }
@@ -90,17 +104,19 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
     for table in &mut catalog.tables {
         if let Some(Query {
             from: From::Table(name),
+            options,
             ..
         }) = &mut table.query
         {
-            resolve(name, false)?;
+            resolve(name, stream_read(options)?, options)?;
         }
     }
     for flow in &mut catalog.flows {
         match &mut flow.body {
             FlowBody::AutoCdc(clauses) => {
                 if let Some(name) = &mut clauses.source {
-                    resolve(name, false)?;
+                    let options = &clauses.source_options;
+                    resolve(name, stream_read(options)?, options)?;
                 }
                 let versioned = clauses.version.is_some();
                 if let Some(snapshot) = &mut clauses.snapshot {
@@ -113,23 +129,28 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
                                     snapshot.value.from = From::Warehouse {
                                         name,
                                         dir,
-                                        snapshots: true,
+                                        read: DeltaRead::Snapshots,
                                     };
                                 }
                             }
-                            false => resolve(name, true)?,
+                            false => {
+                                let none = ReadOptions::default();
+                                resolve(name, DeltaRead::Snapshots, &none)?
+                            }
                         }
                     }
                 }
             }
             FlowBody::Replace(replace) => {
-                if let From::Table(name) = &mut replace.query.from {
-                    resolve(name, false)?;
+                let query = &mut replace.query;
+                if let From::Table(name) = &mut query.from {
+                    resolve(name, stream_read(&query.options)?, &query.options)?;
                 }
             }
             FlowBody::Append(append) => {
-                if let From::Table(name) = &mut append.query.from {
-                    resolve(name, false)?;
+                let query = &mut append.query;
+                if let From::Table(name) = &mut query.from {
+                    resolve(name, stream_read(&query.options)?, &query.options)?;
                 }
             }
         }
@@ -140,22 +161,36 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
     Ok(())
 }
 
-/// Whether an implicit table reads its warehouse table as snapshots.
-fn read_as_snapshots(table: &TableStmt) -> bool {
-    matches!(
-        &table.query,
+/// How a stream with `options` reads a warehouse table.
+fn stream_read(options: &ReadOptions) -> Result<DeltaRead> {
+    let starting_version = options.starting_version;
+    match options.change_feed {
+        true if options.skip_change_commits => Err(invalid(
+            options.line,
+            "STREAM ... WITH: skipChangeCommits passes over the versions a stream of appends \
+             cannot read; a change data feed (readChangeFeed) reads every version",
+        )),
+        true => Ok(DeltaRead::ChangeFeed { starting_version }),
+        false => Ok(DeltaRead::Appends {
+            starting_version,
+            skip_change_commits: options.skip_change_commits,
+        }),
+    }
+}
+
+/// How an implicit table reads its warehouse table.
+fn read_of(table: &TableStmt) -> Option<DeltaRead> {
+    match &table.query {
         Some(Query {
-            from: From::Warehouse {
-                snapshots: true,
-                ..
-            },
+            from: From::Warehouse { read, .. },
             ..
-        })
-    )
+        }) => Some(*read),
+        _ => None,
+    }
 }
 
 /// The implicit source table reading the warehouse table `name` at `dir`.
-fn implicit(name: &str, dir: std::path::PathBuf, line: u64, snapshots: bool) -> TableStmt {
+fn implicit(name: &str, dir: std::path::PathBuf, line: u64, read: DeltaRead) -> TableStmt {
     TableStmt {
         name: Name {
             text: name.to_string(),
@@ -171,9 +206,10 @@ fn implicit(name: &str, dir: std::path::PathBuf, line: u64, snapshots: bool) -> 
             from: From::Warehouse {
                 name: name.to_string(),
                 dir,
-                snapshots,
+                read,
             },
             streamed: true,
+            options: ReadOptions::default(),
             filter: None,
         }),
         once: false,

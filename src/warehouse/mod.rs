@@ -17,11 +17,16 @@
 
 mod dml;
 mod list_files;
+mod metadata_statements;
+mod parse;
 pub mod scope;
 pub mod select;
 pub mod snapshot_versions;
 pub mod statements;
 mod subqueries;
+mod table_changes;
+mod view_statements;
+mod views;
 
 use crate::io::names::{component_problem, shown};
 use crate::{Error, ErrorKind, Result};

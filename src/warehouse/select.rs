@@ -6,16 +6,20 @@
 //! A `VALUES` list's columns are `col1`, `col2`, ... (as in Spark) unless an alias names them
 //! (`AS t(a, b)`); each column's type is the one its values meet at, NULL fitting any. A common
 //! table expression is evaluated once, where its `WITH` is, and is visible to the rest of that
-//! `WITH` and its query (inner ones shadow outer ones). Joins, grouping, set operations and
+//! `WITH` and its query (inner ones shadow outer ones). A view ([`super::views`]) is read by
+//! running its query. Joins, grouping, set operations and
 //! recursive CTEs are refused with their name.
 
 use super::scope::Scope;
+use super::views::{View, MAX_NESTING};
 use super::{TableName, Warehouse};
 use crate::delta::Table;
 use crate::expr::{cast_value, compile, unify};
 use crate::value::{DataType, Datum, Packer, Row, Schema, Value};
 use crate::{Error, ErrorKind, Result};
 use sqlparser::ast::{self, SetExpr, TableFactor};
+use sqlparser::dialect::DatabricksDialect;
+use sqlparser::parser::Parser;
 use std::cmp::Ordering;
 
 /// A query's result: its columns and rows.
@@ -31,6 +35,8 @@ pub struct Relation {
 pub(crate) struct Env<'s> {
     scope: &'s Scope<'s>,
     ctes: Vec<(String, Relation)>,
+    /// How many views deep this query is (a view's query sees none of its reader's CTEs).
+    views: usize,
 }
 
 impl<'s> Env<'s> {
@@ -38,6 +44,7 @@ impl<'s> Env<'s> {
         Env {
             scope,
             ctes: Vec::new(),
+            views: 0,
         }
     }
 
@@ -100,6 +107,7 @@ fn with_ctes<'s>(env: &Env<'s>, with: &ast::With) -> Result<Env<'s>> {
     let mut inner = Env {
         scope: env.scope,
         ctes: env.ctes.clone(),
+        views: env.views,
     };
     for cte in &with.cte_tables {
         let mut relation = query_in(&inner, &cte.query)?;
@@ -202,7 +210,11 @@ fn named(env: &Env, name: &ast::ObjectName) -> Result<Relation> {
         }
     }
     let warehouse = env.scope.warehouse(&format!("`{name}`"))?;
-    let table = open(warehouse, &table_name(warehouse, name)?)?;
+    let full = table_name(warehouse, name)?;
+    if let Some(view) = warehouse.view(&full)? {
+        return view_rows(env, &full, &view);
+    }
+    let table = open(warehouse, &full)?;
     let rows = match env.scope.is_dry() {
         true => Vec::new(),
         false => table.rows()?,
@@ -213,8 +225,46 @@ fn named(env: &Env, name: &ast::ObjectName) -> Result<Relation> {
     })
 }
 
-/// `list_files(path [, recursive => b])`, `last_snapshot_version()`,
-/// `current_snapshot_version()`.
+/// The rows of view `name`: its query, run where no CTE of the reader is seen.
+fn view_rows(env: &Env, name: &TableName, view: &View) -> Result<Relation> {
+    if env.views >= MAX_NESTING {
+        let message = format!(
+            "view {name}: views read views more than {MAX_NESTING} deep; do they read each \
+             other in a cycle?"
+        );
+        return Err(Error::new(ErrorKind::Validation, message));
+    }
+    let query = Parser::new(&DatabricksDialect {})
+        .try_with_sql(&view.query)
+        .and_then(|mut p| p.parse_query())
+        .map_err(|e| {
+            let message = format!("view {name}: its stored query does not parse: {e}");
+            Error::new(ErrorKind::Format, message)
+        })?;
+    let inner = Env {
+        scope: env.scope,
+        ctes: Vec::new(),
+        views: env.views + 1,
+    };
+    let mut relation = query_in(&inner, &query).map_err(|e| e.prefixed(&format!("view {name}")))?;
+    if !view.columns.is_empty() {
+        if view.columns.len() != relation.schema.columns.len() {
+            let message = format!(
+                "view {name} names {} columns, its query now gives {}; create it again",
+                view.columns.len(),
+                relation.schema.columns.len()
+            );
+            return Err(Error::new(ErrorKind::Validation, message));
+        }
+        for (column, given) in relation.schema.columns.iter_mut().zip(&view.columns) {
+            column.name = given.clone();
+        }
+    }
+    Ok(relation)
+}
+
+/// `list_files(path [, recursive => b])`, `table_changes('t', start [, end])`,
+/// `last_snapshot_version()`, `current_snapshot_version()`.
 fn table_function(
     env: &Env,
     name: &ast::ObjectName,
@@ -228,9 +278,13 @@ fn table_function(
         }
         return relation;
     }
+    if text.eq_ignore_ascii_case("table_changes") {
+        return super::table_changes::table_changes(env.scope, &args.args);
+    }
     if !text.eq_ignore_ascii_case("list_files") {
         let message = format!(
-            "unknown table function `{text}` (supported: list_files, last_snapshot_version, current_snapshot_version)"
+            "unknown table function `{text}` (supported: list_files, table_changes, \
+             last_snapshot_version, current_snapshot_version)"
         );
         return Err(Error::new(ErrorKind::Validation, message));
     }

@@ -11,6 +11,8 @@
 //! statement's first line (and the file, when the text came from one).
 
 use super::dml;
+use super::metadata_statements::{repair, show_properties};
+use super::parse::{parse, Parsed, Stmt};
 use super::scope::Scope;
 use super::select::{self, name_parts, open, packed, table_name, unsupported, Relation};
 use super::Warehouse;
@@ -19,9 +21,8 @@ use crate::expr::depth::{is_operator, MAX_EXPR_OPERATORS};
 use crate::expr::{parse_type, store_assignable};
 use crate::value::{Row, Schema, Value};
 use crate::{Error, ErrorKind, Result};
-use sqlparser::ast::{self, Spanned, Statement};
+use sqlparser::ast::{self, Statement};
 use sqlparser::dialect::DatabricksDialect;
-use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer};
 use std::collections::BTreeMap;
 
@@ -42,21 +43,19 @@ pub fn run(
     each: &mut dyn FnMut(Outcome) -> Result<()>,
 ) -> Result<()> {
     refuse_deep_expressions(text)?;
-    let statements = Parser::parse_sql(&DatabricksDialect {}, text).map_err(|e| {
-        let message = e.to_string();
-        let line = message
-            .rsplit_once("Line: ")
-            .and_then(|(_, rest)| rest.split(',').next()?.trim().parse::<u64>().ok());
-        let error = Error::new(ErrorKind::Syntax, message);
-        match line {
-            Some(line) => error.at_line(line),
-            None => error,
-        }
-    })?;
-    for statement in &statements {
-        let line = statement.span().start.line;
-        let outcome = execute(warehouse, statement).map_err(|e| {
-            let named = Error::new(e.kind(), format!("{}: {}", verb(statement), e.message()));
+    for Parsed { statement, line } in parse(text)? {
+        let (outcome, verb) = match &statement {
+            Stmt::Sql(statement) => (execute(warehouse, statement), verb(statement)),
+            Stmt::ShowProperties { table, key } => (
+                show_properties(warehouse, table, key.as_deref()),
+                "SHOW TBLPROPERTIES".to_string(),
+            ),
+            Stmt::Repair { table, rest } => {
+                (repair(warehouse, table, rest), "REPAIR TABLE".to_string())
+            }
+        };
+        let outcome = outcome.map_err(|e| {
+            let named = Error::new(e.kind(), format!("{verb}: {}", e.message()));
             match (e.location().line, line) {
                 (Some(inner), _) => named.at_line(inner),
                 (None, 0) => named,
@@ -106,7 +105,7 @@ fn verb(statement: &Statement) -> String {
 
 /// What the queries of `scdflow sql` see: the warehouse, and relative paths from the working
 /// directory.
-fn scope(warehouse: &Warehouse) -> Scope<'_> {
+pub(super) fn scope(warehouse: &Warehouse) -> Scope<'_> {
     Scope::new(Some(warehouse), std::path::Path::new(""))
 }
 
@@ -129,6 +128,13 @@ fn execute(warehouse: &Warehouse, statement: &Statement) -> Result<Outcome> {
             names,
             ..
         } => drop_tables(warehouse, names, *if_exists),
+        Statement::CreateView(create) => super::view_statements::create_view(warehouse, create),
+        Statement::Drop {
+            object_type: ast::ObjectType::View,
+            if_exists,
+            names,
+            ..
+        } => super::view_statements::drop_views(warehouse, names, *if_exists),
         other => {
             let what = verb(other);
             Err(unsupported(&what))
@@ -184,6 +190,10 @@ fn create_table(warehouse: &Warehouse, create: &ast::CreateTable) -> Result<Outc
             "schema {}.{} does not exist; create it with CREATE SCHEMA",
             name.catalog, name.schema
         );
+        return Err(Error::new(ErrorKind::Validation, message));
+    }
+    if warehouse.view(&name)?.is_some() {
+        let message = format!("{name} is a view; drop it first (DROP VIEW)");
         return Err(Error::new(ErrorKind::Validation, message));
     }
     let dir = warehouse.table_dir(&name);
@@ -358,6 +368,10 @@ fn drop_tables(
     for name in names {
         let name = table_name(warehouse, name)?;
         let dir = warehouse.table_dir(&name);
+        if warehouse.view(&name)?.is_some() {
+            let message = format!("{name} is a view; use DROP VIEW");
+            return Err(Error::new(ErrorKind::Validation, message));
+        }
         if !Table::exists(&dir) {
             if if_exists {
                 continue;

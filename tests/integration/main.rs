@@ -38,6 +38,8 @@ mod warehouse_dml;
 mod snapshot_versions;
 // Append flows (INSERT INTO [ONCE] t BY NAME SELECT ...), seed 003's VALUES source verbatim.
 mod append_flows;
+// Change data feeds read back (table_changes, readChangeFeed streams), views, SHOW TBLPROPERTIES.
+mod change_feeds;
 // Parquet files as a source (read_files format => parquet).
 mod parquet_input;
 // Mutated pipelines, inputs and states: no panic or hang, one error line, outputs untouched.

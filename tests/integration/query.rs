@@ -159,3 +159,40 @@ fn t8_current_belief_without_clauses() {
          A,XFv3,2025-07-18T12:05:00,2025-07-18T12:15:43,2025-07-18T12:25:00,\n"
     );
 }
+
+/// `table_changes` reads a target's change data feed of a range of commits, as Delta's
+/// function reads a published table's; `WHERE` filters on the feed's columns too.
+#[test]
+fn table_changes_reads_the_change_feed_of_a_range_of_commits() {
+    let all = stdout(&query(
+        "t3_scd2.sql",
+        "SELECT * FROM table_changes('users_history', 1)",
+        &[],
+    ));
+    let header = "userId,name,city,__START_AT,__END_AT,_change_type,_commit_version,\
+                  _commit_timestamp\n";
+    assert!(all.starts_with(header), "{all}");
+    assert_eq!(all.lines().count(), 1 + 11, "{all}");
+    let second = stdout(&query(
+        "t3_scd2.sql",
+        "SELECT * FROM table_changes('users_history', 2, 2) WHERE _change_type = 'update_postimage'",
+        &["--format", "jsonl"],
+    ));
+    let keys: Vec<&str> = (second.lines())
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(keys, ["{\"userId\":123", "{\"userId\":125"], "{second}");
+    assert!(second.contains("\"__END_AT\":5"), "{second}");
+    let none = stdout(&query(
+        "t3_scd2.sql",
+        "SELECT * FROM table_changes('users_history', 3)",
+        &[],
+    ));
+    assert_eq!(none.lines().count(), 1, "{none}");
+    let err = error(&query(
+        "t3_scd2.sql",
+        "SELECT * FROM table_changes('users_history', 1) WHERE nope = 1",
+        &[],
+    ));
+    assert!(err.contains("unknown column `nope`"), "{err}");
+}

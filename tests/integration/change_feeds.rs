@@ -1,0 +1,416 @@
+//! Change data feeds read back, and the statements about tables seed 003 uses: `table_changes`
+//! of a published target equals the file run's change feed; another pipeline streams a
+//! target's feed (`STREAM t WITH (readChangeFeed = true)`, Spark's initial snapshot, then each
+//! version; `startingVersion`); `SHOW TBLPROPERTIES`, views (seed 003's, verbatim) and
+//! `REPAIR TABLE ... SYNC METADATA` in `scdflow sql`; and each refusal naming why.
+
+use crate::durable::{scdflow, stderr, succeed};
+use crate::warehouse::{sql, warehouse, warehouse_with};
+use std::path::Path;
+
+/// The lines of a CSV text without its header, sorted, each cut before its last field
+/// (`_commit_timestamp`, which differs between two runs).
+fn without_timestamps(csv: &str) -> Vec<String> {
+    let mut lines: Vec<String> = (csv.lines().skip(1))
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn table_changes_of_a_published_target_is_the_change_feed_a_file_run_writes() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    let generate = [
+        "generate",
+        "--out",
+        "g",
+        "--events",
+        "3000",
+        "--keys",
+        "200",
+        "--displacement",
+        "100",
+        "--commits",
+        "20",
+        "--seed",
+        "5",
+    ];
+    succeed(cwd, &generate);
+    sql(cwd, "CREATE SCHEMA main.default");
+    succeed(cwd, &["run", "g/scd2.sql", "--out", "files"]);
+    let run = ["run", "g/scd2.sql", "--warehouse", "w", "--out", "o"];
+    succeed(cwd, &run);
+    let file = std::fs::read_to_string(cwd.join("files/scd2.changes.csv")).unwrap();
+    let feed = sql(cwd, "SELECT * FROM table_changes('scd2', 1)");
+    assert_eq!(without_timestamps(&feed), without_timestamps(&file));
+    assert!(feed.starts_with("k,"), "{feed}");
+    assert!(
+        feed.lines()
+            .next()
+            .unwrap()
+            .ends_with(",_change_type,_commit_version,_commit_timestamp"),
+        "{feed}"
+    );
+    // A range of versions, inclusive, by its full name.
+    let some = sql(
+        cwd,
+        "SELECT _commit_version FROM table_changes('main.default.scd2', 3, 5)",
+    );
+    let want = (file.lines().skip(1))
+        .filter(|l| {
+            let version = l.rsplit(',').nth(1).unwrap();
+            ["3", "4", "5"].contains(&version)
+        })
+        .count();
+    assert_eq!(some.lines().count() - 1, want);
+    assert!(
+        some.lines().skip(1).all(|v| ["3", "4", "5"].contains(&v)),
+        "{some}"
+    );
+    // Refusals: past the latest version, an end before the start, a table without a feed.
+    for (query, why) in [
+        (
+            "SELECT * FROM table_changes('scd2', 99)",
+            "after the latest version",
+        ),
+        (
+            "SELECT * FROM table_changes('scd2', 5, 3)",
+            "before the start",
+        ),
+        ("SELECT * FROM table_changes('scd2')", "one or two versions"),
+        (
+            "SELECT * FROM table_changes('main.cdc_tutorial.users_cdf', 0)",
+            "change data feed was not recorded at version 0",
+        ),
+    ] {
+        let out = scdflow(cwd, &["sql", "--warehouse", "w", query]);
+        assert_eq!(out.status.code(), Some(2), "{query}: {}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{query}: {}", stderr(&out));
+    }
+}
+
+/// Reads `main.cdc_tutorial.users_current`'s change data feed into an SCD2 history of it.
+const AUDIT: &str = "\
+CREATE OR REFRESH STREAMING TABLE current_changes
+TBLPROPERTIES ('pipelines.channel' = 'preview')
+AS SELECT * FROM STREAM main.cdc_tutorial.users_current WITH (readChangeFeed = true{START})
+WHERE _change_type <> 'update_preimage';
+
+CREATE OR REFRESH STREAMING TABLE users_audit;
+
+CREATE FLOW audit AS AUTO CDC INTO users_audit
+FROM STREAM(current_changes)
+KEYS (userId)
+APPLY AS DELETE WHEN _change_type = 'delete'
+SEQUENCE BY _commit_version
+COLUMNS * EXCEPT (_change_type, _commit_version, _commit_timestamp)
+STORED AS SCD TYPE 2;
+";
+
+/// `scdflow run PIPELINE --warehouse w --schema cdc_tutorial` with `extra` arguments.
+fn run(cwd: &Path, pipeline: &str, extra: &[&str]) {
+    let args = [
+        "run",
+        pipeline,
+        "--warehouse",
+        "w",
+        "--schema",
+        "cdc_tutorial",
+    ];
+    succeed(cwd, &[&args[..], extra].concat());
+}
+
+#[test]
+fn another_pipeline_streams_a_targets_change_data_feed() {
+    let audit = AUDIT.replace("{START}", "");
+    let from_two = AUDIT.replace("{START}", ", startingVersion = 2");
+    let dir = warehouse_with(&[
+        (
+            "sample.sql",
+            include_str!("../../dataflows/warehouse/sample_data.sql"),
+        ),
+        (
+            "scd1.sql",
+            include_str!("../../dataflows/warehouse/scd1.sql"),
+        ),
+        ("audit.sql", &audit),
+        ("from_two.sql", &from_two),
+    ]);
+    let cwd = dir.path();
+    // Version 1 of users_current: the seed's table.
+    run(cwd, "scd1.sql", &["--state", "s1", "--out", "o1"]);
+    // Spark's initial snapshot: the latest version's rows, as inserts of version 1.
+    run(cwd, "audit.sql", &["--state", "s2", "--out", "o2"]);
+    let history = "SELECT * FROM main.cdc_tutorial.users_audit ORDER BY userId, __START_AT";
+    assert_eq!(
+        sql(cwd, history),
+        "userId,name,city,__START_AT,__END_AT\n\
+         124,Raul,Oaxaca,1,\n\
+         125,Mercedes,Guadalajara,1,\n\
+         126,Lily,Cancun,1,\n"
+    );
+    // Version 2: Raul moves, Lily leaves; the audit's next step reads that version alone.
+    sql(
+        cwd,
+        "INSERT INTO main.cdc_tutorial.users_cdf VALUES \
+         (124, 'Raul', 'Puebla', 'UPDATE', 7), (126, NULL, NULL, 'DELETE', 7)",
+    );
+    run(cwd, "scd1.sql", &["--state", "s1", "--out", "o1"]);
+    run(cwd, "audit.sql", &["--state", "s2", "--out", "o2"]);
+    assert_eq!(
+        sql(cwd, history),
+        "userId,name,city,__START_AT,__END_AT\n\
+         124,Raul,Oaxaca,1,2\n\
+         124,Raul,Puebla,2,\n\
+         125,Mercedes,Guadalajara,1,\n\
+         126,Lily,Cancun,1,2\n"
+    );
+    // From version 2 on, a plain run sees only that version's changes.
+    run(cwd, "from_two.sql", &["--out", "o3"]);
+    assert_eq!(
+        sql(cwd, history),
+        "userId,name,city,__START_AT,__END_AT\n124,Raul,Puebla,2,\n"
+    );
+}
+
+#[test]
+fn reader_options_are_refused_where_they_cannot_apply() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    let stream = |options: &str| {
+        format!(
+            "CREATE OR REFRESH STREAMING TABLE t;\n\
+             CREATE FLOW f AS AUTO CDC INTO t\n\
+             FROM STREAM(main.cdc_tutorial.users_cdf) {options}\n\
+             KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum\n\
+             COLUMNS * EXCEPT (operation, sequenceNum) STORED AS SCD TYPE 1;\n"
+        )
+    };
+    let own = "CREATE OR REFRESH STREAMING TABLE s AS SELECT * FROM STREAM read_files('in', \
+               format => 'csv', schema => 'userId INT, sequenceNum INT');\n\
+               CREATE OR REFRESH STREAMING TABLE t;\n\
+               CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(s) WITH (readChangeFeed = true)\n\
+               KEYS (userId) SEQUENCE BY sequenceNum STORED AS SCD TYPE 1;\n"
+        .to_string();
+    for (pipeline, line, why) in [
+        (
+            stream("WITH (readChangeFeed = true)"),
+            3,
+            "does not record its change data feed",
+        ),
+        (
+            stream("WITH (maxFilesPerTrigger = 1)"),
+            3,
+            "unknown option `maxFilesPerTrigger`",
+        ),
+        (
+            stream("WITH (startingVersion = 7)"),
+            3,
+            "startingVersion 7 is after the table's latest version, 0",
+        ),
+        (
+            stream("WITH (readChangeFeed = true, skipChangeCommits = true)"),
+            3,
+            "skipChangeCommits",
+        ),
+        (own, 3, "`s` is this pipeline's table"),
+    ] {
+        std::fs::write(cwd.join("p.sql"), &pipeline).unwrap();
+        let out = scdflow(cwd, &["run", "p.sql", "--warehouse", "w", "--out", "o"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{pipeline}: {err}");
+        assert!(err.contains(&format!("p.sql:{line}:")), "{pipeline}: {err}");
+        assert!(err.contains(why), "{pipeline}: {err}");
+    }
+    // skipChangeCommits passes over an UPDATE a stream of appends cannot read.
+    sql(
+        cwd,
+        "UPDATE main.cdc_tutorial.users_cdf SET city = 'Puebla' WHERE userId = 124",
+    );
+    std::fs::write(cwd.join("p.sql"), stream("WITH (skipChangeCommits = true)")).unwrap();
+    run(cwd, "p.sql", &["--out", "o"]);
+    assert_eq!(
+        sql(cwd, "SELECT * FROM main.cdc_tutorial.t ORDER BY userId"),
+        "userId,name,city\n124,Raul,Oaxaca\n125,Mercedes,Guadalajara\n126,Lily,Cancun\n"
+    );
+}
+
+/// Seed 003's view, verbatim, over an SCD2 target of that name.
+const SEED_VIEW: &str = "CREATE VIEW my_employees_view AS
+SELECT
+  *,
+  __START_AT AS valid_from,
+  __END_AT AS valid_to
+FROM my_scd2_target_table;";
+
+#[test]
+fn views_table_properties_and_repair_in_scdflow_sql() {
+    let scd2 = include_str!("../../dataflows/warehouse/scd2.sql")
+        .replace("users_history", "my_scd2_target_table");
+    let dir = warehouse_with(&[
+        (
+            "sample.sql",
+            include_str!("../../dataflows/warehouse/sample_data.sql"),
+        ),
+        ("scd2.sql", &scd2),
+        ("view.sql", SEED_VIEW),
+    ]);
+    let cwd = dir.path();
+    run(cwd, "scd2.sql", &["--out", "o"]);
+    let in_schema = |statement: &str| {
+        let args = [
+            "sql",
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+            "--format",
+            "csv",
+        ];
+        succeed(cwd, &[&args[..], &[statement]].concat())
+    };
+    let view = [
+        "sql",
+        "--warehouse",
+        "w",
+        "--schema",
+        "cdc_tutorial",
+        "-f",
+        "view.sql",
+    ];
+    succeed(cwd, &view);
+    let out = scdflow(cwd, &view);
+    assert!(stderr(&out).contains("already exists"), "{}", stderr(&out));
+    assert_eq!(
+        in_schema("SELECT userId, city, valid_from, valid_to FROM my_employees_view WHERE userId = 125 ORDER BY valid_from"),
+        "userId,city,valid_from,valid_to\n\
+         125,Tijuana,2,5\n\
+         125,Mexicali,5,6\n\
+         125,Guadalajara,6,\n"
+    );
+    // SHOW TBLPROPERTIES: one property, one it lacks, and the protocol among all of them.
+    assert_eq!(
+        in_schema("SHOW TBLPROPERTIES my_scd2_target_table ('delta.enableChangeDataFeed')"),
+        "key,value\ndelta.enableChangeDataFeed,true\n"
+    );
+    assert_eq!(
+        in_schema("SHOW TBLPROPERTIES main.cdc_tutorial.my_scd2_target_table ('delta.enableRowTracking');"),
+        "key,value\ndelta.enableRowTracking,Table main.cdc_tutorial.my_scd2_target_table does not have property: delta.enableRowTracking\n"
+    );
+    let all = in_schema("SHOW TBLPROPERTIES my_scd2_target_table");
+    for row in [
+        "delta.minReaderVersion,3",
+        "delta.feature.deletionVectors,supported",
+        "scdflow.target,",
+    ] {
+        assert!(all.contains(row), "{all}");
+    }
+    // REPAIR TABLE ... SYNC METADATA has nothing to do; other repairs are refused.
+    in_schema("REPAIR TABLE my_scd2_target_table SYNC METADATA");
+    for (statement, why) in [
+        (
+            "REPAIR TABLE my_scd2_target_table SYNC PARTITIONS",
+            "no partitions",
+        ),
+        ("DROP TABLE my_employees_view", "is a view; use DROP VIEW"),
+        ("CREATE TABLE my_employees_view (a INT)", "is a view"),
+        (
+            "DROP VIEW my_scd2_target_table",
+            "is a table; use DROP TABLE",
+        ),
+        (
+            "CREATE VIEW v AS SELECT nope FROM my_scd2_target_table",
+            "nope",
+        ),
+        ("CREATE TEMPORARY VIEW v AS SELECT 1", "TEMPORARY"),
+        ("SHOW TBLPROPERTIES nothing_here", "does not exist"),
+    ] {
+        let out = scdflow(
+            cwd,
+            &[
+                "sql",
+                "--warehouse",
+                "w",
+                "--schema",
+                "cdc_tutorial",
+                statement,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{statement}: {}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{statement}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("line 1: "),
+            "{statement}: {}",
+            stderr(&out)
+        );
+    }
+    // Views reading views in a cycle fail when read, not forever.
+    in_schema("CREATE VIEW a AS SELECT * FROM my_employees_view");
+    in_schema("CREATE OR REPLACE VIEW my_employees_view AS SELECT * FROM a");
+    let out = scdflow(
+        cwd,
+        &[
+            "sql",
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+            "SELECT * FROM a",
+        ],
+    );
+    assert!(stderr(&out).contains("in a cycle"), "{}", stderr(&out));
+    in_schema("DROP VIEW a, my_employees_view");
+    let out = scdflow(
+        cwd,
+        &[
+            "sql",
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+            "SELECT * FROM a",
+        ],
+    );
+    assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
+}
+
+/// A table `scdflow sql` writes with the change data feed on: appends read as inserts (their
+/// files, no change-data file), `DELETE`, `UPDATE` and `TRUNCATE` from their change-data
+/// files, each with its version.
+#[test]
+fn table_changes_reads_every_kind_of_version_scdflow_sql_writes() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    let statements = [
+        "CREATE TABLE main.cdc_tutorial.t TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true') \
+         AS SELECT * FROM VALUES (1, 'a'), (2, 'b') AS v(id, s)",
+        "INSERT INTO main.cdc_tutorial.t VALUES (3, 'c')",
+        "DELETE FROM main.cdc_tutorial.t WHERE id = 2",
+        "UPDATE main.cdc_tutorial.t SET s = 'z' WHERE id = 3",
+        "TRUNCATE TABLE main.cdc_tutorial.t",
+        "INSERT INTO main.cdc_tutorial.t VALUES (9, 'n')",
+    ];
+    for statement in statements {
+        sql(cwd, statement);
+    }
+    let feed = sql(
+        cwd,
+        "SELECT * EXCEPT (_commit_timestamp) FROM table_changes('main.cdc_tutorial.t', 0) \
+         ORDER BY _commit_version, _change_type, id",
+    );
+    assert_eq!(
+        feed,
+        "id,s,_change_type,_commit_version\n\
+         1,a,insert,0\n\
+         2,b,insert,0\n\
+         3,c,insert,1\n\
+         2,b,delete,2\n\
+         3,z,update_postimage,3\n\
+         3,c,update_preimage,3\n\
+         1,a,delete,4\n\
+         3,z,delete,4\n\
+         9,n,insert,5\n"
+    );
+}
