@@ -73,6 +73,14 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
     let mut found: Vec<TableStmt> = Vec::new();
     let mut resolve = |name: &mut Name, read: DeltaRead, options: &ReadOptions| -> Result<()> {
         let Some((text, dir)) = locate(name)? else {
+            if options.line != 0 && !own(name) {
+                let message = format!(
+                    "STREAM({}) WITH (...): reader options read a Delta table of the \
+                     warehouse: give --warehouse DIR",
+                    name.text
+                );
+                return Err(invalid(options.line, message));
+            }
             if options.line != 0 {
                 let message = format!(
                     "STREAM({}) WITH (...): reader options apply to Delta tables of the \
