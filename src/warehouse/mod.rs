@@ -96,6 +96,16 @@ impl Warehouse {
         })
     }
 
+    /// The same warehouse with other defaults for short names (a view's, as it was created);
+    /// an error when they are not valid names.
+    pub(crate) fn with_defaults(&self, catalog: &str, schema: &str) -> Result<Warehouse> {
+        Ok(Warehouse {
+            root: self.root.clone(),
+            catalog: part(catalog, "catalog")?,
+            schema: part(schema, "schema")?,
+        })
+    }
+
     /// The warehouse directory.
     pub fn root(&self) -> &Path {
         &self.root

@@ -63,6 +63,16 @@ impl<'a> Scope<'a> {
         self
     }
 
+    /// The same scope over `warehouse` (the one a view's query resolves its names in).
+    pub(crate) fn over<'b>(&self, warehouse: &'b Warehouse) -> Scope<'b> {
+        Scope {
+            warehouse: Some(warehouse),
+            base: self.base.clone(),
+            functions: self.functions.clone(),
+            dry: self.dry,
+        }
+    }
+
     /// Whether tables read as empty.
     pub(crate) fn is_dry(&self) -> bool {
         self.dry

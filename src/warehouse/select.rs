@@ -225,7 +225,8 @@ fn named(env: &Env, name: &ast::ObjectName) -> Result<Relation> {
     })
 }
 
-/// The rows of view `name`: its query, run where no CTE of the reader is seen.
+/// The rows of view `name`: its query, run in the catalog and schema it was created in, where
+/// no CTE of the reader is seen.
 fn view_rows(env: &Env, name: &TableName, view: &View) -> Result<Relation> {
     if env.views >= MAX_NESTING {
         let message = format!(
@@ -241,8 +242,12 @@ fn view_rows(env: &Env, name: &TableName, view: &View) -> Result<Relation> {
             let message = format!("view {name}: its stored query does not parse: {e}");
             Error::new(ErrorKind::Format, message)
         })?;
+    let home = (env.scope.warehouse("a view")?)
+        .with_defaults(&view.catalog, &view.schema)
+        .map_err(|e| e.prefixed(&format!("view {name}")))?;
+    let scope = env.scope.over(&home);
     let inner = Env {
-        scope: env.scope,
+        scope: &scope,
         ctes: Vec::new(),
         views: env.views + 1,
     };

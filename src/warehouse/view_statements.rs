@@ -59,9 +59,12 @@ pub(super) fn create_view(warehouse: &Warehouse, create: &ast::CreateView) -> Re
         );
         return Err(Error::new(ErrorKind::Validation, message));
     }
+    let (catalog, schema) = warehouse.defaults();
     let view = View {
         query: create.query.to_string(),
         columns,
+        catalog: catalog.to_string(),
+        schema: schema.to_string(),
     };
     warehouse.put_view(&name, &view)?;
     Ok(Outcome::Done(format!("created view {name}")))

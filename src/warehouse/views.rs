@@ -3,7 +3,9 @@
 //! its tables as they are now.
 //!
 //! Layout: a view is the directory a table of its name would have, holding `_view.json`
-//! (`{"query": "...", "columns": [...]}`, replaced atomically), so a table and a view never
+//! (`{"query": "...", "columns": [...], "catalog": "...", "schema": "..."}`, replaced
+//! atomically; the query's short names resolve in that catalog and schema, as when it was
+//! created), so a table and a view never
 //! share a name, and dropping either removes its directory. The query is checked when the
 //! view is created by running it over empty tables (names, types), as Unity Catalog resolves
 //! a view's references then. A view reading itself through other views is caught when read
@@ -27,6 +29,10 @@ pub(crate) struct View {
     /// The column names given with the view's name (`v (a, b)`), empty when none.
     #[serde(default)]
     pub(crate) columns: Vec<String>,
+    /// The catalog and schema the query's shorter names were resolved in when the view was
+    /// created; it resolves them there whoever reads it.
+    pub(crate) catalog: String,
+    pub(crate) schema: String,
 }
 
 impl Warehouse {

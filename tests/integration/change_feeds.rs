@@ -290,6 +290,12 @@ fn views_table_properties_and_repair_in_scdflow_sql() {
          125,Mexicali,5,6\n\
          125,Guadalajara,6,\n"
     );
+    // Its names resolve where it was created, whatever the reader's defaults.
+    let full = sql(
+        cwd,
+        "SELECT valid_from FROM main.cdc_tutorial.my_employees_view WHERE userId = 124",
+    );
+    assert_eq!(full, "valid_from\n1\n");
     // SHOW TBLPROPERTIES: one property, one it lacks, and the protocol among all of them.
     assert_eq!(
         in_schema("SHOW TBLPROPERTIES my_scd2_target_table ('delta.enableChangeDataFeed')"),
@@ -346,6 +352,22 @@ fn views_table_properties_and_repair_in_scdflow_sql() {
             stderr(&out)
         );
     }
+    // A view file naming a catalog outside the warehouse is refused, not followed.
+    let file = cwd.join("w/main/cdc_tutorial/my_employees_view/_view.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("\"main\"", "\"../../etc\"")).unwrap();
+    let out = scdflow(
+        cwd,
+        &[
+            "sql",
+            "--warehouse",
+            "w",
+            "SELECT * FROM main.cdc_tutorial.my_employees_view",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("catalog"), "{}", stderr(&out));
+    std::fs::write(&file, text).unwrap();
     // Views reading views in a cycle fail when read, not forever.
     in_schema("CREATE VIEW a AS SELECT * FROM my_employees_view");
     in_schema("CREATE OR REPLACE VIEW my_employees_view AS SELECT * FROM a");
