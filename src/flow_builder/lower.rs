@@ -10,7 +10,7 @@ use crate::sql::clauses::once;
 use crate::sql::cursor::{Cursor, Name};
 use crate::sql::syntax::{
     CdcClauses, FlowBody, FlowStmt, From, Located, Query, ReadFiles, ReadOptions, Selection,
-    Statement, TableStmt,
+    Statement, TableKind, TableStmt,
 };
 use crate::sql::targets::build_targets;
 use crate::value::Schema;
@@ -211,6 +211,7 @@ fn table_stmt(table: &str, query: Option<Query>) -> TableStmt {
     TableStmt {
         name: name(table),
         line: NO_LINE,
+        kind: TableKind::StreamingTable,
         columns: None,
         constraints: Vec::new(),
         properties: Vec::new(),

@@ -12,7 +12,7 @@
 
 use super::catalog::Catalog;
 use super::cursor::{invalid, Name};
-use super::syntax::{Append, FlowBody, TableStmt};
+use super::syntax::{Append, FlowBody, TableKind, TableStmt};
 use crate::Result;
 
 /// Folds every append flow of `catalog` into the table it writes.
@@ -29,8 +29,10 @@ pub(crate) fn fold(catalog: &mut Catalog) -> Result<()> {
         let table = &catalog.tables[t];
         if table.query.is_some() {
             let message = format!(
-                "INSERT INTO: `{}` is defined by its AS SELECT query (line {}); an append flow cannot also write it",
-                table.name.text, table.line
+                "INSERT INTO: `{}` is {} (line {}); an append flow cannot also write it",
+                table.name.text,
+                table.kind.defined_by(),
+                table.line
             );
             return Err(invalid(flow.line, message));
         }
@@ -74,6 +76,7 @@ pub(crate) fn fold(catalog: &mut Catalog) -> Result<()> {
                     qualifier: Vec::new(),
                 },
                 line,
+                kind: TableKind::StreamingTable,
                 columns: table.columns.clone(),
                 constraints: Vec::new(),
                 properties: Vec::new(),

@@ -92,6 +92,14 @@ fn build(text: &str, given: &Path, warehouse: Option<&Warehouse>) -> Result<Pipe
     let built = targets::build_targets(&catalog, &tables, &sources, paths, &mut warnings)?;
     for table in &catalog.tables {
         targets::unknown_properties(table, &mut warnings);
+        if table.kind == (syntax::TableKind::View { temporary: false }) {
+            let message = format!(
+                "view `{}` feeds this pipeline's flows, as a TEMPORARY VIEW does: scdflow does \
+                 not publish a pipeline's views yet (create one with `scdflow sql`)",
+                table.name.text
+            );
+            warnings.push((table.line, message));
+        }
     }
     warnings.sort_by_key(|(line, _)| *line);
     if tables.is_empty() && built.targets.is_empty() {

@@ -8,7 +8,7 @@ use super::cursor::{in_clause, invalid, syntax, Name};
 use super::expectations::compile_expectations;
 use super::paths::Paths;
 use super::schema::{check_declared, parse_schema_text, stored_by_name};
-use super::syntax::{From, Located, Query, ReadFiles, SelectItem};
+use super::syntax::{From, Located, Query, ReadFiles, SelectItem, TableKind};
 use crate::engine::changefeed::with_feed_columns;
 use crate::expr::{compile, Expr};
 use crate::plan::{DeltaRead, Format, SourceInput, SourceTable};
@@ -58,8 +58,18 @@ fn visit(
     for name in upstream(catalog, i) {
         let j = catalog.resolve(name, "FROM")?;
         if !catalog.tables[j].is_source() {
+            let read = match catalog.tables[i].kind {
+                TableKind::View { .. } => {
+                    "; a view over a target is created with `scdflow sql` \
+                    (CREATE VIEW) over its published table, not yet in its pipeline"
+                }
+                TableKind::StreamingTable => {
+                    "; read its source instead, or its published \
+                    table's change data feed from another pipeline"
+                }
+            };
             let message = format!(
-                "FROM: `{}` is maintained by AUTO CDC flows, not an append-only stream; read its source instead",
+                "FROM: `{}` is maintained by AUTO CDC flows, not an append-only stream{read}",
                 catalog.tables[j].name.text
             );
             return Err(invalid(name.line, message));

@@ -1,6 +1,7 @@
 //! Statement grammar: the file is a `;`-separated list of
-//! `CREATE [OR REFRESH] STREAMING TABLE ...`, `CREATE FLOW ... AS AUTO CDC INTO ...` and
-//! `CREATE FLOW ... AS INSERT INTO ...` (REPLACE USING, in `insert`).
+//! `CREATE [OR REFRESH] STREAMING TABLE ...`, `CREATE [TEMPORARY] VIEW ... AS SELECT ...`,
+//! `CREATE FLOW ... AS AUTO CDC INTO ...` and `CREATE FLOW ... AS INSERT INTO ...` (REPLACE
+//! USING, in `insert`).
 //! Syntax we recognise but do not implement yet is rejected here with a validation error
 //! saying so, rather than a confusing syntax error further on.
 
@@ -8,7 +9,7 @@ use super::clauses::parse_clauses;
 use super::cursor::{invalid, Cursor};
 use super::insert::{insert_flow, replace_using};
 use super::query::{column_decls, query, table_properties};
-use super::syntax::{CdcClauses, FlowBody, FlowStmt, Statement, TableStmt};
+use super::syntax::{CdcClauses, FlowBody, FlowStmt, Statement, TableKind, TableStmt};
 use crate::Result;
 use sqlparser::tokenizer::Token;
 
@@ -35,14 +36,62 @@ fn statement(c: &mut Cursor) -> Result<Statement> {
         return Err(invalid(line, message));
     }
     c.expect_words(&["CREATE"], "statement")?;
-    c.eat_words(&["OR", "REFRESH"]);
+    let _ = c.eat_words(&["OR", "REFRESH"]) || c.eat_words(&["OR", "REPLACE"]);
     if c.eat_words(&["STREAMING", "TABLE"]) || c.eat_words(&["STREAMING", "LIVE", "TABLE"]) {
         Ok(Statement::Table(Box::new(table(c, line)?)))
     } else if c.eat_words(&["FLOW"]) {
         Ok(Statement::Flow(Box::new(flow(c, line)?)))
+    } else if c.is_words(&["MATERIALIZED", "VIEW"]) {
+        let message = "CREATE MATERIALIZED VIEW is not supported yet: declare a streaming table \
+                       (CREATE STREAMING TABLE ... AS SELECT ... FROM STREAM(...)) or a view";
+        Err(invalid(line, message))
     } else {
-        Err(c.unexpected("CREATE", "`STREAMING TABLE` or `FLOW`"))
+        let temporary = c.eat_words(&["TEMPORARY"]);
+        c.eat_words(&["LIVE"]);
+        if c.eat_words(&["VIEW"]) {
+            return Ok(Statement::Table(Box::new(view(c, line, temporary)?)));
+        }
+        Err(c.unexpected("CREATE", "`STREAMING TABLE`, `FLOW` or `[TEMPORARY] VIEW`"))
     }
+}
+
+/// `[TEMPORARY] VIEW v [(CONSTRAINT ...)] [COMMENT '...'] AS SELECT ...`, after `VIEW`: a
+/// query the pipeline's flows read, with expectations as a streaming table's.
+fn view(c: &mut Cursor, line: u64, temporary: bool) -> Result<TableStmt> {
+    let name = c.table_name("CREATE VIEW")?;
+    let (columns, constraints) = match c.peek() {
+        Token::LParen => column_decls(c)?,
+        _ => (None, Vec::new()),
+    };
+    if columns.is_some() {
+        let message = "CREATE VIEW: a view's column list is not supported; name the columns in \
+                       its query (expr AS name)";
+        return Err(invalid(line, message));
+    }
+    if c.eat_words(&["COMMENT"]) {
+        c.string("COMMENT")?;
+    }
+    if c.is_word_at(0, "TBLPROPERTIES") {
+        return Err(invalid(
+            c.line(),
+            "CREATE VIEW: a view has no TBLPROPERTIES",
+        ));
+    }
+    c.expect_words(&["AS"], "CREATE VIEW")?;
+    let query = query(c, "AS")?;
+    Ok(TableStmt {
+        name,
+        line,
+        kind: TableKind::View { temporary },
+        columns: None,
+        constraints,
+        properties: Vec::new(),
+        query: Some(query),
+        once: false,
+        append_flow: None,
+        appended: Vec::new(),
+        flow: None,
+    })
 }
 
 fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
@@ -64,6 +113,7 @@ fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
     let mut stmt = TableStmt {
         name,
         line,
+        kind: TableKind::StreamingTable,
         columns,
         constraints,
         properties,

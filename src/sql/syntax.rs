@@ -25,6 +25,8 @@ pub(crate) enum Statement {
 pub(crate) struct TableStmt {
     pub(crate) name: Name,
     pub(crate) line: u64,
+    /// A streaming table or a view.
+    pub(crate) kind: TableKind,
     /// The declared columns; `None` when the parenthesised list declares none (it may hold
     /// only constraints).
     pub(crate) columns: Option<Vec<ColumnDecl>>,
@@ -46,6 +48,26 @@ pub(crate) struct TableStmt {
     /// `FLOW AUTO CDC ...` or `FLOW REPLACE USING ...`: the table is a target with one flow of
     /// the same name.
     pub(crate) flow: Option<FlowBody>,
+}
+
+/// What a `CREATE` statement declares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TableKind {
+    /// `CREATE STREAMING TABLE` (and the implicit tables planning adds).
+    StreamingTable,
+    /// `CREATE [TEMPORARY] VIEW v AS SELECT ...`: a query the pipeline's flows read, never
+    /// written by a flow; `temporary` as written (neither kind is published yet).
+    View { temporary: bool },
+}
+
+impl TableKind {
+    /// How messages say that a table with a query is defined by it.
+    pub(crate) fn defined_by(self) -> &'static str {
+        match self {
+            TableKind::StreamingTable => "defined by its AS SELECT query",
+            TableKind::View { .. } => "a view, defined by its query",
+        }
+    }
 }
 
 /// `CONSTRAINT name EXPECT (expr) [ON VIOLATION DROP ROW | ON VIOLATION FAIL UPDATE]`.

@@ -97,8 +97,9 @@ pub(crate) fn build_targets(
         let t = catalog.resolve(&stmt.target, "INTO")?;
         let Some(target) = target_tables.iter().position(|&i| i == t) else {
             let message = format!(
-                "INTO: `{}` is defined by a query (AS SELECT); a flow's target must be declared without one",
-                stmt.target.text
+                "INTO: `{}` is {}; a flow's target is a streaming table declared without one",
+                stmt.target.text,
+                catalog.tables[t].kind.defined_by()
             );
             return Err(invalid(stmt.target.line, message));
         };

@@ -19,7 +19,7 @@
 
 use super::catalog::Catalog;
 use super::cursor::{invalid, Name};
-use super::syntax::{FlowBody, From, Query, ReadOptions, TableStmt};
+use super::syntax::{FlowBody, From, Query, ReadOptions, TableKind, TableStmt};
 use crate::delta::Table;
 use crate::plan::DeltaRead;
 use crate::warehouse::Warehouse;
@@ -206,6 +206,7 @@ fn implicit(name: &str, dir: std::path::PathBuf, line: u64, read: DeltaRead) -> 
             qualifier: Vec::new(),
         },
         line,
+        kind: TableKind::StreamingTable,
         columns: None,
         constraints: Vec::new(),
         properties: Vec::new(),

@@ -278,7 +278,7 @@ fn targets_must_be_declared_tables_without_a_query() {
         &sql,
         Validation,
         2,
-        "INTO: `users_cdf` is defined by a query (AS SELECT)",
+        "INTO: `users_cdf` is defined by its AS SELECT query; a flow's target is a streaming table",
     );
     let sql = format!("{USERS}CREATE STREAMING TABLE t;\nCREATE STREAMING TABLE u;\nCREATE FLOW f AS AUTO CDC INTO u FROM STREAM(t) KEYS (userId) SEQUENCE BY sequenceNum;");
     assert_error(
@@ -454,7 +454,7 @@ fn syntax_errors_carry_the_line_of_the_token() {
         &format!("{USERS}CREATE TABLE x;"),
         Syntax,
         2,
-        "CREATE: expected `STREAMING TABLE` or `FLOW`",
+        "CREATE: expected `STREAMING TABLE`, `FLOW` or `[TEMPORARY] VIEW`",
     );
     assert_error(
         &format!("{USERS}SELECT 1;"),

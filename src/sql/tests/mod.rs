@@ -9,6 +9,7 @@ mod replace;
 mod seeds;
 mod snapshots;
 mod syntax;
+mod views;
 
 use super::parse;
 use crate::plan::Pipeline;
