@@ -4,9 +4,9 @@ Polars (run by .ci/run with a virtual environment that has them).
 
 1. `scdflow sql` creates the seed's sample data (dataflows/warehouse/sample_data.sql, verbatim);
    deltalake and polars read the table and see the seed's eight rows.
-2. `scdflow sql` appends to, updates, deletes from and truncates a table with the change data
-   feed on; deltalake's load_cdf reads each version's changes (inserts, pre- and post-images,
-   deletes) and polars the rows left.
+2. `scdflow sql` appends to, updates, deletes from, truncates and replaces a table with the
+   change data feed on; deltalake's load_cdf reads each version's changes (inserts, pre- and
+   post-images, deletes) and polars the rows left.
 3. deltalake writes a table in two versions (a create and an append); `scdflow run` reads it by
    its qualified name as a stream, version by version, and its target holds both versions' rows;
    deltalake writes a table with the change data feed (appends, a delete, an overwrite), and
@@ -100,6 +100,16 @@ def main():
         assert pl.read_delta(path).rows() == [(4, "Merida")], pl.read_delta(path)
         print(f"deltalake read the change data feed of INSERT, UPDATE, DELETE and TRUNCATE: "
               f"{len(want)} changes")
+        # CREATE OR REPLACE of that table (writer 4, which delta-rs's own create refuses).
+        run(scdflow, "sql", "--warehouse", "w",
+            "CREATE OR REPLACE TABLE main.cdc_tutorial.feed "
+            "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true') "
+            "AS SELECT * FROM VALUES (5, 'Leon') AS v(id, city)", cwd=tmp)
+        assert pl.read_delta(path).rows() == [(5, "Leon")], pl.read_delta(path)
+        replaced = pa.table(DeltaTable(path).load_cdf(starting_version=7).read_all()).to_pylist()
+        got = sorted((r["id"], r["city"], r["_change_type"]) for r in replaced)
+        assert got == [(4, "Merida", "delete"), (5, "Leon", "insert")], got
+        print("deltalake read the table CREATE OR REPLACE rewrote, and its change data feed")
 
         # A table deltalake writes, read by a pipeline as a stream of its versions.
         events = tmp / "w/main/cdc_tutorial/py_events"

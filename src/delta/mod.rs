@@ -14,7 +14,8 @@
 //! What we write: tables of `scdflow sql`: protocol reader 1 / writer 2 (writer 4 when the
 //! table property `delta.enableChangeDataFeed` is set), no table features; unpartitioned
 //! tables, one Parquet file per append; `UPDATE`, `DELETE` and `TRUNCATE` rewrite the files
-//! they touch (`rewrite`). Published targets ([`MaintainedTable`]): reader 3 / writer 7 with
+//! they touch (`rewrite`); `CREATE OR REPLACE` of a table with the change data feed is ours
+//! (`replace`). Published targets ([`MaintainedTable`]): reader 3 / writer 7 with
 //! deletion vectors and the change data feed, checkpointed and vacuumed on the schedule their
 //! properties set (`upkeep`). Types as in [`batch`].
 //!
@@ -32,6 +33,7 @@ mod log;
 mod maintained;
 mod parquet_file;
 mod properties;
+mod replace;
 mod rewrite;
 mod table;
 mod upkeep;

@@ -40,8 +40,8 @@ impl Table {
 
     /// Creates a table of `schema` at `dir` holding `rows` in its first version (0), with the
     /// given table properties. `replace` replaces an existing table's schema and rows in a new
-    /// version (`CREATE OR REPLACE`: delta-rs removes the old files in the same commit);
-    /// otherwise an existing table is an error.
+    /// version (`CREATE OR REPLACE`: delta-rs removes the old files in the same commit, or
+    /// [`Table::replace`] for a protocol it refuses); otherwise an existing table is an error.
     pub fn create(
         dir: &Path,
         schema: &Schema,
@@ -58,6 +58,13 @@ impl Table {
                 dir.display()
             );
             return Err(Error::new(ErrorKind::Validation, message));
+        }
+        if replace && Table::exists(dir) {
+            let mut table = Table::open(dir)?;
+            if table.needs_own_replace()? {
+                table.replace(schema, properties, rows)?;
+                return Ok(table);
+            }
         }
         let runtime = runtime(dir)?;
         let arrow = arrow_schema(schema)?;
@@ -261,7 +268,7 @@ pub(super) fn runtime(dir: &Path) -> Result<Runtime> {
 }
 
 /// Delta's columns for an Arrow schema of ours.
-fn delta_columns(arrow: &ArrowSchema, dir: &Path) -> Result<Vec<StructField>> {
+pub(super) fn delta_columns(arrow: &ArrowSchema, dir: &Path) -> Result<Vec<StructField>> {
     let delta = StructType::try_from_arrow(arrow).map_err(|e| failed(dir, e))?;
     Ok(delta.fields().cloned().collect())
 }

@@ -400,7 +400,8 @@ fn views_table_properties_and_repair_in_scdflow_sql() {
 
 /// A table `scdflow sql` writes with the change data feed on: appends read as inserts (their
 /// files, no change-data file), `DELETE`, `UPDATE` and `TRUNCATE` from their change-data
-/// files, each with its version.
+/// files, `CREATE OR REPLACE` as its removed files' deletes and its new file's inserts, each
+/// with its version.
 #[test]
 fn table_changes_reads_every_kind_of_version_scdflow_sql_writes() {
     let dir = warehouse();
@@ -413,6 +414,10 @@ fn table_changes_reads_every_kind_of_version_scdflow_sql_writes() {
         "UPDATE main.cdc_tutorial.t SET s = 'z' WHERE id = 3",
         "TRUNCATE TABLE main.cdc_tutorial.t",
         "INSERT INTO main.cdc_tutorial.t VALUES (9, 'n')",
+        // Replaced: its files removed (deletes, no change-data file), the new one added.
+        "CREATE OR REPLACE TABLE main.cdc_tutorial.t \
+         TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true') \
+         AS SELECT * FROM VALUES (7, 'r'), (9, 'n') AS v(id, s)",
     ];
     for statement in statements {
         sql(cwd, statement);
@@ -433,6 +438,31 @@ fn table_changes_reads_every_kind_of_version_scdflow_sql_writes() {
          3,c,update_preimage,3\n\
          1,a,delete,4\n\
          3,z,delete,4\n\
-         9,n,insert,5\n"
+         9,n,insert,5\n\
+         9,n,delete,6\n\
+         7,r,insert,6\n\
+         9,n,insert,6\n"
+    );
+    // A replaced table keeps its protocol: a property needing a feature it may lack is
+    // refused, and the table is as it was.
+    let out = scdflow(
+        cwd,
+        &[
+            "sql",
+            "--warehouse",
+            "w",
+            "CREATE OR REPLACE TABLE main.cdc_tutorial.t \
+             TBLPROPERTIES ('delta.enableDeletionVectors' = 'true') AS SELECT 1 AS id",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("drop the table first"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        sql(cwd, "SELECT * FROM main.cdc_tutorial.t ORDER BY id"),
+        "id,s\n7,r\n9,n\n"
     );
 }
