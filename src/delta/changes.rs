@@ -9,8 +9,9 @@
 //! record it), else the log entry's modification time, as readers fall back.
 //!
 //! Limits, each refused with the version's number: a version at which the table did not
-//! record its feed (`delta.enableChangeDataFeed` off; the reader checks the table's metadata
-//! at the first version read and every metadata change after it, so the answer is exact); a
+//! record its feed (`delta.enableChangeDataFeed` off: [`Log::check_feed_recorded`] checks the
+//! table's metadata at the first version of a range and every metadata change after it, so
+//! its answer is exact; [`Log::version_changes`] refuses a version that turns the feed off); a
 //! version without change-data files that adds or removes files with deletion vectors (a
 //! writer that does so must write change-data files); files vacuumed away (a feed is readable
 //! for the table's file retention, `delta.deletedFileRetentionDuration`).
@@ -32,6 +33,12 @@ impl Log {
     /// ([`with_feed_columns`](crate::engine::changefeed::with_feed_columns)), in the order the version's files list them.
     pub fn version_changes(&self, version: u64, schema: &Schema) -> Result<Vec<Row>> {
         let actions = self.actions(version)?;
+        let turned_off = actions.iter().any(
+            |a| matches!(a, Action::Metadata(m) if !is_on(m.configuration().get(FEED_PROPERTY))),
+        );
+        if turned_off {
+            return Err(self.not_recorded(version));
+        }
         let timestamp = self.commit_timestamp(version, &actions)?;
         let tail = |row: Row, kind: Option<ChangeType>| {
             let mut row = row;

@@ -124,6 +124,11 @@ fn warehouse_table(
                 );
                 return Err(invalid(line, message));
             }
+            if let Some(start) = read.starting_version() {
+                let log = crate::delta::Log::open(dir).map_err(|e| e.at_line(line))?;
+                log.check_feed_recorded(start, start)
+                    .map_err(|e| e.at_line(line))?;
+            }
             with_feed_columns(table.schema())
         }
         _ => table.schema().clone(),

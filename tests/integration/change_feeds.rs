@@ -466,3 +466,40 @@ fn table_changes_reads_every_kind_of_version_scdflow_sql_writes() {
         "id,s\n7,r\n9,n\n"
     );
 }
+
+/// A stream of a change data feed starts only where the feed was recorded: a table that
+/// turned it on at version 1 is refused from version 0 (at the line reading it), and read
+/// from version 1 (its replacement: the old row deleted, the new one inserted).
+#[test]
+fn a_feed_is_read_only_from_where_it_was_recorded() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    sql(cwd, "CREATE SCHEMA main.default");
+    sql(
+        cwd,
+        "CREATE TABLE t AS SELECT * FROM VALUES (1, 1) AS v(userId, seq)",
+    );
+    sql(
+        cwd,
+        "CREATE OR REPLACE TABLE t TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true') \
+         AS SELECT * FROM VALUES (2, 2) AS v(userId, seq)",
+    );
+    let pipeline = |start: u64| {
+        format!(
+            "CREATE OR REFRESH STREAMING TABLE c;\n\
+             CREATE FLOW f AS AUTO CDC INTO c FROM STREAM(t)\n\
+             WITH (readChangeFeed = true, startingVersion = {start})\n\
+             KEYS (userId) APPLY AS DELETE WHEN _change_type = 'delete' SEQUENCE BY seq\n\
+             COLUMNS * EXCEPT (_change_type, _commit_version, _commit_timestamp);\n"
+        )
+    };
+    std::fs::write(cwd.join("p.sql"), pipeline(0)).unwrap();
+    let out = scdflow(cwd, &["run", "p.sql", "--warehouse", "w", "--out", "o"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("p.sql:2:"), "{err}");
+    assert!(err.contains("not recorded at version 0"), "{err}");
+    std::fs::write(cwd.join("p.sql"), pipeline(1)).unwrap();
+    succeed(cwd, &["run", "p.sql", "--warehouse", "w", "--out", "o"]);
+    assert_eq!(sql(cwd, "SELECT * FROM c"), "userId,seq\n2,2\n");
+}
