@@ -197,6 +197,16 @@ fn create_table(warehouse: &Warehouse, create: &ast::CreateTable) -> Result<Outc
         return Err(Error::new(ErrorKind::Validation, message));
     }
     let dir = warehouse.table_dir(&name);
+    if Table::exists(&dir) && create.or_replace {
+        let published = Table::open(&dir)?.properties()?;
+        if let Some(target) = published.get(crate::output::TARGET_PROPERTY) {
+            let message = format!(
+                "table {name} is target `{target}` of a pipeline, which replaces it (scdflow run \
+                 --full-refresh); CREATE OR REPLACE would leave the pipeline's state behind it"
+            );
+            return Err(Error::new(ErrorKind::Validation, message));
+        }
+    }
     if Table::exists(&dir) && !create.or_replace {
         if create.if_not_exists {
             return Ok(Outcome::Done(format!("table {name} exists")));

@@ -313,6 +313,23 @@ fn views_table_properties_and_repair_in_scdflow_sql() {
     ] {
         assert!(all.contains(row), "{all}");
     }
+    // A pipeline's target is replaced by its pipeline, not by CREATE OR REPLACE.
+    let out = scdflow(
+        cwd,
+        &[
+            "sql",
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+            "CREATE OR REPLACE TABLE my_scd2_target_table AS SELECT 1 AS id",
+        ],
+    );
+    assert!(
+        stderr(&out).contains("is target `my_scd2_target_table` of a pipeline"),
+        "{}",
+        stderr(&out)
+    );
     // REPAIR TABLE ... SYNC METADATA has nothing to do; other repairs are refused.
     in_schema("REPAIR TABLE my_scd2_target_table SYNC METADATA");
     for (statement, why) in [
