@@ -520,3 +520,51 @@ fn a_feed_is_read_only_from_where_it_was_recorded() {
     succeed(cwd, &["run", "p.sql", "--warehouse", "w", "--out", "o"]);
     assert_eq!(sql(cwd, "SELECT * FROM c"), "userId,seq\n2,2\n");
 }
+
+/// Another pipeline that applies a published SCD2 target's change data feed, keyed by the
+/// target's identity (key and `__START_AT`), rebuilds the target row for row: over many
+/// commits (deletion vectors, merged files, late events closing and reopening versions).
+#[test]
+fn a_targets_change_data_feed_rebuilds_it_in_another_pipeline() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    let generate = [
+        "generate",
+        "--out",
+        "g",
+        "--events",
+        "4000",
+        "--keys",
+        "300",
+        "--displacement",
+        "300",
+        "--commits",
+        "25",
+        "--seed",
+        "9",
+    ];
+    succeed(cwd, &generate);
+    sql(cwd, "CREATE SCHEMA main.default");
+    succeed(
+        cwd,
+        &["run", "g/scd2.sql", "--warehouse", "w", "--out", "o"],
+    );
+    let copy = "CREATE OR REFRESH STREAMING TABLE feed AS\n\
+                SELECT k, c0, c1, __START_AT AS started, __END_AT AS ended, _change_type,\n\
+                _commit_version\n\
+                FROM STREAM scd2 WITH (readChangeFeed = true, startingVersion = 1)\n\
+                WHERE _change_type <> 'update_preimage';\n\
+                CREATE OR REFRESH STREAMING TABLE copy;\n\
+                CREATE FLOW c AS AUTO CDC INTO copy FROM STREAM(feed) KEYS (k, started)\n\
+                APPLY AS DELETE WHEN _change_type = 'delete' SEQUENCE BY _commit_version\n\
+                COLUMNS * EXCEPT (_change_type, _commit_version) STORED AS SCD TYPE 1;\n";
+    std::fs::write(cwd.join("copy.sql"), copy).unwrap();
+    succeed(cwd, &["run", "copy.sql", "--warehouse", "w", "--out", "o2"]);
+    let original = sql(cwd, "SELECT * FROM scd2 ORDER BY k, __START_AT");
+    let rebuilt = sql(cwd, "SELECT * FROM copy ORDER BY k, started");
+    assert!(original.lines().count() > 300, "{original}");
+    assert_eq!(
+        rebuilt.lines().skip(1).collect::<Vec<_>>(),
+        original.lines().skip(1).collect::<Vec<_>>()
+    );
+}
