@@ -96,6 +96,19 @@ impl Warehouse {
         })
     }
 
+    /// Fails unless the schema of `name` exists (a table or view is created only in a schema
+    /// `CREATE SCHEMA` made, as in Unity Catalog).
+    pub(crate) fn require_schema(&self, name: &TableName) -> Result<()> {
+        if self.has_schema(&name.catalog, &name.schema) {
+            return Ok(());
+        }
+        let message = format!(
+            "schema {}.{} does not exist; create it with CREATE SCHEMA",
+            name.catalog, name.schema
+        );
+        Err(Error::new(ErrorKind::Validation, message))
+    }
+
     /// The same warehouse with other defaults for short names (a view's, as it was created);
     /// an error when they are not valid names.
     pub(crate) fn with_defaults(&self, catalog: &str, schema: &str) -> Result<Warehouse> {

@@ -185,13 +185,7 @@ fn create_table(warehouse: &Warehouse, create: &ast::CreateTable) -> Result<Outc
         return Err(unsupported(what));
     }
     let name = table_name(warehouse, &create.name)?;
-    if !warehouse.has_schema(&name.catalog, &name.schema) {
-        let message = format!(
-            "schema {}.{} does not exist; create it with CREATE SCHEMA",
-            name.catalog, name.schema
-        );
-        return Err(Error::new(ErrorKind::Validation, message));
-    }
+    warehouse.require_schema(&name)?;
     if warehouse.view(&name)?.is_some() {
         let message = format!("{name} is a view; drop it first (DROP VIEW)");
         return Err(Error::new(ErrorKind::Validation, message));

@@ -18,26 +18,31 @@ fn without_timestamps(csv: &str) -> Vec<String> {
     lines
 }
 
-#[test]
-fn table_changes_of_a_published_target_is_the_change_feed_a_file_run_writes() {
-    let dir = warehouse();
-    let cwd = dir.path();
-    let generate = [
+/// `scdflow generate --out g` with `[events, keys, displacement, commits, seed]`.
+fn generate(cwd: &Path, [events, keys, displacement, commits, seed]: [&str; 5]) {
+    let args = [
         "generate",
         "--out",
         "g",
         "--events",
-        "3000",
+        events,
         "--keys",
-        "200",
+        keys,
         "--displacement",
-        "100",
+        displacement,
         "--commits",
-        "20",
+        commits,
         "--seed",
-        "5",
+        seed,
     ];
-    succeed(cwd, &generate);
+    succeed(cwd, &args);
+}
+
+#[test]
+fn table_changes_of_a_published_target_is_the_change_feed_a_file_run_writes() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    generate(cwd, ["3000", "200", "100", "20", "5"]);
     sql(cwd, "CREATE SCHEMA main.default");
     succeed(cwd, &["run", "g/scd2.sql", "--out", "files"]);
     let run = ["run", "g/scd2.sql", "--warehouse", "w", "--out", "o"];
@@ -528,22 +533,7 @@ fn a_feed_is_read_only_from_where_it_was_recorded() {
 fn a_targets_change_data_feed_rebuilds_it_in_another_pipeline() {
     let dir = warehouse();
     let cwd = dir.path();
-    let generate = [
-        "generate",
-        "--out",
-        "g",
-        "--events",
-        "4000",
-        "--keys",
-        "300",
-        "--displacement",
-        "300",
-        "--commits",
-        "25",
-        "--seed",
-        "9",
-    ];
-    succeed(cwd, &generate);
+    generate(cwd, ["4000", "300", "300", "25", "9"]);
     sql(cwd, "CREATE SCHEMA main.default");
     succeed(
         cwd,
