@@ -58,6 +58,13 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
             .table_name(&parts)
             .map_err(|e| invalid(name.line, format!("FROM: {e}")))?;
         let dir = warehouse.table_dir(&full);
+        if warehouse.view(&full)?.is_some() {
+            let message = format!(
+                "FROM: {full} is a view of the warehouse; a pipeline streams tables (read the \
+                 view's table, or declare the view in the pipeline)"
+            );
+            return Err(invalid(name.line, message));
+        }
         if !Table::exists(&dir) {
             if name.qualifier.is_empty() {
                 return Ok(None);

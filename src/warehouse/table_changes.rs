@@ -51,6 +51,11 @@ pub(super) fn table_changes(scope: &Scope, args: &[ast::FunctionArg]) -> Result<
         .and_then(|mut p| p.parse_object_name(false))
         .map_err(|e| invalid(format!("`{name}` is not a table name: {e}")))?;
     let full = table_name(warehouse, &object)?;
+    if warehouse.view(&full)?.is_some() {
+        return Err(invalid(format!(
+            "{full} is a view; a change data feed is a table's"
+        )));
+    }
     let table = open(warehouse, &full)?;
     let schema = with_feed_columns(table.schema());
     if scope.is_dry() {

@@ -390,6 +390,34 @@ fn views_table_properties_and_repair_in_scdflow_sql() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("catalog"), "{}", stderr(&out));
     std::fs::write(&file, text).unwrap();
+    // A view has no change data feed, and a pipeline streams tables, not views.
+    let out = scdflow(
+        cwd,
+        &[
+            "sql",
+            "--warehouse",
+            "w",
+            "SELECT * FROM table_changes('main.cdc_tutorial.my_employees_view', 0)",
+        ],
+    );
+    assert!(
+        stderr(&out).contains("is a view; a change data feed is a table's"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(
+        cwd.join("v.sql"),
+        "CREATE OR REFRESH STREAMING TABLE s AS SELECT * FROM STREAM(main.cdc_tutorial.my_employees_view);\n",
+    )
+    .unwrap();
+    let out = scdflow(cwd, &["run", "v.sql", "--warehouse", "w", "--out", "o"]);
+    assert!(
+        stderr(&out).contains(
+            "v.sql:1: FROM: main.cdc_tutorial.my_employees_view is a view of the warehouse"
+        ),
+        "{}",
+        stderr(&out)
+    );
     // Views reading views in a cycle fail when read, not forever.
     in_schema("CREATE VIEW a AS SELECT * FROM my_employees_view");
     in_schema("CREATE OR REPLACE VIEW my_employees_view AS SELECT * FROM a");
