@@ -264,6 +264,17 @@ fn views_table_properties_and_repair_in_scdflow_sql() {
     ]);
     let cwd = dir.path();
     run(cwd, "scd2.sql", &["--out", "o"]);
+    let sql_in_schema = |statement: &str| {
+        let args = [
+            "sql",
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+            statement,
+        ];
+        scdflow(cwd, &args)
+    };
     let in_schema = |statement: &str| {
         let args = [
             "sql",
@@ -319,17 +330,7 @@ fn views_table_properties_and_repair_in_scdflow_sql() {
         assert!(all.contains(row), "{all}");
     }
     // A pipeline's target is replaced by its pipeline, not by CREATE OR REPLACE.
-    let out = scdflow(
-        cwd,
-        &[
-            "sql",
-            "--warehouse",
-            "w",
-            "--schema",
-            "cdc_tutorial",
-            "CREATE OR REPLACE TABLE my_scd2_target_table AS SELECT 1 AS id",
-        ],
-    );
+    let out = sql_in_schema("CREATE OR REPLACE TABLE my_scd2_target_table AS SELECT 1 AS id");
     assert!(
         stderr(&out).contains("is target `my_scd2_target_table` of a pipeline"),
         "{}",
@@ -355,17 +356,7 @@ fn views_table_properties_and_repair_in_scdflow_sql() {
         ("CREATE TEMPORARY VIEW v AS SELECT 1", "TEMPORARY"),
         ("SHOW TBLPROPERTIES nothing_here", "does not exist"),
     ] {
-        let out = scdflow(
-            cwd,
-            &[
-                "sql",
-                "--warehouse",
-                "w",
-                "--schema",
-                "cdc_tutorial",
-                statement,
-            ],
-        );
+        let out = sql_in_schema(statement);
         assert_eq!(out.status.code(), Some(2), "{statement}: {}", stderr(&out));
         assert!(stderr(&out).contains(why), "{statement}: {}", stderr(&out));
         assert!(
@@ -421,30 +412,10 @@ fn views_table_properties_and_repair_in_scdflow_sql() {
     // Views reading views in a cycle fail when read, not forever.
     in_schema("CREATE VIEW a AS SELECT * FROM my_employees_view");
     in_schema("CREATE OR REPLACE VIEW my_employees_view AS SELECT * FROM a");
-    let out = scdflow(
-        cwd,
-        &[
-            "sql",
-            "--warehouse",
-            "w",
-            "--schema",
-            "cdc_tutorial",
-            "SELECT * FROM a",
-        ],
-    );
+    let out = sql_in_schema("SELECT * FROM a");
     assert!(stderr(&out).contains("in a cycle"), "{}", stderr(&out));
     in_schema("DROP VIEW a, my_employees_view");
-    let out = scdflow(
-        cwd,
-        &[
-            "sql",
-            "--warehouse",
-            "w",
-            "--schema",
-            "cdc_tutorial",
-            "SELECT * FROM a",
-        ],
-    );
+    let out = sql_in_schema("SELECT * FROM a");
     assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
 }
 
