@@ -25,16 +25,20 @@ use std::path::Path;
 /// How many times an append retries after losing the race to the next version.
 const APPEND_ATTEMPTS: usize = 10;
 
-/// The writer features whose rules scdflow keeps: it only appends and replaces whole tables,
-/// so `appendOnly` holds; the others are accepted only while the table uses none of them
-/// ([`writable`] checks), and the change data feed is written by scdflow itself.
-const WRITER_FEATURES: [&str; 6] = [
+/// The writer features whose rules scdflow keeps: `appendOnly` tables are only appended to
+/// (rewrites refuse them); `invariants`, `checkConstraints` and `generatedColumns` are accepted
+/// only while the table uses none of them ([`writable`] checks); the change data feed is
+/// written by scdflow itself; a rewrite honours `deletionVectors` (the rows a file's vector
+/// deletes stay deleted, and its removal carries the vector, [`super::rewrite`]), as the
+/// maintained tables write them.
+const WRITER_FEATURES: [&str; 7] = [
     "appendOnly",
     "invariants",
     "checkConstraints",
     "generatedColumns",
     "changeDataFeed",
     "timestampNtz",
+    "deletionVectors",
 ];
 
 /// Commits `actions` as the version after `table`'s, then loads that version into `table`.

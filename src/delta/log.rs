@@ -75,6 +75,35 @@ impl Log {
         Ok(None)
     }
 
+    /// The newest version that application `app_id` wrote (a `txn` of it), read from the
+    /// newest back; 0 (the table's creation) when it wrote none.
+    pub fn last_version_of(&self, app_id: &str) -> Result<u64> {
+        for version in (1..=self.latest_version()?).rev() {
+            if self.written_by(version, app_id)? {
+                return Ok(version);
+            }
+        }
+        Ok(0)
+    }
+
+    /// The versions after `after` that change data and that application `app_id` did not
+    /// write (other writers' edits), and the newest version looked at.
+    pub fn others_versions(&self, after: u64, app_id: &str) -> Result<(Vec<u64>, u64)> {
+        let latest = self.latest_version()?;
+        let mut versions = Vec::new();
+        for version in after + 1..=latest {
+            if !self.written_by(version, app_id)? && self.changes_data(version)? {
+                versions.push(version);
+            }
+        }
+        Ok((versions, latest.max(after)))
+    }
+
+    fn written_by(&self, version: u64, app_id: &str) -> Result<bool> {
+        Ok((self.actions(version)?.iter())
+            .any(|a| matches!(a, Action::Txn(txn) if txn.app_id == app_id)))
+    }
+
     fn changes_data(&self, version: u64) -> Result<bool> {
         Ok(self.actions(version)?.iter().any(|a| match a {
             Action::Add(add) => add.data_change,

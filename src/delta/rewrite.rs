@@ -2,10 +2,10 @@
 //! that hold them (copy-on-write, as Delta writers do without deletion vectors).
 //!
 //! A version made here removes every file holding a row that is deleted or updated, and adds
-//! one file with those files' remaining and updated rows; files none of whose rows changed stay
-//! as they are. With the change data feed on (`delta.enableChangeDataFeed`), the version also
-//! carries a change-data file: each deleted row as `delete`, each updated one as its
-//! `update_preimage` and `update_postimage`. Without it, a reader of the feed would take the
+//! one file with those files' remaining and updated rows (rows a file's deletion vector removes
+//! are left out); files none of whose rows changed stay as they are. With the change data feed
+//! on (`delta.enableChangeDataFeed`), the version also carries a change-data file: each deleted
+//! row as `delete`, each updated one as its `update_preimage` and `update_postimage`. Without it, a reader of the feed would take the
 //! version's removed and added files for their every row deleted and inserted.
 //!
 //! Invariant: nothing is written for a statement that changes no row, and a statement whose
@@ -56,11 +56,13 @@ pub struct Rewritten {
 
 impl Table {
     /// Applies `fate` to every row of the current version and commits what it changes as one
-    /// version (see the module docs).
+    /// version (see the module docs), unless `check` refuses the changes (before anything is
+    /// written).
     pub fn rewrite(
         &mut self,
         statement: Rewrite,
         fate: &mut dyn FnMut(&Row) -> Result<Fate>,
+        check: &dyn Fn(&[(ChangeType, Row)]) -> Result<()>,
     ) -> Result<Rewritten> {
         writable(&self.inner).map_err(|why| refused(&self.dir, &why))?;
         let properties = self.properties()?;
@@ -85,12 +87,18 @@ impl Table {
         let mut rewritten: Vec<Row> = Vec::new();
         let mut changes: Vec<(ChangeType, Row)> = Vec::new();
         for add in adds {
-            if add.deletion_vector.is_some() {
-                return Err(failed(&self.dir, "a file has a deletion vector"));
-            }
             let path = deltalake::Path::from(add.path.as_str());
             let store = self.inner.object_store();
-            let rows = read_parquet(&self.runtime, &store, &self.dir, &path, &self.schema)?;
+            let mut rows = read_parquet(&self.runtime, &store, &self.dir, &path, &self.schema)?;
+            if let Some(dv) = &add.deletion_vector {
+                let where_ = self.dir.join(&add.path).display().to_string();
+                let deleted = super::dv::read(&self.dir, dv, &where_)?;
+                let mut at = 0u64;
+                rows.retain(|_| {
+                    at += 1;
+                    !deleted.contains(at - 1)
+                });
+            }
             let mut kept = Vec::with_capacity(rows.len());
             let mut touched = false;
             for row in rows {
@@ -118,6 +126,7 @@ impl Table {
         if actions.is_empty() {
             return Ok(done);
         }
+        check(&changes)?;
         let url = self.inner.table_url().clone();
         if !rewritten.is_empty() {
             let batch = to_batch(&self.schema, &self.arrow, &rewritten)?;

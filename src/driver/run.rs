@@ -348,6 +348,12 @@ impl<'p> Driver<'p> {
         self.engine.save(dir, changes)
     }
 
+    /// Sets target rows by hand before the next commit ([`Engine::edit`]); a failure leaves
+    /// the states partly edited, so the driver must then be dropped.
+    pub fn edit(&mut self, edits: Vec<crate::runtime::Edits>) -> Result<()> {
+        self.engine.edit(edits)
+    }
+
     /// Lets the engine complete and stops its workers.
     pub fn finish(self) -> Result<()> {
         self.engine.finish()

@@ -14,6 +14,7 @@
 mod bitemporal;
 pub mod changefeed;
 mod durable;
+mod edits;
 mod records;
 mod replace;
 mod scd1;
@@ -29,6 +30,7 @@ mod durable_tests;
 
 pub use bitemporal::BitemporalState;
 pub use durable::{worker_of, Durable};
+pub use edits::{edit, Editable, HistoryRules, KeyEdit};
 pub use records::{RecordIn, RecordOut};
 pub use replace::{ReplaceConfig, ReplaceState};
 pub use scd1::Scd1State;

@@ -19,10 +19,12 @@
 use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
 };
+use super::edits::{Editable, HistoryRules};
 use super::records::{RecordIn, RecordOut};
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
+use crate::expr::describe;
 use crate::value::{Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::consolidate_from;
@@ -331,6 +333,61 @@ fn shown(winner: Winner, truncated_at: Option<&Value>) -> Option<Row> {
 
 fn shown_ref(winner: &Winner, truncated_at: Option<&Value>) -> Option<Row> {
     shows(winner, truncated_at).then(|| winner.image.clone())
+}
+
+impl Editable for Scd1State {
+    fn set_rows(
+        &mut self,
+        _rules: &HistoryRules,
+        key: &Row,
+        rows: &[Row],
+        now: i64,
+    ) -> std::result::Result<(), String> {
+        let mut stats = CommitStats::default();
+        let held = self.keys.get(key);
+        let tombstone_before = held.and_then(KeyState::tombstone).is_some();
+        let winner = match (held, rows.first()) {
+            (Some(KeyState::Fields(_)), _) => {
+                return Err("a target with partial updates takes no edits".to_string())
+            }
+            (None, None) => return Ok(()),
+            // The key keeps its sequence: a later event wins as it would have over the row.
+            (Some(KeyState::Winner(w)), None) => Winner {
+                seq: w.seq.clone(),
+                kind: EventKind::Delete,
+                image: Row::new(),
+            },
+            (Some(KeyState::Winner(w)), Some(row)) => Winner {
+                seq: w.seq.clone(),
+                kind: EventKind::Upsert,
+                image: row.clone(),
+            },
+            // A row set by hand has no sequence (NULL sorts first): every event wins over it.
+            (None, Some(row)) => Winner {
+                seq: Value::Null,
+                kind: EventKind::Upsert,
+                image: row.clone(),
+            },
+        };
+        if !shows(&winner, self.truncated_at.as_ref()) && winner.kind == EventKind::Upsert {
+            return Err(format!(
+                "the table was truncated (a TRUNCATE event at sequence {}) after this key's \
+                 last event, so a row set by hand would not show",
+                self.truncated_at
+                    .as_ref()
+                    .map_or("NULL".to_string(), describe)
+            ));
+        }
+        let tombstone = (winner.kind == EventKind::Delete).then(|| winner.seq.clone());
+        self.changed.mark(key);
+        self.keys.insert(key.clone(), KeyState::Winner(winner));
+        if let Some(seq) = &tombstone {
+            self.tombstones.record(now, key, seq);
+        }
+        self.held
+            .change(tombstone_before, tombstone.is_some(), &mut stats);
+        Ok(())
+    }
 }
 
 impl CdcState for Scd1State {

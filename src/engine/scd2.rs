@@ -35,6 +35,7 @@
 use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
 };
+use super::edits::{Editable, HistoryRules};
 use super::records::{RecordIn, RecordOut};
 use super::seq::Seq;
 use super::sorted_map::SortedMap;
@@ -280,6 +281,26 @@ impl Durable for Scd2State {
 
     fn live_tombstones(&self) -> u64 {
         self.held.get()
+    }
+}
+
+impl Editable for Scd2State {
+    fn set_rows(
+        &mut self,
+        rules: &HistoryRules,
+        key: &Row,
+        rows: &[Row],
+        now: i64,
+    ) -> std::result::Result<(), String> {
+        if let Some(old) = self.keys.remove(key) {
+            self.held.replaced(old.tombstones());
+        }
+        self.changed.mark(key);
+        let events = rules.events(key, rows);
+        // The rows are in the table already: what the events derive is not emitted again.
+        let mut derived = Vec::new();
+        self.apply(events, now, &mut derived, &mut CommitStats::default());
+        Ok(())
     }
 }
 

@@ -70,7 +70,7 @@ pub fn cast_value(value: Value, to: &DataType) -> Result<Value, String> {
 }
 
 /// A value as it would appear in a message.
-fn describe(value: &Value) -> String {
+pub(crate) fn describe(value: &Value) -> String {
     match value {
         Value::Str(s) => format!("'{s}'"),
         other => to_string(other).unwrap_or_else(|| format!("{other:?}")),

@@ -19,6 +19,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use cast::describe;
 pub use cast::{cast_value, store_assignable};
 pub(crate) use compile::regex_reason;
 pub use compile::{compile, unify};

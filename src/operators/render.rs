@@ -14,7 +14,8 @@ use super::{
     SnapshotDiff,
 };
 use crate::engine::{
-    BitemporalState, CommitStats, Durable, ReplaceState, Scd1State, Scd2State, SnapshotState,
+    BitemporalState, CommitStats, Durable, Editable, ReplaceState, Scd1State, Scd2State,
+    SnapshotState,
 };
 use crate::event::Event;
 use crate::plan::{ScdType, Target, TargetKind};
@@ -207,6 +208,19 @@ impl TargetState {
                 scd.part(),
             ],
             TargetState::Replace(s) => vec![("replace", Rc::clone(s) as Rc<RefCell<dyn Durable>>)],
+        }
+    }
+
+    /// The state that holds the target's table when its rows can be set by hand (SCD type 1
+    /// and 2 states; see [`crate::engine::edit`]).
+    pub fn editable(&self) -> Option<Rc<RefCell<dyn Editable>>> {
+        match self {
+            TargetState::Cdc(scd) | TargetState::Snapshot(_, scd) => match scd {
+                ScdState::Type1(s) => Some(Rc::clone(s) as Rc<RefCell<dyn Editable>>),
+                ScdState::Type2(s) => Some(Rc::clone(s) as Rc<RefCell<dyn Editable>>),
+                ScdState::Bitemporal(_) => None,
+            },
+            TargetState::Replace(_) => None,
         }
     }
 

@@ -17,6 +17,7 @@
 
 use crate::delta::{MaintainedTable, Table};
 use crate::engine::changefeed::ChangeType;
+use crate::engine::HistoryRules;
 use crate::plan::Target;
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
@@ -28,10 +29,14 @@ use std::path::{Path, PathBuf};
 pub const TARGET_PROPERTY: &str = "scdflow.target";
 
 /// The properties a published table of `target` is created with: the target's own Delta ones
-/// (its `TBLPROPERTIES`) and [`TARGET_PROPERTY`].
+/// (its `TBLPROPERTIES`), [`TARGET_PROPERTY`] and, for a target whose rows DML may edit, the
+/// rules its history keeps ([`HistoryRules::PROPERTY`]; `scdflow sql` checks edits by them).
 pub fn table_properties(target: &Target) -> BTreeMap<String, String> {
     let mut properties = target.properties.clone();
     properties.insert(TARGET_PROPERTY.to_string(), target.name.clone());
+    if let Ok(rules) = HistoryRules::of(target) {
+        properties.insert(HistoryRules::PROPERTY.to_string(), rules.recorded());
+    }
     properties
 }
 

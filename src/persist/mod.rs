@@ -7,7 +7,8 @@
 //! - [`frames`]: the on-disk record format (versioned, checksummed, serde), and the shard files
 //!   the runtime saves the operators' states through ([`ShardRecords`]);
 //! - [`appended`]: outputs appended exactly once, verified by checksum;
-//! - `published`: targets published as Delta tables, exactly once;
+//! - `published`: targets published as Delta tables, exactly once; `table_edits`: other
+//!   writers' edits of them (DML), taken into the state;
 //! - [`fingerprint`]: what a state depends on in the pipeline, checked on every run.
 //!
 //! The operators' states themselves are saved per worker by [`crate::engine::Durable`] (through
@@ -21,6 +22,7 @@ pub mod frames;
 mod published;
 mod session;
 pub mod store;
+mod table_edits;
 
 pub use fingerprint::Fingerprint;
 pub use frames::{FileKind, FrameReader, FrameWriter, ShardRecords};

@@ -29,6 +29,10 @@
 //! next step restores it from the checkpoint. An appended file the manifest does not know (a
 //! new state, or after `--full-refresh`) starts empty: what it held came from another run.
 //!
+//! Other writers' edits of published targets (DML through `scdflow sql`) are taken into the
+//! engine's state at the start of each step, before its commits ([`table_edits`]); a step holds
+//! the tables' locks, so an edit lands between steps, never inside one.
+//!
 //! Limits: one process (`--processes 1`); output directory and format are fixed by the first
 //! run; the state directory is locked while a run uses it; every step rewrites every target
 //! file (O(table); a published Delta table gets only the step's versions); a restart restores
@@ -43,6 +47,7 @@ use crate::io::{self, OutputFormat};
 use crate::output::{self, Layout};
 use crate::persist::store::Staged;
 use crate::persist::store::METRICS_LOG;
+use crate::persist::table_edits::{self, Absorbed};
 use crate::persist::{
     appended, published, Appended, Checks, Fingerprint, Manifest, Publishing, StateDir,
 };
@@ -156,6 +161,8 @@ pub struct Session<'a> {
     published: Vec<PathBuf>,
     /// The published tables, from the first step on (opened again after a failed step).
     tables: Option<Vec<MaintainedTable>>,
+    /// Other writers' edits of the tables that the engine holds.
+    absorbed: Absorbed,
     /// The lock on `--out` ([`output::lock`]), held as long as the session.
     _out_lock: std::fs::File,
 }
@@ -266,6 +273,7 @@ impl<'a> Session<'a> {
             checked: Default::default(),
             published,
             tables: None,
+            absorbed: Absorbed::default(),
             _out_lock: out_lock,
         })
     }
@@ -297,6 +305,10 @@ impl<'a> Session<'a> {
         let prepare_time = started.elapsed();
         let started = Instant::now();
         let base = self.manifest.version;
+        // Other writers' edits (DML) wait while a step reads, writes and publishes the tables.
+        let _locks = (self.published.iter())
+            .map(|dir| output::lock(dir, ""))
+            .collect::<Result<Vec<_>>>()?;
         let result = self.apply(new, progress);
         if result.is_err() {
             // The engine's state may have gone past the last commit: the next step restores.
@@ -435,13 +447,25 @@ impl<'a> Session<'a> {
                 track_changes: true,
             };
             self.driver = Some(Driver::open(pipeline, options, resume, progress)?);
+            self.absorbed.reset();
+        }
+        let id = &self.manifest.publishing.id;
+        if self.tables.is_none() && !self.published.is_empty() && self.manifest.version > 0 {
+            // After a step that failed publishing, what it prepared goes in first.
+            published::resume(pipeline, &self.manifest, &self.published)?;
+        }
+        if !self.published.is_empty() {
+            let driver = self.driver.as_mut().expect("started above");
+            let now = driver.last_timestamp();
+            let edits =
+                table_edits::pending(pipeline, &self.published, id, &mut self.absorbed, now)?;
+            if !edits.is_empty() {
+                driver.edit(edits)?;
+                // Tables opened before the edits hold the version before them.
+                self.tables = None;
+            }
         }
         if self.tables.is_none() && !self.published.is_empty() {
-            // After a step that failed publishing, what it prepared goes in first.
-            if self.manifest.version > 0 {
-                published::resume(pipeline, &self.manifest, &self.published)?;
-            }
-            let id = &self.manifest.publishing.id;
             self.tables = Some(published::open(pipeline, &self.published, id)?);
         }
         let compacts = self.compacts()?;

@@ -14,7 +14,7 @@ use super::deal::deal;
 use super::mesh::Mesh;
 use super::shards::ShardFiles;
 use super::tables::{RenderRows, RenderedTable, RenderedTables};
-use super::worker::{self, Command, Done, Feed, Message, Shared};
+use super::worker::{self, Command, Done, Edits, Feed, Message, Shared};
 use super::{Checkpoint, Cluster, CommitEvents};
 use crate::engine::changefeed::{self, ChangeType};
 use crate::engine::CommitStats;
@@ -273,7 +273,8 @@ impl Engine {
                 Message::Saved(_)
                 | Message::Tables(_)
                 | Message::Rendered(_)
-                | Message::Agreed(_) => {
+                | Message::Agreed(_)
+                | Message::Edited(_) => {
                     return Err(Error::new(ErrorKind::Internal, "an answer out of turn"))
                 }
             }
@@ -323,6 +324,26 @@ impl Engine {
         for _ in 0..self.commands.len() {
             match self.messages.recv().map_err(|_| self.stopped())? {
                 Message::Saved(r) => result = result.and(r),
+                Message::Failed(e) => return Err(e),
+                _ => return Err(Error::new(ErrorKind::Internal, "an answer out of turn")),
+            }
+        }
+        result
+    }
+
+    /// Sets target rows by hand, as `edits` say, in order ([`crate::engine::edit`]): before
+    /// the next commit, emitting nothing. A failed edit leaves the states partly edited: the
+    /// engine must then be dropped. Every commit handed over must have its outcome taken first.
+    pub fn edit(&mut self, edits: Vec<Edits>) -> Result<()> {
+        self.between_commits()?;
+        let edits = Arc::new(edits);
+        for w in 0..self.commands.len() {
+            self.send(w, Command::Edit(Arc::clone(&edits)))?;
+        }
+        let mut result = Ok(());
+        for _ in 0..self.commands.len() {
+            match self.messages.recv().map_err(|_| self.stopped())? {
+                Message::Edited(r) => result = result.and(r),
                 Message::Failed(e) => return Err(e),
                 _ => return Err(Error::new(ErrorKind::Internal, "an answer out of turn")),
             }

@@ -40,6 +40,7 @@ pub use engine::{Engine, EngineConfig, Outcome, WINDOW};
 pub use mesh::{Timeouts, BEAT, MAGIC};
 pub use shards::{shard_name, ShardFiles, ShardWriter};
 pub use tables::{RenderRows, RenderedTable, RenderedTables};
+pub use worker::Edits;
 
 use crate::engine::CommitStats;
 use crate::event::Event;

@@ -16,7 +16,7 @@ use super::shards::ShardFiles;
 use super::tables::{RenderRows, RenderedTable};
 use super::Checkpoint;
 use crate::engine::changefeed::{self, ChangeType};
-use crate::engine::CommitStats;
+use crate::engine::{worker_of, CommitStats, HistoryRules, KeyEdit};
 use crate::event::Event;
 use crate::operators::{TargetInputs, TargetState};
 use crate::plan::Target;
@@ -49,8 +49,25 @@ pub(super) enum Command {
     Agree(Option<Vec<u8>>),
     /// Render every target's table (of the keys this worker owns).
     Render(RenderRows),
+    /// Set rows by hand, in order (each worker the keys it owns).
+    Edit(Arc<Vec<Edits>>),
     /// No more commands: let the dataflow complete.
     Finish,
+}
+
+/// One table version's edits of one target's rows (DML on a published target).
+#[derive(Debug)]
+pub struct Edits {
+    /// The target.
+    pub target: usize,
+    /// The table version that made them (named in errors).
+    pub version: u64,
+    /// The latest commit time, at which deletes they store start ageing.
+    pub now: i64,
+    /// What a valid history of the target is.
+    pub rules: HistoryRules,
+    /// The keys edited.
+    pub keys: Vec<KeyEdit>,
 }
 
 /// One commit for one worker.
@@ -76,6 +93,8 @@ pub(super) enum Message {
     Rendered(Result<Vec<RenderedTable>>),
     /// What process 0 decided.
     Agreed(Option<Vec<u8>>),
+    /// The edits are applied (or not).
+    Edited(Result<()>),
     /// The worker stopped.
     Failed(Error),
 }
@@ -257,6 +276,9 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
                     .map(|(t, h)| h.render_table(t, &render))
                     .collect(),
             ),
+            Command::Edit(edits) => {
+                Message::Edited(edit(&flow.held, &edits, index, worker.peers()))
+            }
             Command::Agree(mine) => {
                 Message::Agreed(tell_everyone(worker, mine.into_iter().collect()).pop())
             }
@@ -274,6 +296,27 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
     drop(flow);
     while probes.iter().any(|p| !p.done()) {
         worker.step_or_park(None);
+    }
+    Ok(())
+}
+
+/// Applies `edits` in order to the keys worker `index` of `peers` owns.
+fn edit(held: &[TargetState], edits: &[Edits], index: usize, peers: usize) -> Result<()> {
+    for edits in edits {
+        let Some(state) = held.get(edits.target).and_then(TargetState::editable) else {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                "edits for a target that takes none",
+            ));
+        };
+        let mut state = state.borrow_mut();
+        for key in edits
+            .keys
+            .iter()
+            .filter(|k| worker_of(&k.key, peers) == index)
+        {
+            crate::engine::edit(&mut *state, &edits.rules, key, edits.now, edits.version)?;
+        }
     }
     Ok(())
 }

@@ -9,11 +9,12 @@
 
 use super::select::{compiled, evaluation, open, packed, table_name, unsupported};
 use super::statements::Outcome;
+use super::target_edits::EditCheck;
 use super::Warehouse;
 use crate::delta::{Fate, Rewrite, Rewritten, Table};
 use crate::expr::store_assignable;
 use crate::expr::Expr;
-use crate::value::{DataType, Datum, Schema};
+use crate::value::{DataType, Datum, Row, Schema};
 use crate::{Error, ErrorKind, Result};
 use sqlparser::ast::{self, TableFactor};
 
@@ -30,6 +31,7 @@ pub(super) fn update(warehouse: &Warehouse, update: &ast::Update) -> Result<Outc
     }
     let name = target(warehouse, &update.table.relation)?;
     let mut table = open(warehouse, &name)?;
+    let edits = EditCheck::of(&name, &warehouse.table_dir(&name), &table)?;
     let schema = table.schema().clone();
     let mut set: Vec<Option<Expr>> = vec![None; schema.columns.len()];
     for assignment in &update.assignments {
@@ -60,7 +62,7 @@ pub(super) fn update(warehouse: &Warehouse, update: &ast::Update) -> Result<Outc
     }
     let predicate = predicate(update.selection.as_ref(), &schema)?;
     let statement = Rewrite::Update(update.selection.as_ref().map(ToString::to_string));
-    let done = table.rewrite(statement, &mut |row| {
+    let fate = &mut |row: &Row| {
         let datums: Vec<Datum> = row.iter().collect();
         if !matched(predicate.as_ref(), &datums)? {
             return Ok(Fate::Keep);
@@ -73,7 +75,8 @@ pub(super) fn update(warehouse: &Warehouse, update: &ast::Update) -> Result<Outc
             });
         }
         Ok(Fate::Update(packed(values, &schema)?))
-    })?;
+    };
+    let done = table.rewrite(statement, fate, &|changes| edits.check(changes))?;
     Ok(Outcome::Done(summary(
         &table,
         &name,
@@ -101,16 +104,18 @@ pub(super) fn delete(warehouse: &Warehouse, delete: &ast::Delete) -> Result<Outc
     }
     let name = target(warehouse, &one.relation)?;
     let mut table = open(warehouse, &name)?;
+    let edits = EditCheck::of(&name, &warehouse.table_dir(&name), &table)?;
     let schema = table.schema().clone();
     let predicate = predicate(delete.selection.as_ref(), &schema)?;
     let statement = Rewrite::Delete(delete.selection.as_ref().map(ToString::to_string));
-    let done = table.rewrite(statement, &mut |row| {
+    let fate = &mut |row: &Row| {
         let datums: Vec<Datum> = row.iter().collect();
         Ok(match matched(predicate.as_ref(), &datums)? {
             true => Fate::Delete,
             false => Fate::Keep,
         })
-    })?;
+    };
+    let done = table.rewrite(statement, fate, &|changes| edits.check(changes))?;
     Ok(Outcome::Done(summary(
         &table,
         &name,
@@ -132,7 +137,9 @@ pub(super) fn truncate(warehouse: &Warehouse, truncate: &ast::Truncate) -> Resul
             continue;
         }
         let mut table = open(warehouse, &name)?;
-        let done = table.rewrite(Rewrite::Delete(None), &mut |_| Ok(Fate::Delete))?;
+        let edits = EditCheck::of(&name, &warehouse.table_dir(&name), &table)?;
+        let check = |changes: &[_]| edits.check(changes);
+        let done = table.rewrite(Rewrite::Delete(None), &mut |_| Ok(Fate::Delete), &check)?;
         said.push(summary(&table, &name, "truncated", done.deleted, done));
     }
     Ok(Outcome::Done(match said.is_empty() {

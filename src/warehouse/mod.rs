@@ -25,6 +25,7 @@ pub mod snapshot_versions;
 pub mod statements;
 mod subqueries;
 mod table_changes;
+mod target_edits;
 mod view_statements;
 mod views;
 

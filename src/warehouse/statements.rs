@@ -15,8 +15,10 @@ use super::metadata_statements::{repair, show_properties};
 use super::parse::{parse, Parsed, Stmt};
 use super::scope::Scope;
 use super::select::{self, name_parts, open, packed, table_name, unsupported, Relation};
+use super::target_edits::EditCheck;
 use super::Warehouse;
 use crate::delta::Table;
+use crate::engine::changefeed::ChangeType;
 use crate::expr::depth::{is_operator, MAX_EXPR_OPERATORS};
 use crate::expr::{parse_type, store_assignable};
 use crate::value::{Row, Schema, Value};
@@ -289,6 +291,7 @@ fn insert_into(warehouse: &Warehouse, insert: &ast::Insert) -> Result<Outcome> {
     };
     let name = table_name(warehouse, name)?;
     let mut table = open(warehouse, &name)?;
+    let edits = EditCheck::of(&name, &warehouse.table_dir(&name), &table)?;
     let relation = select::query(&scope(warehouse), source)?;
     let schema = table.schema().clone();
     // Where each of the table's columns comes from in the query's rows.
@@ -336,6 +339,11 @@ fn insert_into(warehouse: &Warehouse, insert: &ast::Insert) -> Result<Outcome> {
             })
         })
         .collect::<Result<Vec<Row>>>()?;
+    let inserted: Vec<_> = rows
+        .iter()
+        .map(|r| (ChangeType::Insert, r.clone()))
+        .collect();
+    edits.check(&inserted)?;
     let version = table.append(&rows)?;
     let plural = if rows.len() == 1 { "row" } else { "rows" };
     Ok(Outcome::Done(format!(

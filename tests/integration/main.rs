@@ -40,6 +40,8 @@ mod snapshot_versions;
 mod append_flows;
 // Change data feeds read back (table_changes, readChangeFeed streams), views, SHOW TBLPROPERTIES.
 mod change_feeds;
+// DML on published targets (seed 003): checked edits a durable run takes into its state.
+mod target_dml;
 // Parquet files as a source (read_files format => parquet).
 mod parquet_input;
 // Mutated pipelines, inputs and states: no panic or hang, one error line, outputs untouched.

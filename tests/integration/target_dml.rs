@@ -1,0 +1,235 @@
+//! DML on published AUTO CDC targets (seed 003): `INSERT` (the seed's row with `__START_AT` 5),
+//! a GDPR erasure of one key's history and a manual fix of one version through `scdflow sql`;
+//! a durable run takes them into its state, and later events — in order and late — apply on
+//! top. Statements that would break the history are refused, naming the key and why, and change
+//! nothing.
+
+use crate::durable::{scdflow, stderr, succeed};
+use crate::warehouse::{sql, warehouse};
+use std::path::Path;
+
+/// A durable run of `pipeline` over the seed's schema, its state and outputs named after it.
+fn durable_run(cwd: &Path, pipeline: &str) -> String {
+    let (state, out) = (format!("{pipeline}.state"), format!("{pipeline}.out"));
+    let args = [
+        "run",
+        pipeline,
+        "--warehouse",
+        "w",
+        "--schema",
+        "cdc_tutorial",
+        "--out",
+        &out,
+        "--state",
+        &state,
+    ];
+    succeed(cwd, &args)
+}
+
+/// `scdflow sql` that must fail; its error.
+fn refused(cwd: &Path, statement: &str) -> String {
+    let out = scdflow(cwd, &["sql", "--warehouse", "w", statement]);
+    assert_eq!(out.status.code(), Some(2), "{statement}: {}", stderr(&out));
+    stderr(&out)
+}
+
+const HISTORY: &str = "SELECT * FROM main.cdc_tutorial.users_history \
+                       ORDER BY userId, __START_AT";
+
+#[test]
+fn edits_of_an_scd2_target_stay_under_later_events() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    durable_run(cwd, "scd2.sql");
+    assert_eq!(
+        sql(cwd, HISTORY),
+        "userId,name,city,__START_AT,__END_AT\n\
+         123,Isabel,Monterrey,1,5\n\
+         123,Isabel,Chihuahua,5,6\n\
+         124,Raul,Oaxaca,1,\n\
+         125,Mercedes,Tijuana,2,5\n\
+         125,Mercedes,Mexicali,5,6\n\
+         125,Mercedes,Guadalajara,6,\n\
+         126,Lily,Cancun,2,\n"
+    );
+    // Seed 003's statement, for this table: an open version starting at 5.
+    sql(
+        cwd,
+        "INSERT INTO main.cdc_tutorial.users_history (userId, name, __START_AT, __END_AT) \
+         VALUES (127, 'John Doe', 5, NULL)",
+    );
+    // A GDPR erasure of one key's whole history, and a manual fix of one version.
+    sql(
+        cwd,
+        "DELETE FROM main.cdc_tutorial.users_history WHERE userId = 123",
+    );
+    sql(
+        cwd,
+        "UPDATE main.cdc_tutorial.users_history SET city = 'Ciudad Juarez' \
+         WHERE userId = 125 AND __START_AT = 5",
+    );
+    let edited = "userId,name,city,__START_AT,__END_AT\n\
+                  124,Raul,Oaxaca,1,\n\
+                  125,Mercedes,Tijuana,2,5\n\
+                  125,Mercedes,Ciudad Juarez,5,6\n\
+                  125,Mercedes,Guadalajara,6,\n\
+                  126,Lily,Cancun,2,\n\
+                  127,John Doe,,5,\n";
+    assert_eq!(sql(cwd, HISTORY), edited);
+
+    // What would break the history is refused, naming the key and why, and changes nothing.
+    for (statement, why) in [
+        (
+            "INSERT INTO main.cdc_tutorial.users_history VALUES (124, 'Raul', 'Puebla', 3, NULL)",
+            "key (userId = 124): the version starting at 1 is open (__END_AT NULL) but a later \
+             one starts at 3",
+        ),
+        (
+            "UPDATE main.cdc_tutorial.users_history SET __END_AT = 7 \
+             WHERE userId = 125 AND __START_AT = 5",
+            "key (userId = 125): the versions starting at 5 and 6 overlap (the first ends at 7)",
+        ),
+        (
+            "UPDATE main.cdc_tutorial.users_history SET __END_AT = 2 WHERE userId = 126",
+            "key (userId = 126): the version starting at 2 ends at 2, not after it starts",
+        ),
+        (
+            "UPDATE main.cdc_tutorial.users_history SET city = 'Tijuana' \
+             WHERE userId = 125 AND __START_AT = 5",
+            "the versions starting at 2 and 5 touch and differ in no tracked column",
+        ),
+        (
+            "INSERT INTO main.cdc_tutorial.users_history VALUES (128, 'Ana', 'Leon', NULL, NULL)",
+            "key (userId = 128): a version has no __START_AT",
+        ),
+    ] {
+        let error = refused(cwd, statement);
+        assert!(error.contains(why), "{statement}: {error}");
+        assert!(error.contains("nothing was changed"), "{error}");
+    }
+    assert_eq!(sql(cwd, HISTORY), edited);
+
+    // A run with nothing new takes the edits and commits nothing; the next one takes them
+    // again with its events: in order for 127 and 126, late for 125 (splitting Tijuana), and
+    // late for the erased 123, which starts afresh.
+    durable_run(cwd, "scd2.sql");
+    assert_eq!(sql(cwd, HISTORY), edited);
+    sql(
+        cwd,
+        "INSERT INTO main.cdc_tutorial.users_cdf VALUES \
+         (127, 'John Doe', 'Merida', 'UPDATE', 7), \
+         (126, 'Lily', NULL, 'DELETE', 8), \
+         (125, 'Mercedes', 'Leon', 'UPDATE', 3), \
+         (123, 'Isabel', 'Puebla', 'UPDATE', 4)",
+    );
+    durable_run(cwd, "scd2.sql");
+    let after = "userId,name,city,__START_AT,__END_AT\n\
+                 123,Isabel,Puebla,4,\n\
+                 124,Raul,Oaxaca,1,\n\
+                 125,Mercedes,Tijuana,2,3\n\
+                 125,Mercedes,Leon,3,5\n\
+                 125,Mercedes,Ciudad Juarez,5,6\n\
+                 125,Mercedes,Guadalajara,6,\n\
+                 126,Lily,Cancun,2,8\n\
+                 127,John Doe,,5,7\n\
+                 127,John Doe,Merida,7,\n";
+    assert_eq!(sql(cwd, HISTORY), after);
+    // The run's version holds exactly its changes, after the three edits' versions.
+    let feed = sql(
+        cwd,
+        "SELECT userId, city, __START_AT, __END_AT, _change_type, _commit_version \
+         FROM table_changes('main.cdc_tutorial.users_history', 5) \
+         ORDER BY _commit_version, userId, _change_type, __START_AT",
+    );
+    assert_eq!(
+        feed,
+        "userId,city,__START_AT,__END_AT,_change_type,_commit_version\n\
+         123,Puebla,4,,insert,5\n\
+         125,Leon,3,5,insert,5\n\
+         125,Tijuana,2,3,update_postimage,5\n\
+         125,Tijuana,2,5,update_preimage,5\n\
+         126,Cancun,2,8,update_postimage,5\n\
+         126,Cancun,2,,update_preimage,5\n\
+         127,Merida,7,,insert,5\n\
+         127,,5,7,update_postimage,5\n\
+         127,,5,,update_preimage,5\n",
+        "{feed}"
+    );
+    // Nothing is taken twice: another run with nothing new leaves the table as it is.
+    durable_run(cwd, "scd2.sql");
+    assert_eq!(sql(cwd, HISTORY), after);
+}
+
+#[test]
+fn edits_of_an_scd1_target_keep_the_keys_sequence() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    durable_run(cwd, "scd1.sql");
+    let table = "SELECT * FROM main.cdc_tutorial.users_current ORDER BY userId";
+    assert_eq!(
+        sql(cwd, table),
+        "userId,name,city\n124,Raul,Oaxaca\n125,Mercedes,Guadalajara\n126,Lily,Cancun\n"
+    );
+    sql(
+        cwd,
+        "UPDATE main.cdc_tutorial.users_current SET city = 'Cancún' WHERE userId = 126; \
+         DELETE FROM main.cdc_tutorial.users_current WHERE userId = 124; \
+         INSERT INTO main.cdc_tutorial.users_current VALUES (130, 'Ana', 'Leon')",
+    );
+    let error = refused(
+        cwd,
+        "INSERT INTO main.cdc_tutorial.users_current VALUES (125, 'Mercedes', 'Colima')",
+    );
+    assert!(
+        error.contains("key (userId = 125) would have 2 rows"),
+        "{error}"
+    );
+    // Events older than a key's sequence lose to the edit, newer ones win; a key set by hand
+    // has no sequence, so any event wins over it; an erased key stays erased for older events.
+    sql(
+        cwd,
+        "INSERT INTO main.cdc_tutorial.users_cdf VALUES \
+         (126, 'Lily', 'Tulum', 'UPDATE', 1), \
+         (124, 'Raul', 'Puebla', 'UPDATE', 0), \
+         (130, 'Ana', 'Morelia', 'UPDATE', 0)",
+    );
+    durable_run(cwd, "scd1.sql");
+    assert_eq!(
+        sql(cwd, table),
+        "userId,name,city\n125,Mercedes,Guadalajara\n126,Lily,Cancún\n130,Ana,Morelia\n"
+    );
+}
+
+#[test]
+fn targets_that_take_no_edits_refuse_dml_and_a_running_pipeline_holds_its_tables() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    std::fs::write(
+        cwd.join("bitemporal.sql"),
+        "CREATE OR REFRESH STREAMING TABLE users_bi;\n\
+         CREATE FLOW f AS AUTO CDC INTO users_bi FROM STREAM(main.cdc_tutorial.users_cdf)\n\
+         KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum\n\
+         SYSTEM SEQUENCE BY sequenceNum COLUMNS * EXCEPT (operation, sequenceNum)\n\
+         STORED AS BITEMPORAL;\n",
+    )
+    .unwrap();
+    durable_run(cwd, "bitemporal.sql");
+    let error = refused(
+        cwd,
+        "DELETE FROM main.cdc_tutorial.users_bi WHERE userId = 124",
+    );
+    assert!(
+        error.contains("is target `users_bi` of a pipeline, which takes no DML: it is bitemporal"),
+        "{error}"
+    );
+    // While a run holds a table (its lock), a statement on it is refused, not interleaved.
+    durable_run(cwd, "scd2.sql");
+    let lock = cwd.join("w/main/cdc_tutorial/.users_history.scdflow-lock");
+    let held = std::fs::File::open(&lock).unwrap();
+    held.try_lock().unwrap();
+    let delete = "DELETE FROM main.cdc_tutorial.users_history WHERE userId = 124";
+    let error = refused(cwd, delete);
+    assert!(error.contains("a pipeline run is writing it"), "{error}");
+    drop(held);
+    sql(cwd, delete);
+}
