@@ -17,6 +17,9 @@ Polars (run by .ci/run with a virtual environment that has them).
    as the files arrive: polars and deltalake's query engine read each table as the run without
    a warehouse writes it to files, and deltalake's load_cdf reads its change data feed as that
    run's `<target>.changes.csv`, version for commit.
+5. `scdflow sql` erases one key of the durable SCD2 target (DML on a published target, files
+   with deletion vectors): the readers see the table without it, load_cdf reads the deletes,
+   and the next durable run keeps the erasure.
 
 usage: python .ci/delta_readers.py path/to/scdflow
 """
@@ -200,6 +203,34 @@ def published(scdflow, tmp):
                 "--state", f"state-{flow}", "--out", f"out-{flow}", cwd=tmp)
     for flow in ["scd1", "scd2"]:
         check(tmp, flow, "durable")
+    erase(scdflow, tmp)
+
+
+def erase(scdflow, tmp):
+    # DML on a published target: a GDPR erasure of one key's history through scdflow sql,
+    # rewriting files that have deletion vectors; the readers see the table without the key,
+    # load_cdf the erasure as its deletes, and the next durable run goes on from it.
+    path = str(tmp / "w/main/durable/scd2")
+    before = pl.read_delta(path)
+    key = before["k"][0]
+    version = DeltaTable(path).version()
+    run(scdflow, "sql", "--warehouse", "w", f"DELETE FROM main.durable.scd2 WHERE k = {key}",
+        cwd=tmp)
+    want = before.filter(pl.col("k") != key).sort(before.columns)
+    assert pl.read_delta(path).sort(before.columns).equals(want), "polars read the erasure otherwise"
+    engine = pl.from_arrow(pa.table(
+        QueryBuilder().register("t", DeltaTable(path)).execute("SELECT * FROM t").read_all()))
+    assert engine.sort(before.columns).equals(want), "deltalake read the erasure otherwise"
+    erased = pl.from_arrow(pa.table(
+        DeltaTable(path).load_cdf(starting_version=version + 1).read_all()))
+    gone = before.height - want.height
+    assert gone > 0 and erased.height == gone, erased
+    assert set(erased["_change_type"]) == {"delete"}, erased
+    run(scdflow, "run", "d/scd2.sql", "--warehouse", "w", "--schema", "durable",
+        "--state", "state-scd2", "--out", "out-scd2", cwd=tmp)
+    assert pl.read_delta(path).sort(before.columns).equals(want), "the next run undid the erasure"
+    print(f"durable.scd2: DELETE of key {key} erased its {gone} versions; polars, deltalake and "
+          "load_cdf read it, and the next durable run kept it")
 
 
 def check(tmp, flow, schema):
