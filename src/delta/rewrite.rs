@@ -1,5 +1,6 @@
-//! Rows of a table changed in place — `DELETE`, `UPDATE`, `TRUNCATE` — by rewriting the files
-//! that hold them (copy-on-write, as Delta writers do without deletion vectors).
+//! Rows of a table changed in place — `DELETE`, `UPDATE`, `TRUNCATE`, `MERGE` — by rewriting
+//! the files that hold them (copy-on-write, as Delta writers do without deletion vectors), with
+//! the rows a `MERGE` inserts in the same version.
 //!
 //! A version made here removes every file holding a row that is deleted or updated, and adds
 //! one file with those files' remaining and updated rows (rows a file's deletion vector removes
@@ -21,7 +22,7 @@ use crate::engine::changefeed::ChangeType;
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use deltalake::kernel::Action;
-use deltalake::protocol::DeltaOperation;
+use deltalake::protocol::{DeltaOperation, MergePredicate};
 
 /// What a statement does to one row.
 #[derive(Debug)]
@@ -41,6 +42,18 @@ pub enum Rewrite {
     Delete(Option<String>),
     /// `UPDATE` with its predicate.
     Update(Option<String>),
+    /// `MERGE`: its `ON` condition and, per clause, its action (`update`, `delete`, `insert`)
+    /// and condition.
+    Merge {
+        /// The `ON` condition.
+        on: String,
+        /// `WHEN MATCHED` clauses.
+        matched: Vec<(String, Option<String>)>,
+        /// `WHEN NOT MATCHED [BY TARGET]` clauses.
+        not_matched: Vec<(String, Option<String>)>,
+        /// `WHEN NOT MATCHED BY SOURCE` clauses.
+        by_source: Vec<(String, Option<String>)>,
+    },
 }
 
 /// What a rewrite did.
@@ -52,6 +65,8 @@ pub struct Rewritten {
     pub deleted: u64,
     /// Rows updated.
     pub updated: u64,
+    /// Rows inserted.
+    pub inserted: u64,
 }
 
 impl Table {
@@ -62,6 +77,18 @@ impl Table {
         &mut self,
         statement: Rewrite,
         fate: &mut dyn FnMut(&Row) -> Result<Fate>,
+        check: &dyn Fn(&[(ChangeType, Row)]) -> Result<()>,
+    ) -> Result<Rewritten> {
+        self.rewrite_and_insert(statement, fate, &mut || Ok(Vec::new()), check)
+    }
+
+    /// [`Table::rewrite`], then the rows `inserts` gives once every row's fate is known
+    /// (`MERGE`'s `WHEN NOT MATCHED` rows) go into the same version.
+    pub fn rewrite_and_insert(
+        &mut self,
+        statement: Rewrite,
+        fate: &mut dyn FnMut(&Row) -> Result<Fate>,
+        inserts: &mut dyn FnMut() -> Result<Vec<Row>>,
         check: &dyn Fn(&[(ChangeType, Row)]) -> Result<()>,
     ) -> Result<Rewritten> {
         writable(&self.inner).map_err(|why| refused(&self.dir, &why))?;
@@ -123,7 +150,11 @@ impl Table {
                 rewritten.extend(kept);
             }
         }
-        if actions.is_empty() {
+        let inserted = inserts()?;
+        done.inserted = inserted.len() as u64;
+        changes.extend(inserted.iter().map(|row| (ChangeType::Insert, row.clone())));
+        rewritten.extend(inserted);
+        if changes.is_empty() {
             return Ok(done);
         }
         check(&changes)?;
@@ -143,6 +174,29 @@ impl Table {
         let operation = match statement {
             Rewrite::Delete(predicate) => DeltaOperation::Delete { predicate },
             Rewrite::Update(predicate) => DeltaOperation::Update { predicate },
+            Rewrite::Merge {
+                on,
+                matched,
+                not_matched,
+                by_source,
+            } => {
+                let clauses = |clauses: Vec<(String, Option<String>)>| {
+                    let each = clauses
+                        .into_iter()
+                        .map(|(action_type, predicate)| MergePredicate {
+                            action_type,
+                            predicate,
+                        });
+                    each.collect()
+                };
+                DeltaOperation::Merge {
+                    predicate: None,
+                    merge_predicate: Some(on),
+                    matched_predicates: clauses(matched),
+                    not_matched_predicates: clauses(not_matched),
+                    not_matched_by_source_predicates: clauses(by_source),
+                }
+            }
         };
         let Table {
             runtime,

@@ -17,6 +17,7 @@
 
 mod dml;
 mod list_files;
+mod merge;
 mod metadata_statements;
 mod parse;
 pub mod scope;

@@ -4,12 +4,17 @@
 //! `REPAIR TABLE t ...` (unknown to it). Ours are recognised by their leading words at the
 //! start of a statement and parsed on sqlparser's tokens, so statement boundaries and line
 //! numbers stay sqlparser's.
+//!
+//! `MERGE`'s `THEN UPDATE SET *` and `THEN INSERT *` (Databricks's "every column from the
+//! source"), which sqlparser does not read, become `UPDATE SET `*` = `*`` and
+//! `INSERT (`*`) VALUES (`*`)` on the tokens, at the star's place: the column named [`STAR`]
+//! stands for every column (`super::merge`).
 
 use crate::{Error, ErrorKind, Result};
 use sqlparser::ast::{ObjectName, Spanned, Statement};
 use sqlparser::dialect::DatabricksDialect;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::Token;
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 /// One statement of the text, with its first line.
 pub(crate) struct Parsed {
@@ -33,9 +38,10 @@ pub(crate) enum Stmt {
 /// Parses every statement of `text`, or fails at the first syntax error (nothing runs then).
 pub(crate) fn parse(text: &str) -> Result<Vec<Parsed>> {
     let dialect = DatabricksDialect {};
-    let mut parser = Parser::new(&dialect)
-        .try_with_sql(text)
-        .map_err(syntax_error)?;
+    let tokens = Tokenizer::new(&dialect, text)
+        .tokenize_with_location()
+        .map_err(|e| syntax_error(ParserError::TokenizerError(e.to_string())))?;
+    let mut parser = Parser::new(&dialect).with_tokens_with_locations(merge_stars(tokens));
     let mut statements = Vec::new();
     loop {
         while parser.consume_token(&Token::SemiColon) {}
@@ -99,6 +105,47 @@ fn repair(parser: &mut Parser) -> Result<Stmt> {
         table,
         rest: rest.join(" "),
     })
+}
+
+/// The column name that stands for every column in `MERGE`'s `UPDATE SET *` and `INSERT *`.
+pub(crate) const STAR: &str = "*";
+
+/// `THEN UPDATE SET *` → `THEN UPDATE SET `*` = `*``, `THEN INSERT *` → `THEN INSERT (`*`)
+/// VALUES (`*`)` (see the module docs).
+fn merge_stars(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let word = |t: &TokenWithSpan, word: &str| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    for token in tokens {
+        if token.token != Token::Mul {
+            out.push(token);
+            continue;
+        }
+        let before: Vec<&TokenWithSpan> = (out.iter().rev())
+            .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+            .take(3)
+            .collect();
+        let star = || Token::make_word(STAR, Some('`'));
+        let replaced = match before.as_slice() {
+            [set, update, then, ..]
+                if word(set, "SET") && word(update, "UPDATE") && word(then, "THEN") =>
+            {
+                vec![star(), Token::Eq, star()]
+            }
+            [insert, then, ..] if word(insert, "INSERT") && word(then, "THEN") => vec![
+                Token::LParen,
+                star(),
+                Token::RParen,
+                Token::make_keyword("VALUES"),
+                Token::LParen,
+                star(),
+                Token::RParen,
+            ],
+            _ => vec![token.token.clone()],
+        };
+        let span = token.span;
+        out.extend(replaced.into_iter().map(|t| TokenWithSpan::new(t, span)));
+    }
+    out
 }
 
 /// Whether the next tokens are the words `words` (case-insensitive).

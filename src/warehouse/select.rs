@@ -175,6 +175,11 @@ fn select_from(env: &Env, select: &ast::Select) -> Result<Relation> {
     project(env, &input.schema, kept, &select.projection)
 }
 
+/// The relation a `FROM` item (or `MERGE`'s `USING`) names, in `scope`.
+pub(crate) fn from_item(scope: &Scope, item: &TableFactor) -> Result<Relation> {
+    factor(&Env::new(scope), item)
+}
+
 /// The relation a `FROM` item names.
 fn factor(env: &Env, factor: &TableFactor) -> Result<Relation> {
     let (mut relation, alias) = match factor {

@@ -123,6 +123,7 @@ fn execute(warehouse: &Warehouse, statement: &Statement) -> Result<Outcome> {
         Statement::Update(update) => dml::update(warehouse, update),
         Statement::Delete(delete) => dml::delete(warehouse, delete),
         Statement::Truncate(truncate) => dml::truncate(warehouse, truncate),
+        Statement::Merge(merge) => super::merge::merge(warehouse, merge),
         Statement::Query(query) => select::query(&scope(warehouse), query).map(Outcome::Rows),
         Statement::Drop {
             object_type: ast::ObjectType::Table,

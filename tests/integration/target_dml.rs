@@ -1,5 +1,6 @@
 //! DML on published AUTO CDC targets (seed 003): `INSERT` (the seed's row with `__START_AT` 5),
-//! a GDPR erasure of one key's history and a manual fix of one version through `scdflow sql`;
+//! a GDPR erasure of one key's history, a manual fix of one version and a `MERGE` through
+//! `scdflow sql`;
 //! a durable run takes them into its state, and later events — in order and late — apply on
 //! top. Statements that would break the history are refused, naming the key and why, and change
 //! nothing.
@@ -158,6 +159,56 @@ fn edits_of_an_scd2_target_stay_under_later_events() {
     // Nothing is taken twice: another run with nothing new leaves the table as it is.
     durable_run(cwd, "scd2.sql");
     assert_eq!(sql(cwd, HISTORY), after);
+}
+
+#[test]
+fn merge_into_an_scd2_target_is_checked_and_taken_into_the_state() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    durable_run(cwd, "scd2.sql");
+    // A fix of one version and a new key, from a source table, in one statement.
+    let out = sql(
+        cwd,
+        "MERGE INTO main.cdc_tutorial.users_history t \
+         USING (SELECT * FROM VALUES (125, 'Mercedes', 'Colima', 2), (128, 'Ana', 'Leon', 3) \
+                AS v(userId, name, city, since)) s \
+         ON t.userId = s.userId AND t.__START_AT = s.since \
+         WHEN MATCHED THEN UPDATE SET city = s.city \
+         WHEN NOT MATCHED THEN INSERT (userId, name, city, __START_AT) \
+              VALUES (s.userId, s.name, s.city, s.since)",
+    );
+    assert!(
+        out.contains("1 rows updated, 0 deleted, 1 inserted"),
+        "{out}"
+    );
+    // One that would end a version of 126 before it starts is refused whole: its valid
+    // change of 124 is not made either.
+    let error = refused(
+        cwd,
+        "MERGE INTO main.cdc_tutorial.users_history t \
+         USING (SELECT 124 AS userId) s ON t.userId = s.userId AND t.__END_AT IS NULL \
+         WHEN MATCHED THEN UPDATE SET __START_AT = 0, __END_AT = 9 \
+         WHEN NOT MATCHED BY SOURCE AND t.userId = 126 THEN UPDATE SET __END_AT = 1",
+    );
+    assert!(
+        error.contains("key (userId = 126): the version starting at 2 ends at 1"),
+        "{error}"
+    );
+    sql(
+        cwd,
+        "INSERT INTO main.cdc_tutorial.users_cdf VALUES (128, 'Ana', 'Morelia', 'UPDATE', 4)",
+    );
+    durable_run(cwd, "scd2.sql");
+    let rows = sql(
+        cwd,
+        "SELECT userId, city, __START_AT, __END_AT FROM main.cdc_tutorial.users_history \
+         WHERE userId IN (124, 125, 128) ORDER BY userId, __START_AT",
+    );
+    assert_eq!(
+        rows,
+        "userId,city,__START_AT,__END_AT\n124,Oaxaca,1,\n125,Colima,2,5\n125,Mexicali,5,6\n\
+         125,Guadalajara,6,\n128,Leon,3,4\n128,Morelia,4,\n"
+    );
 }
 
 #[test]

@@ -256,3 +256,104 @@ fn a_table_read_both_as_a_stream_and_as_snapshots_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("in two ways"), "{err}");
 }
+
+#[test]
+fn merge_updates_deletes_and_inserts_in_one_version_with_its_change_feed() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    sql(
+        cwd,
+        "CREATE TABLE main.cdc_tutorial.stock (id INT, item STRING, qty INT) \
+         TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true'); \
+         INSERT INTO main.cdc_tutorial.stock VALUES \
+         (1, 'pen', 10), (2, 'ink', 0), (3, 'pad', 5), (4, 'cap', 7)",
+    );
+    // Every clause kind, with conditions and both sides' columns, the source a VALUES list.
+    let out = sql(
+        cwd,
+        "MERGE INTO main.cdc_tutorial.stock AS t \
+         USING (SELECT * FROM VALUES (1, 5), (2, 0), (5, 3), (6, 0) AS v(id, delta)) AS s \
+         ON t.id = s.id \
+         WHEN MATCHED AND s.delta = 0 THEN DELETE \
+         WHEN MATCHED THEN UPDATE SET qty = t.qty + s.delta \
+         WHEN NOT MATCHED AND delta > 0 THEN INSERT (id, item, qty) VALUES (s.id, 'new', delta) \
+         WHEN NOT MATCHED BY SOURCE AND t.qty > 6 THEN UPDATE SET qty = 0",
+    );
+    assert_eq!(
+        out,
+        "merged into main.cdc_tutorial.stock: 2 rows updated, 1 deleted, 1 inserted (version 2)\n"
+    );
+    let select = "SELECT * FROM main.cdc_tutorial.stock ORDER BY id";
+    assert_eq!(
+        sql(cwd, select),
+        "id,item,qty\n1,pen,15\n3,pad,5\n4,cap,0\n5,new,3\n"
+    );
+    let feed = sql(
+        cwd,
+        "SELECT id, qty, _change_type FROM table_changes('main.cdc_tutorial.stock', 2) \
+         ORDER BY id, _change_type",
+    );
+    assert_eq!(
+        feed,
+        "id,qty,_change_type\n1,15,update_postimage\n1,10,update_preimage\n2,0,delete\n\
+         4,0,update_postimage\n4,7,update_preimage\n5,3,insert\n"
+    );
+
+    // `UPDATE SET *` and `INSERT *` (every column, by name from the source), a table source.
+    sql(
+        cwd,
+        "CREATE TABLE main.cdc_tutorial.delivery AS SELECT * FROM VALUES \
+         (3, 'pad', 50), (9, 'clip', 90) AS v(id, item, qty)",
+    );
+    sql(
+        cwd,
+        "MERGE INTO main.cdc_tutorial.stock USING main.cdc_tutorial.delivery d \
+         ON stock.id = d.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+    );
+    assert_eq!(
+        sql(cwd, select),
+        "id,item,qty\n1,pen,15\n3,pad,50\n4,cap,0\n5,new,3\n9,clip,90\n"
+    );
+
+    // Without an equality the pairs are all tried; a condition with no match changes nothing.
+    let out = sql(
+        cwd,
+        "MERGE INTO main.cdc_tutorial.stock t USING main.cdc_tutorial.delivery d \
+         ON t.qty > d.qty + 1000 WHEN MATCHED THEN DELETE",
+    );
+    assert!(out.starts_with("merged no row into"), "{out}");
+
+    // Refusals change nothing: a target row several source rows would change, an unknown
+    // column, `*` where the source lacks a target column, a text value into a number.
+    for (statement, why) in [
+        (
+            "MERGE INTO main.cdc_tutorial.stock t USING main.cdc_tutorial.delivery d \
+             ON t.qty < d.qty WHEN MATCHED THEN UPDATE SET qty = 1",
+            "rows of the source match one row of main.cdc_tutorial.stock",
+        ),
+        (
+            "MERGE INTO main.cdc_tutorial.stock t USING main.cdc_tutorial.delivery d \
+             ON t.id = d.id WHEN MATCHED THEN UPDATE SET price = 1",
+            "the target has no column `price`",
+        ),
+        (
+            "MERGE INTO main.cdc_tutorial.stock t \
+             USING (SELECT id FROM main.cdc_tutorial.delivery) d \
+             ON t.id = d.id WHEN NOT MATCHED THEN INSERT *",
+            "INSERT *: the source has no column `item`",
+        ),
+        (
+            "MERGE INTO main.cdc_tutorial.stock t USING main.cdc_tutorial.delivery d \
+             ON t.id = d.id WHEN MATCHED THEN UPDATE SET qty = d.item",
+            "column `qty` is INT",
+        ),
+    ] {
+        let out = scdflow(cwd, &["sql", "--warehouse", "w", statement]);
+        assert_eq!(out.status.code(), Some(2), "{statement}: {}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{statement}: {}", stderr(&out));
+    }
+    assert_eq!(
+        sql(cwd, select),
+        "id,item,qty\n1,pen,15\n3,pad,50\n4,cap,0\n5,new,3\n9,clip,90\n"
+    );
+}
