@@ -332,12 +332,7 @@ pub fn edit(
             format!("table version {version} (an edit): {why}"),
         )
     };
-    let mut held = Vec::new();
-    state.key_rows(&edit.key, &mut held);
-    let mut rows: Vec<Row> = held
-        .into_iter()
-        .flat_map(|(row, n)| std::iter::repeat_n(row, n.max(0) as usize))
-        .collect();
+    let mut rows = rows_of(state, &edit.key);
     for removed in &edit.removed {
         let Some(at) = rows.iter().position(|r| r == removed) else {
             return Err(failed(format!(
@@ -353,12 +348,7 @@ pub fn edit(
     state
         .set_rows(rules, &edit.key, &rows, now)
         .map_err(failed)?;
-    let mut after = Vec::new();
-    state.key_rows(&edit.key, &mut after);
-    let mut after: Vec<Row> = after
-        .into_iter()
-        .flat_map(|(row, n)| std::iter::repeat_n(row, n.max(0) as usize))
-        .collect();
+    let mut after = rows_of(state, &edit.key);
     after.sort();
     rows.sort();
     if after != rows {
@@ -371,6 +361,15 @@ pub fn edit(
         ));
     }
     Ok(())
+}
+
+/// The rows `state` holds for `key`, each as many times as it counts.
+fn rows_of(state: &dyn Editable, key: &Row) -> Vec<Row> {
+    let mut counted = Vec::new();
+    state.key_rows(key, &mut counted);
+    (counted.into_iter())
+        .flat_map(|(row, n)| std::iter::repeat_n(row, n.max(0) as usize))
+        .collect()
 }
 
 #[cfg(test)]

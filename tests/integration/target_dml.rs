@@ -6,7 +6,7 @@
 //! nothing.
 
 use crate::durable::{scdflow, stderr, succeed};
-use crate::warehouse::{sql, warehouse};
+use crate::warehouse::{sql, warehouse, SEED_SCD2};
 use std::path::Path;
 
 /// A durable run of `pipeline` over the seed's schema, its state and outputs named after it.
@@ -42,17 +42,7 @@ fn edits_of_an_scd2_target_stay_under_later_events() {
     let dir = warehouse();
     let cwd = dir.path();
     durable_run(cwd, "scd2.sql");
-    assert_eq!(
-        sql(cwd, HISTORY),
-        "userId,name,city,__START_AT,__END_AT\n\
-         123,Isabel,Monterrey,1,5\n\
-         123,Isabel,Chihuahua,5,6\n\
-         124,Raul,Oaxaca,1,\n\
-         125,Mercedes,Tijuana,2,5\n\
-         125,Mercedes,Mexicali,5,6\n\
-         125,Mercedes,Guadalajara,6,\n\
-         126,Lily,Cancun,2,\n"
-    );
+    assert_eq!(sql(cwd, HISTORY), SEED_SCD2);
     // Seed 003's statement, for this table: an open version starting at 5.
     sql(
         cwd,

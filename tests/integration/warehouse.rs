@@ -105,18 +105,18 @@ fn the_seeds_scd1_and_scd2_pipelines_read_the_table_by_its_qualified_name() {
         dir.path(),
         "SELECT * FROM main.cdc_tutorial.users_history ORDER BY userId, __START_AT",
     );
-    assert_eq!(
-        scd2,
-        "userId,name,city,__START_AT,__END_AT\n\
-         123,Isabel,Monterrey,1,5\n\
-         123,Isabel,Chihuahua,5,6\n\
-         124,Raul,Oaxaca,1,\n\
-         125,Mercedes,Tijuana,2,5\n\
-         125,Mercedes,Mexicali,5,6\n\
-         125,Mercedes,Guadalajara,6,\n\
-         126,Lily,Cancun,2,\n"
-    );
+    assert_eq!(scd2, SEED_SCD2);
 }
+
+/// Seed 000's SCD2 table (`users_history`), ordered by `userId, __START_AT`, as CSV.
+pub(crate) const SEED_SCD2: &str = "userId,name,city,__START_AT,__END_AT\n\
+                                    123,Isabel,Monterrey,1,5\n\
+                                    123,Isabel,Chihuahua,5,6\n\
+                                    124,Raul,Oaxaca,1,\n\
+                                    125,Mercedes,Tijuana,2,5\n\
+                                    125,Mercedes,Mexicali,5,6\n\
+                                    125,Mercedes,Guadalajara,6,\n\
+                                    126,Lily,Cancun,2,\n";
 
 /// A plain run publishes each target afresh: one Delta version per scdflow commit, replacing
 /// the table it published before, never a table it did not publish, and never in a schema
