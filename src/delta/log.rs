@@ -99,6 +99,23 @@ impl Log {
         Ok((versions, latest.max(after)))
     }
 
+    /// Field `name` of `version`'s `commitInfo`, if it has one; `Ok(None)` also when the
+    /// version is no longer in the log (log retention removed it).
+    pub fn commit_field(&self, version: u64, name: &str) -> Result<Option<serde_json::Value>> {
+        let entry = self
+            .runtime
+            .block_on(self.store.read_commit_entry(version))
+            .map_err(|e| failed(&self.dir, e))?;
+        let Some(bytes) = entry else {
+            return Ok(None);
+        };
+        let actions = get_actions(version, &bytes).map_err(|e| failed(&self.dir, e))?;
+        Ok(actions.into_iter().find_map(|a| match a {
+            Action::CommitInfo(mut info) => info.info.remove(name),
+            _ => None,
+        }))
+    }
+
     fn written_by(&self, version: u64, app_id: &str) -> Result<bool> {
         Ok((self.actions(version)?.iter())
             .any(|a| matches!(a, Action::Txn(txn) if txn.app_id == app_id)))

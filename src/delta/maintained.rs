@@ -10,7 +10,8 @@
 //!   `_change_data/` (Delta's `cdc` action), which readers of the table's change data feed use
 //!   as the version's changes;
 //! - `txn` with the writer's application id and the scdflow commit, and `commitInfo` whose
-//!   timestamp is the commit's (readers show it as `_commit_timestamp`).
+//!   timestamp is the commit's (readers show it as `_commit_timestamp`) and whose
+//!   [`FLOW_PROGRESS`] holds the commit's metrics per flow (the pipeline's event log).
 //!
 //! A version is first prepared (its files written, its log entry held as a [`Prepared`]) and
 //! then published (the entry put in the log); [`MaintainedTable::commit`] does both, a durable
@@ -57,6 +58,10 @@ use tokio::runtime::Runtime;
 
 /// How many files of one tier are merged into one.
 pub const FANOUT: u64 = 8;
+
+/// The `commitInfo` field holding a version's flow progress: per flow into the table, its name
+/// and its metrics for the commit (`event_log(TABLE(t))` in `scdflow sql` reads them).
+pub const FLOW_PROGRESS: &str = "flowProgress";
 
 /// Where a live row is: file id and position in it.
 #[derive(Clone, Copy, Debug)]
@@ -242,8 +247,9 @@ impl MaintainedTable {
         commit: u64,
         timestamp: i64,
         changes: &[(ChangeType, Row)],
+        progress: &[serde_json::Value],
     ) -> Result<Written> {
-        let (prepared, written) = self.prepare(commit, timestamp, changes)?;
+        let (prepared, written) = self.prepare(commit, timestamp, changes, progress)?;
         self.publish(&prepared)?;
         Ok(written)
     }
@@ -257,6 +263,7 @@ impl MaintainedTable {
         commit: u64,
         timestamp: i64,
         changes: &[(ChangeType, Row)],
+        progress: &[serde_json::Value],
     ) -> Result<(Prepared, Written)> {
         let mut written = Written::default();
         // Removals are placed before anything is written, so a disagreement writes nothing.
@@ -333,7 +340,7 @@ impl MaintainedTable {
             written.bytes += cdc.size as u64;
             actions.push(Action::Cdc(cdc));
         }
-        let prepared = self.entry(commit, timestamp, actions)?;
+        let prepared = self.entry(commit, timestamp, actions, progress)?;
         written.bytes += prepared.entry.len() as u64;
         written.version = prepared.version;
         self.version = prepared.version;
@@ -421,7 +428,13 @@ impl MaintainedTable {
     }
 
     /// The log entry of `actions` as the next version, with `txn` and `commitInfo`.
-    fn entry(&self, commit: u64, timestamp: i64, actions: Vec<Action>) -> Result<Prepared> {
+    fn entry(
+        &self,
+        commit: u64,
+        timestamp: i64,
+        actions: Vec<Action>,
+        progress: &[serde_json::Value],
+    ) -> Result<Prepared> {
         let operation = DeltaOperation::StreamingUpdate {
             output_mode: OutputMode::Update,
             query_id: self.app_id.clone(),
@@ -437,7 +450,11 @@ impl MaintainedTable {
             commit as i64,
             Some(timestamp.div_euclid(1000)),
         );
-        let data = CommitData::new(all, operation, HashMap::new(), vec![txn]);
+        let mut metadata = HashMap::new();
+        if !progress.is_empty() {
+            metadata.insert(FLOW_PROGRESS.to_string(), progress.to_vec().into());
+        }
+        let data = CommitData::new(all, operation, metadata, vec![txn]);
         let bytes = data.get_bytes().map_err(|e| failed(&self.dir, e))?;
         Ok(Prepared {
             commit,

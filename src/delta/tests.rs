@@ -135,7 +135,7 @@ fn a_maintained_table_holds_what_its_feed_leaves() {
     for commit in 1..=60u64 {
         let changes = random_changes(&mut rng, &mut model);
         let written = table
-            .commit(commit, 1_000_000 * commit as i64, &changes)
+            .commit(commit, 1_000_000 * commit as i64, &changes, &[])
             .unwrap();
         assert_eq!(written.version, commit);
         compacted += written.compacted_rows;
@@ -154,7 +154,7 @@ fn a_maintained_table_holds_what_its_feed_leaves() {
     assert_eq!(table.last_commit().unwrap(), Some(60));
     // A removal the table cannot place writes nothing.
     let e = table
-        .commit(61, 61_000_000, &[(ChangeType::Delete, row(999, "x"))])
+        .commit(61, 61_000_000, &[(ChangeType::Delete, row(999, "x"))], &[])
         .unwrap_err();
     assert!(
         e.to_string()
@@ -245,7 +245,7 @@ fn a_maintained_table_checkpoints_and_vacuums_on_its_schedule() {
     for commit in 1..=40u64 {
         let changes = random_changes(&mut rng, &mut model);
         table
-            .commit(commit, 1_000_000 * commit as i64, &changes)
+            .commit(commit, 1_000_000 * commit as i64, &changes, &[])
             .unwrap();
         written_ever.extend(files(&path));
         if commit % 8 == 0 {

@@ -22,7 +22,7 @@
 
 mod published;
 
-pub use published::{refuse_foreign, table_properties, TARGET_PROPERTY};
+pub use published::{flow_progress, refuse_foreign, table_properties, TARGET_PROPERTY};
 
 use crate::driver::{CommitLatency, CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};
 use crate::engine::changefeed;
@@ -185,6 +185,8 @@ pub struct StagedRun<'p> {
     feeds: Vec<Feed>,
     quarantine: BTreeMap<String, BufWriter<File>>,
     metrics: RunMetrics,
+    /// The pipeline's flows, as commits' metrics index them.
+    flows: Vec<crate::driver::FlowRef>,
     /// Rows set aside and warnings, for the caller to report.
     pub quarantined: Vec<crate::driver::Quarantined>,
     /// Problems that did not stop the run.
@@ -253,6 +255,7 @@ impl<'p> StagedRun<'p> {
             feeds,
             quarantine: BTreeMap::new(),
             metrics: RunMetrics::new(pipeline),
+            flows: crate::driver::flows::all(pipeline),
             quarantined: Vec::new(),
             warnings: Vec::new(),
             events: 0,
@@ -334,7 +337,8 @@ impl Sink for StagedRun<'_> {
             let (schema, file) = match &mut self.feeds[t] {
                 // Every commit is a version, so that Delta's versions are scdflow's.
                 Feed::Delta(table) => {
-                    table.commit(commit.version, commit.timestamp, changes)?;
+                    let progress = flow_progress(&self.flows, t, &commit.metrics);
+                    table.commit(commit.version, commit.timestamp, changes, &progress)?;
                     continue;
                 }
                 _ if changes.is_empty() => continue,

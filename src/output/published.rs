@@ -16,6 +16,7 @@
 //! aside, is gone until the first run is repeated).
 
 use crate::delta::{MaintainedTable, Table};
+use crate::driver::{FlowCommitMetrics, FlowRef};
 use crate::engine::changefeed::ChangeType;
 use crate::engine::HistoryRules;
 use crate::plan::Target;
@@ -38,6 +39,20 @@ pub fn table_properties(target: &Target) -> BTreeMap<String, String> {
         properties.insert(HistoryRules::PROPERTY.to_string(), rules.recorded());
     }
     properties
+}
+
+/// Target `t`'s flow progress in one commit, as its Delta version records it
+/// ([`crate::delta::FLOW_PROGRESS`]): per flow into `t` with metrics in `metrics` (the
+/// commit's, by index into `flows`), `{"flow": name, "metrics": {...}}`.
+pub fn flow_progress(
+    flows: &[FlowRef],
+    t: usize,
+    metrics: &[(usize, FlowCommitMetrics)],
+) -> Vec<serde_json::Value> {
+    (metrics.iter())
+        .filter(|(f, _)| flows[*f].target == t)
+        .map(|(f, m)| serde_json::json!({ "flow": flows[*f].name, "metrics": m }))
+        .collect()
 }
 
 /// What follows `.<table>` in the name of a table's staging directory.
@@ -93,8 +108,9 @@ impl Published {
         version: u64,
         timestamp: i64,
         changes: &[(ChangeType, Row)],
+        progress: &[serde_json::Value],
     ) -> Result<()> {
-        let written = self.table.commit(version, timestamp, changes)?;
+        let written = self.table.commit(version, timestamp, changes, progress)?;
         if written.version != version {
             let message = format!(
                 "Delta table {}: scdflow commit {version} became version {}",

@@ -514,8 +514,8 @@ struct Appender<'p> {
     /// Per target: its change feed's schema and the step's rows not appended yet, rendered (no
     /// CSV header).
     feeds: Vec<(crate::value::Schema, String)>,
-    /// The flows' names, indexed like [`driver::flows::all`].
-    flows: Vec<String>,
+    /// The pipeline's flows ([`driver::flows::all`]), as commits' metrics index them.
+    flows: Vec<driver::FlowRef>,
     quarantined: Vec<Quarantined>,
     warnings: Vec<String>,
     events: u64,
@@ -539,10 +539,7 @@ impl<'p> Appender<'p> {
             feeds: (pipeline.targets.iter())
                 .map(|t| (changefeed::schema(t), String::new()))
                 .collect(),
-            flows: driver::flows::all(pipeline)
-                .into_iter()
-                .map(|f| f.name)
-                .collect(),
+            flows: driver::flows::all(pipeline),
             quarantined: Vec::new(),
             warnings: Vec::new(),
             events: 0,
@@ -611,7 +608,8 @@ impl Sink for Appender<'_> {
         let (version, timestamp) = (commit.version, commit.timestamp);
         for (t, table) in self.tables.iter_mut().enumerate() {
             let changes = commit.changes.get(t).map_or(&[][..], Vec::as_slice);
-            let (prepared, _) = table.prepare(version, timestamp, changes)?;
+            let progress = output::flow_progress(&self.flows, t, &commit.metrics);
+            let (prepared, _) = table.prepare(version, timestamp, changes, &progress)?;
             self.next.publishing.prepared[t].push(prepared);
         }
         // Published targets' change feeds are their tables' change data feeds.
@@ -626,7 +624,7 @@ impl Sink for Appender<'_> {
             push_log(
                 &mut self.log,
                 &LogLine::Flow {
-                    flow: self.flows[*f].clone(),
+                    flow: self.flows[*f].name.clone(),
                     metrics: m.clone(),
                 },
             )?;

@@ -16,6 +16,7 @@
 //! reach outside `DIR`.
 
 mod dml;
+mod event_log;
 mod list_files;
 mod merge;
 mod metadata_statements;

@@ -291,10 +291,13 @@ fn table_function(
     if text.eq_ignore_ascii_case("table_changes") {
         return super::table_changes::table_changes(env.scope, &args.args);
     }
+    if text.eq_ignore_ascii_case("event_log") {
+        return super::event_log::event_log(env.scope, &args.args);
+    }
     if !text.eq_ignore_ascii_case("list_files") {
         let message = format!(
             "unknown table function `{text}` (supported: list_files, table_changes, \
-             last_snapshot_version, current_snapshot_version)"
+             event_log, last_snapshot_version, current_snapshot_version)"
         );
         return Err(Error::new(ErrorKind::Validation, message));
     }

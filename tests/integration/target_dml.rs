@@ -274,3 +274,49 @@ fn targets_that_take_no_edits_refuse_dml_and_a_running_pipeline_holds_its_tables
     drop(held);
     sql(cwd, delete);
 }
+
+#[test]
+fn event_log_lists_each_commits_flow_progress_from_the_tables_log() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    durable_run(cwd, "scd2.sql");
+    sql(
+        cwd,
+        "INSERT INTO main.cdc_tutorial.users_cdf VALUES (126, 'Lily', NULL, 'DELETE', 8)",
+    );
+    // An edit between the runs is a version of the table, not an event of the pipeline.
+    sql(
+        cwd,
+        "DELETE FROM main.cdc_tutorial.users_history WHERE userId = 124",
+    );
+    durable_run(cwd, "scd2.sql");
+    let log = sql(
+        cwd,
+        "SELECT event_type, flow_name, dataset_name, commit_version, delta_version, \
+         num_input_rows, num_upserted_rows, num_deleted_rows, message \
+         FROM event_log(TABLE(main.cdc_tutorial.users_history)) ORDER BY commit_version",
+    );
+    assert_eq!(
+        log,
+        "event_type,flow_name,dataset_name,commit_version,delta_version,num_input_rows,\
+         num_upserted_rows,num_deleted_rows,message\n\
+         flow_progress,apply_cdc,users_history,1,1,8,7,0,Flow 'apply_cdc' has completed commit 1.\n\
+         flow_progress,apply_cdc,users_history,2,3,1,1,0,Flow 'apply_cdc' has completed commit 2.\n"
+    );
+    // Its details are the event as Databricks nests it; the name may be given as text.
+    let details = sql(
+        cwd,
+        "SELECT details FROM event_log('main.cdc_tutorial.users_history') \
+         WHERE commit_version = 2",
+    );
+    assert!(
+        details.contains(r#"{""flow_progress"":{""metrics"":{"#)
+            && details.contains(r#"""num_upserted_rows"":1"#),
+        "{details}"
+    );
+    let error = refused(
+        cwd,
+        "SELECT * FROM event_log(TABLE(main.cdc_tutorial.users_cdf))",
+    );
+    assert!(error.contains("is not a pipeline's target"), "{error}");
+}
