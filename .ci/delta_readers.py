@@ -16,7 +16,8 @@ Polars (run by .ci/run with a virtual environment that has them).
    commits: deletion vectors, merged files), in one plain run and in durable runs (`--state`)
    as the files arrive: polars and deltalake's query engine read each table as the run without
    a warehouse writes it to files, and deltalake's load_cdf reads its change data feed as that
-   run's `<target>.changes.csv`, version for commit.
+   run's `<target>.changes.csv`, version for commit; deltalake's history shows each version's
+   flow progress (the event log) in its commitInfo.
 5. `scdflow sql` erases one key of the durable SCD2 target (DML on a published target, files
    with deletion vectors): the readers see the table without it, load_cdf reads the deletes,
    and the next durable run keeps the erasure.
@@ -249,6 +250,10 @@ def check(tmp, flow, schema):
     feed = feed.select(key).with_columns(pl.all().cast(pl.Utf8)).sort(key)
     changes = pl.read_csv(tmp / f"files/{flow}.changes.csv", infer_schema_length=0)
     assert feed.equals(changes.select(key).sort(key)), f"{flow}: the change data feed differs"
+    # The event log is in the versions' commitInfo, which deltalake's history shows.
+    progress = [h for h in dt.history() if "flowProgress" in h]
+    assert len(progress) == dt.version(), f"{flow}: {len(progress)} versions with flowProgress"
+    assert progress[0]["flowProgress"][0]["metrics"]["commit_version"] >= 1, progress[0]
     print(f"{schema}.{flow}: polars and deltalake read {got.height} rows in {dt.version()} "
           f"versions, load_cdf {feed.height} changes, as the files of a run without a "
           "warehouse")
