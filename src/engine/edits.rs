@@ -9,16 +9,18 @@
 //! NULL), and two versions that touch differing in a tracked column (else they are one
 //! version). The SCD2 state then holds, for the key, the events those rows stand for: an upsert
 //! at each version's start with its row's image, a delete at each end that no version starts at
-//! ([`HistoryRules::events`]). A SCD1 key keeps its winning sequence (a new key has none, so any
-//! later event wins); a removed SCD1 row becomes a delete at that sequence.
+//! ([`HistoryRules::events`]); under partial updates later events fold onto those whole
+//! images. A SCD1 key keeps its winning sequence (a new key has none, so any later event wins);
+//! a removed SCD1 row becomes a delete at that sequence. Under partial updates a SCD1 column
+//! keeps its own author's sequence (`Fields::set` in `super::scd1`).
 //!
 //! Invariant: after [`edit`] the state's rows of the key are exactly the new rows (checked:
 //! a state that derives other rows fails the edit), and the edit emits no update, since the
 //! table already holds it.
 //!
 //! Limits: what the edited history forgot stays forgotten — a late event is applied to the
-//! versions as edited, not to the events the pipeline saw before. Bitemporal, REPLACE USING and
-//! partial-update (`IGNORE NULL UPDATES`, `COLUMNS TO UPDATE`) targets take no edits.
+//! versions as edited, not to the events the pipeline saw before. Bitemporal and REPLACE USING
+//! targets take no edits.
 
 use super::Durable;
 use crate::event::{Event, EventKind};
@@ -86,7 +88,6 @@ impl HistoryRules {
         let kind = match (&target.kind, target.scd) {
             (TargetKind::ReplaceUsing { .. }, _) => Some("a REPLACE USING target"),
             (_, ScdType::Bitemporal) => Some("a bitemporal target"),
-            _ if target.partial => Some("a target with partial updates"),
             _ => None,
         };
         if let Some(kind) = kind {

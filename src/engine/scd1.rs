@@ -343,33 +343,36 @@ impl Editable for Scd1State {
         rows: &[Row],
         now: i64,
     ) -> std::result::Result<(), String> {
-        let mut stats = CommitStats::default();
         let held = self.keys.get(key);
         let tombstone_before = held.and_then(KeyState::tombstone).is_some();
-        let winner = match (held, rows.first()) {
-            (Some(KeyState::Fields(_)), _) => {
-                return Err("a target with partial updates takes no edits".to_string())
-            }
+        let row = rows.first();
+        let state = match (held, row) {
             (None, None) => return Ok(()),
             // The key keeps its sequence: a later event wins as it would have over the row.
-            (Some(KeyState::Winner(w)), None) => Winner {
+            (Some(KeyState::Winner(w)), _) => KeyState::Winner(Winner {
                 seq: w.seq.clone(),
-                kind: EventKind::Delete,
-                image: Row::new(),
-            },
-            (Some(KeyState::Winner(w)), Some(row)) => Winner {
-                seq: w.seq.clone(),
-                kind: EventKind::Upsert,
-                image: row.clone(),
-            },
+                kind: row.map_or(EventKind::Delete, |_| EventKind::Upsert),
+                image: row.cloned().unwrap_or_default(),
+            }),
+            (Some(KeyState::Fields(f)), _) => {
+                KeyState::Fields(Box::new(f.set(row, self.truncated_at.as_ref())))
+            }
             // A row set by hand has no sequence (NULL sorts first): every event wins over it.
-            (None, Some(row)) => Winner {
+            (None, Some(row)) if !self.partial => KeyState::Winner(Winner {
                 seq: Value::Null,
                 kind: EventKind::Upsert,
                 image: row.clone(),
-            },
+            }),
+            (None, Some(row)) => KeyState::Fields(Box::new(Fields {
+                upsert: Some(Value::Null),
+                delete: None,
+                columns: row
+                    .iter()
+                    .map(|v| Some((Value::Null, v.to_value())))
+                    .collect(),
+            })),
         };
-        if !shows(&winner, self.truncated_at.as_ref()) && winner.kind == EventKind::Upsert {
+        if row.is_some() && state.visible(self.truncated_at.as_ref()).as_ref() != row {
             return Err(format!(
                 "the table was truncated (a TRUNCATE event at sequence {}) after this key's \
                  last event, so a row set by hand would not show",
@@ -378,12 +381,13 @@ impl Editable for Scd1State {
                     .map_or("NULL".to_string(), describe)
             ));
         }
-        let tombstone = (winner.kind == EventKind::Delete).then(|| winner.seq.clone());
+        let tombstone = state.tombstone().cloned();
         self.changed.mark(key);
-        self.keys.insert(key.clone(), KeyState::Winner(winner));
+        self.keys.insert(key.clone(), state);
         if let Some(seq) = &tombstone {
             self.tombstones.record(now, key, seq);
         }
+        let mut stats = CommitStats::default();
         self.held
             .change(tombstone_before, tombstone.is_some(), &mut stats);
         Ok(())
@@ -509,6 +513,59 @@ impl KeyState {
 }
 
 impl Fields {
+    /// These fields with `row` set by hand (`None`: the row deleted by hand), given the
+    /// table's truncate sequence. A shown row keeps its sequences: a column whose value stays
+    /// keeps its author, a changed one takes its author's sequence (the key's latest upsert's
+    /// when the author is hidden by a delete or truncate), so later events win over it as they
+    /// would have over the value it replaces. A hidden (deleted)
+    /// key comes back at its delete's sequence, every column set there; a shown key deleted
+    /// by hand is a delete at its latest upsert's sequence.
+    fn set(&self, row: Option<&Row>, truncated_at: Option<&Value>) -> Fields {
+        let shown = self.visible(truncated_at);
+        let Some(row) = row else {
+            let delete = match shown {
+                Some(_) => self.upsert.clone(),
+                None => self.delete.clone(),
+            };
+            return Fields {
+                upsert: self.upsert.clone(),
+                delete,
+                columns: self.columns.clone(),
+            };
+        };
+        let Some(shown) = shown else {
+            let at = self
+                .upsert
+                .clone()
+                .max(self.delete.clone())
+                .unwrap_or(Value::Null);
+            return Fields {
+                upsert: Some(at.clone()),
+                delete: None,
+                columns: row
+                    .iter()
+                    .map(|v| Some((at.clone(), v.to_value())))
+                    .collect(),
+            };
+        };
+        let at = self.upsert.clone().unwrap_or(Value::Null);
+        let reset = self.delete.as_ref().max(truncated_at);
+        let columns = (self.columns.iter().zip(row.iter()).zip(shown.iter()))
+            .map(|((column, new), old)| match column {
+                Some(author) if new == old => Some(author.clone()),
+                Some((seq, _)) if reset.is_none_or(|r| seq > r) => {
+                    Some((seq.clone(), new.to_value()))
+                }
+                _ => Some((at.clone(), new.to_value())),
+            })
+            .collect();
+        Fields {
+            upsert: self.upsert.clone(),
+            delete: self.delete.clone(),
+            columns,
+        }
+    }
+
     /// The row these fields show, given the table's truncate sequence, if any.
     fn visible(&self, truncated_at: Option<&Value>) -> Option<Row> {
         let reset = self.delete.as_ref().max(truncated_at);

@@ -10,7 +10,7 @@
 //! from its change data feed ([`crate::delta::Log::version_changes`]): removed rows (`delete`,
 //! `update_preimage`) and added ones (`insert`, `update_postimage`), grouped by key.
 //!
-//! Limits: an edit of a target that takes none (bitemporal, REPLACE USING, partial updates) is
+//! Limits: an edit of a target that takes none (bitemporal, REPLACE USING) is
 //! an error naming the version, as is one whose rows the state does not hold (the table was
 //! changed in a way the state cannot follow); both need `--full-refresh`.
 

@@ -13,8 +13,8 @@
 //! gone, as on Databricks.
 //!
 //! Limits: the check reads the whole table once (the rows of the keys touched are needed, and
-//! the table has no index by key); bitemporal, REPLACE USING and partial-update targets, and
-//! targets published before their rules were recorded, take no DML.
+//! the table has no index by key); bitemporal and REPLACE USING targets, and targets published
+//! before their rules were recorded, take no DML.
 
 use super::TableName;
 use crate::delta::Table;
@@ -53,9 +53,8 @@ impl EditCheck {
         let Some(rules) = recorded.and_then(|r| HistoryRules::parse(r, table.schema())) else {
             let message = format!(
                 "table {name} is target `{target}` of a pipeline, which takes no DML: it is \
-                 bitemporal, REPLACE USING or has partial updates (IGNORE NULL UPDATES, COLUMNS \
-                 TO UPDATE), or it was published before scdflow recorded its history rules \
-                 (publish it afresh: scdflow run --full-refresh)"
+                 bitemporal or REPLACE USING, or it was published before scdflow recorded its \
+                 history rules (publish it afresh: scdflow run --full-refresh)"
             );
             return Err(Error::new(ErrorKind::Validation, message));
         };

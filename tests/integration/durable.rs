@@ -905,7 +905,7 @@ fn a_checksum_mismatch_reads_as_a_sentence() {
 }
 
 /// Waits (up to a minute) until `done` holds.
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !done() {
         assert!(

@@ -1,11 +1,11 @@
 //! DML on published AUTO CDC targets (seed 003): `INSERT` (the seed's row with `__START_AT` 5),
 //! a GDPR erasure of one key's history, a manual fix of one version and a `MERGE` through
-//! `scdflow sql`;
-//! a durable run takes them into its state, and later events — in order and late — apply on
-//! top. Statements that would break the history are refused, naming the key and why, and change
-//! nothing.
+//! `scdflow sql`; a durable run takes them into its state, and later events — in order and late
+//! — apply on top, also in a `--follow` run between its steps. Statements that would break the history are
+//! refused, naming the key and why, and change nothing. The event log is read from the
+//! published versions.
 
-use crate::durable::{scdflow, stderr, succeed};
+use crate::durable::{scdflow, stderr, succeed, wait_for};
 use crate::warehouse::{sql, warehouse, SEED_SCD2};
 use std::path::Path;
 
@@ -242,6 +242,49 @@ fn edits_of_an_scd1_target_keep_the_keys_sequence() {
 }
 
 #[test]
+fn edits_under_partial_updates_keep_each_columns_sequence() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    std::fs::write(
+        cwd.join("partial.sql"),
+        "CREATE OR REFRESH STREAMING TABLE users_partial;\n\
+         CREATE FLOW f AS AUTO CDC INTO users_partial FROM STREAM(main.cdc_tutorial.users_cdf)\n\
+         KEYS (userId) IGNORE NULL UPDATES APPLY AS DELETE WHEN operation = 'DELETE'\n\
+         SEQUENCE BY sequenceNum COLUMNS * EXCEPT (operation, sequenceNum)\n\
+         STORED AS SCD TYPE 1;\n",
+    )
+    .unwrap();
+    durable_run(cwd, "partial.sql");
+    let table = "SELECT * FROM main.cdc_tutorial.users_partial ORDER BY userId";
+    assert_eq!(
+        sql(cwd, table),
+        "userId,name,city\n124,Raul,Oaxaca\n125,Mercedes,Guadalajara\n126,Lily,Cancun\n"
+    );
+    // 125's city by hand (its author: sequence 6), 123 (deleted at 6) back by hand, 126 gone.
+    sql(
+        cwd,
+        "UPDATE main.cdc_tutorial.users_partial SET city = 'Colima' WHERE userId = 125; \
+         INSERT INTO main.cdc_tutorial.users_partial VALUES (123, 'Isabel', 'Leon'); \
+         DELETE FROM main.cdc_tutorial.users_partial WHERE userId = 126",
+    );
+    // Events: a newer one leaving 125's city (NULL) keeps the edit, an older one setting it
+    // loses; 123's older event loses to the row set at its delete's sequence, its newer one
+    // setting only the name wins that column; 126's event older than the hand delete loses.
+    sql(
+        cwd,
+        "INSERT INTO main.cdc_tutorial.users_cdf VALUES \
+         (125, 'Mercy', NULL, 'UPDATE', 7), (125, 'Mercedes', 'Tepic', 'UPDATE', 5), \
+         (123, 'Isa', 'Merida', 'UPDATE', 4), (123, 'Isabela', NULL, 'UPDATE', 8), \
+         (126, 'Lily', 'Tulum', 'UPDATE', 1)",
+    );
+    durable_run(cwd, "partial.sql");
+    assert_eq!(
+        sql(cwd, table),
+        "userId,name,city\n123,Isabela,Leon\n124,Raul,Oaxaca\n125,Mercy,Colima\n"
+    );
+}
+
+#[test]
 fn targets_that_take_no_edits_refuse_dml_and_a_running_pipeline_holds_its_tables() {
     let dir = warehouse();
     let cwd = dir.path();
@@ -319,4 +362,67 @@ fn event_log_lists_each_commits_flow_progress_from_the_tables_log() {
         "SELECT * FROM event_log(TABLE(main.cdc_tutorial.users_cdf))",
     );
     assert!(error.contains("is not a pipeline's target"), "{error}");
+}
+
+#[test]
+fn a_following_run_takes_an_edit_made_between_its_steps() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_scdflow"))
+        .args([
+            "run",
+            "scd2.sql",
+            "--warehouse",
+            "w",
+            "--schema",
+            "cdc_tutorial",
+        ])
+        .args(["--state", "st", "--out", "o", "--follow", "--poll", "0.05"])
+        .current_dir(cwd)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = cwd.join("w/main/cdc_tutorial/users_history/_delta_log");
+    let version = |v: u64| {
+        let entry = log.join(format!("{v:020}.json"));
+        move || entry.exists()
+    };
+    wait_for("commit 1", version(1));
+    // The step that published version 1 may still hold the table: the statement is refused
+    // until it ends.
+    let delete = "DELETE FROM main.cdc_tutorial.users_history WHERE userId = 124";
+    wait_for("the edit", || {
+        let out = scdflow(cwd, &["sql", "--warehouse", "w", delete]);
+        let busy = stderr(&out).contains("a pipeline run is writing it");
+        assert!(out.status.success() || busy, "{}", stderr(&out));
+        out.status.success()
+    });
+    sql(
+        cwd,
+        "INSERT INTO main.cdc_tutorial.users_cdf VALUES \
+         (125, 'Mercedes', 'Colima', 'UPDATE', 9), (124, 'Raul', 'Puebla', 'UPDATE', 0)",
+    );
+    // Commit 2 is version 3, after the edit's version 2.
+    wait_for("commit 2", version(3));
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    // 124's history was erased, so its late event starts it afresh; 125 goes on.
+    let rows = sql(
+        cwd,
+        "SELECT userId, city, __START_AT, __END_AT FROM main.cdc_tutorial.users_history \
+         WHERE userId IN (124, 125) ORDER BY userId, __START_AT",
+    );
+    assert_eq!(
+        rows,
+        "userId,city,__START_AT,__END_AT\n124,Puebla,0,\n125,Tijuana,2,5\n\
+         125,Mexicali,5,6\n125,Guadalajara,6,9\n125,Colima,9,\n"
+    );
 }
