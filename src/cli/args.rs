@@ -155,6 +155,10 @@ pub struct SqlArgs {
     /// How query results are printed.
     #[arg(long, value_enum, default_value_t = ResultFormat::Table)]
     pub format: ResultFormat,
+    /// How long a statement on a pipeline's target waits for a run that is writing it, in
+    /// seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = scdflow::warehouse::LOCK_WAIT.as_secs())]
+    pub lock_wait: u64,
 }
 
 /// Where warehouse tables are, and the defaults for short names.

@@ -12,6 +12,7 @@ pub fn sql(args: SqlArgs) -> anyhow::Result<ExitCode> {
     let Some(warehouse) = args.warehouse.open()? else {
         anyhow::bail!("scdflow sql needs --warehouse DIR: the directory its tables are in");
     };
+    let warehouse = warehouse.with_lock_wait(std::time::Duration::from_secs(args.lock_wait));
     // clap requires one of the two.
     let text = match &args.file {
         Some(file) => std::fs::read_to_string(file).map_err(|e| scdflow::Error::read(file, &e))?,

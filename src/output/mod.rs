@@ -518,11 +518,17 @@ pub fn refuse_input_folder(pipeline: &Pipeline, dir: &Path, what: &str) -> Resul
 /// each other's files (and a plain run removes the staging directories it finds); the second
 /// is refused instead. The lock dies with its process, however it ends.
 pub fn lock(dir: &Path, suffix: &str) -> Result<File> {
-    lock_as(dir, suffix, "the output directory")
+    lock_as(
+        dir,
+        suffix,
+        "the output directory",
+        std::time::Duration::ZERO,
+    )
 }
 
-/// [`lock`], saying that `what` is in use when another process holds it.
-pub fn lock_as(dir: &Path, suffix: &str, what: &str) -> Result<File> {
+/// [`lock`], waiting up to `wait` for another process to let go, then saying that `what` is in
+/// use.
+pub fn lock_as(dir: &Path, suffix: &str, what: &str, wait: std::time::Duration) -> Result<File> {
     let dir = std::path::absolute(dir).map_err(|e| Error::write(dir, &e))?;
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
         return Err(Error::new(
@@ -532,7 +538,7 @@ pub fn lock_as(dir: &Path, suffix: &str, what: &str) -> Result<File> {
     };
     std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, &e))?;
     let path = parent.join(format!(".{}{suffix}.scdflow-lock", name.to_string_lossy()));
-    crate::persist::store::lock_file(&path, &dir, what)
+    crate::persist::store::lock_file_within(&path, &dir, what, wait)
 }
 
 /// Removes the staging directories in `dir` (named from `prefix`) of runs that did not finish,

@@ -23,6 +23,7 @@ use crate::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 const MANIFEST: &str = "MANIFEST";
 const LOCK: &str = "LOCK";
@@ -148,19 +149,29 @@ pub struct Appended {
 /// process however it ends); when another holds it, a `State` error saying that `what` (at
 /// `dir`) is in use.
 pub fn lock_file(path: &Path, dir: &Path, what: &str) -> Result<File> {
+    lock_file_within(path, dir, what, Duration::ZERO)
+}
+
+/// [`lock_file`], waiting up to `wait` for another holder to let go.
+pub fn lock_file_within(path: &Path, dir: &Path, what: &str, wait: Duration) -> Result<File> {
     let lock = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(path)
         .map_err(|e| Error::write(path, &e))?;
-    lock.try_lock().map_err(|_| {
-        Error::new(
-            ErrorKind::State,
-            format!("{what} is in use by another scdflow run"),
-        )
-        .in_file(dir)
-    })?;
+    let deadline = Instant::now() + wait;
+    while lock.try_lock().is_err() {
+        if Instant::now() >= deadline {
+            let waited = match wait.is_zero() {
+                true => String::new(),
+                false => format!(" (waited {} s)", wait.as_secs_f64()),
+            };
+            let message = format!("{what} is in use by another scdflow run{waited}");
+            return Err(Error::new(ErrorKind::State, message).in_file(dir));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     Ok(lock)
 }
 

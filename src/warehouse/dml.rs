@@ -31,7 +31,7 @@ pub(super) fn update(warehouse: &Warehouse, update: &ast::Update) -> Result<Outc
     }
     let name = target(warehouse, &update.table.relation)?;
     let mut table = open(warehouse, &name)?;
-    let edits = EditCheck::of(&name, &warehouse.table_dir(&name), &table)?;
+    let edits = EditCheck::of(warehouse, &name, &table)?;
     let schema = table.schema().clone();
     let mut set: Vec<Option<Expr>> = vec![None; schema.columns.len()];
     for assignment in &update.assignments {
@@ -104,7 +104,7 @@ pub(super) fn delete(warehouse: &Warehouse, delete: &ast::Delete) -> Result<Outc
     }
     let name = target(warehouse, &one.relation)?;
     let mut table = open(warehouse, &name)?;
-    let edits = EditCheck::of(&name, &warehouse.table_dir(&name), &table)?;
+    let edits = EditCheck::of(warehouse, &name, &table)?;
     let schema = table.schema().clone();
     let predicate = predicate(delete.selection.as_ref(), &schema)?;
     let statement = Rewrite::Delete(delete.selection.as_ref().map(ToString::to_string));
@@ -137,7 +137,7 @@ pub(super) fn truncate(warehouse: &Warehouse, truncate: &ast::Truncate) -> Resul
             continue;
         }
         let mut table = open(warehouse, &name)?;
-        let edits = EditCheck::of(&name, &warehouse.table_dir(&name), &table)?;
+        let edits = EditCheck::of(warehouse, &name, &table)?;
         let check = |changes: &[_]| edits.check(changes);
         let done = table.rewrite(Rewrite::Delete(None), &mut |_| Ok(Fate::Delete), &check)?;
         said.push(summary(&table, &name, "truncated", done.deleted, done));

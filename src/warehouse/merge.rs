@@ -159,7 +159,7 @@ pub(super) fn merge(warehouse: &Warehouse, merge: &ast::Merge) -> Result<Outcome
     }
     let full = table_name(warehouse, name)?;
     let mut table = open(warehouse, &full)?;
-    let edits = EditCheck::of(&full, &warehouse.table_dir(&full), &table)?;
+    let edits = EditCheck::of(warehouse, &full, &table)?;
     let source = from_item(&scope(warehouse), &merge.source)?;
     let sides = Sides {
         target: table.schema().clone(),

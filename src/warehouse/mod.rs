@@ -35,6 +35,7 @@ use crate::io::names::{component_problem, shown};
 use crate::{Error, ErrorKind, Result};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The catalog a one- or two-part name is in when `--catalog` is not given.
 pub const DEFAULT_CATALOG: &str = "main";
@@ -47,7 +48,13 @@ pub struct Warehouse {
     root: PathBuf,
     catalog: String,
     schema: String,
+    /// How long a statement on a pipeline's target waits for a run that is writing it.
+    lock_wait: Duration,
 }
+
+/// [`Warehouse::lock_wait`] unless [`Warehouse::with_lock_wait`] says otherwise: longer than a
+/// durable step usually takes, short enough that a stuck run is reported.
+pub const LOCK_WAIT: Duration = Duration::from_secs(60);
 
 /// A table's full name, each part lower-cased and checked safe as a file name component.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -96,7 +103,22 @@ impl Warehouse {
             root: root.to_path_buf(),
             catalog: part(catalog.unwrap_or(DEFAULT_CATALOG), "--catalog")?,
             schema: part(schema.unwrap_or(DEFAULT_SCHEMA), "--schema")?,
+            lock_wait: LOCK_WAIT,
         })
+    }
+
+    /// The same warehouse whose statements on a pipeline's target wait `wait` for a run that
+    /// is writing it (then fail, saying so).
+    pub fn with_lock_wait(self, wait: Duration) -> Warehouse {
+        Warehouse {
+            lock_wait: wait,
+            ..self
+        }
+    }
+
+    /// How long a statement on a pipeline's target waits for a run that is writing it.
+    pub fn lock_wait(&self) -> Duration {
+        self.lock_wait
     }
 
     /// Fails unless the schema of `name` exists (a table or view is created only in a schema
@@ -119,6 +141,7 @@ impl Warehouse {
             root: self.root.clone(),
             catalog: part(catalog, "catalog")?,
             schema: part(schema, "schema")?,
+            lock_wait: self.lock_wait,
         })
     }
 

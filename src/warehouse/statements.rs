@@ -292,7 +292,7 @@ fn insert_into(warehouse: &Warehouse, insert: &ast::Insert) -> Result<Outcome> {
     };
     let name = table_name(warehouse, name)?;
     let mut table = open(warehouse, &name)?;
-    let edits = EditCheck::of(&name, &warehouse.table_dir(&name), &table)?;
+    let edits = EditCheck::of(warehouse, &name, &table)?;
     let relation = select::query(&scope(warehouse), source)?;
     let schema = table.schema().clone();
     // Where each of the table's columns comes from in the query's rows.

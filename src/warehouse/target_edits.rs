@@ -7,7 +7,8 @@
 //! (SCD2: versions that overlap, end before they start, more than one open, or two touching
 //! versions equal in their tracked columns; SCD1: two rows of one key) — the message names the
 //! key and why. The statement holds the table's lock, so it never lands while a pipeline run
-//! is writing the table; a durable run takes the edit into its state at its next step
+//! is writing the table (it waits for the run's step to end, up to the warehouse's
+//! [`Warehouse::lock_wait`]); a durable run takes the edit into its state at its next step
 //! (`crate::persist` `table_edits`), and later events apply on top of it. A plain run (without
 //! `--state`) publishes its targets afresh, as a full refresh does: edits made before it are
 //! gone, as on Databricks.
@@ -16,7 +17,7 @@
 //! the table has no index by key); bitemporal and REPLACE USING targets, and targets published
 //! before their rules were recorded, take no DML.
 
-use super::TableName;
+use super::{TableName, Warehouse};
 use crate::delta::Table;
 use crate::engine::changefeed::ChangeType;
 use crate::engine::HistoryRules;
@@ -24,7 +25,6 @@ use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use std::collections::HashMap;
 use std::fs::File;
-use std::path::Path;
 
 /// What a statement on a table must keep: nothing for a plain table; a target's history rules
 /// and the rows of each key.
@@ -43,8 +43,8 @@ struct Target {
 }
 
 impl EditCheck {
-    /// The check for a statement on `table` (named `name`, at `dir`).
-    pub(super) fn of(name: &TableName, dir: &Path, table: &Table) -> Result<EditCheck> {
+    /// The check for a statement on `table` (named `name`) of `warehouse`.
+    pub(super) fn of(warehouse: &Warehouse, name: &TableName, table: &Table) -> Result<EditCheck> {
         let properties = table.properties()?;
         let Some(target) = properties.get(crate::output::TARGET_PROPERTY) else {
             return Ok(EditCheck { target: None });
@@ -59,7 +59,8 @@ impl EditCheck {
             return Err(Error::new(ErrorKind::Validation, message));
         };
         let what = format!("table {name} (a pipeline run is writing it; try again after it)");
-        let lock = crate::output::lock_as(dir, "", &what)?;
+        let dir = warehouse.table_dir(name);
+        let lock = crate::output::lock_as(&dir, "", &what, warehouse.lock_wait())?;
         let mut rows: HashMap<Row, Vec<Row>> = HashMap::new();
         for row in table.rows()? {
             rows.entry(rules.key_of(&row)).or_default().push(row);

@@ -306,16 +306,32 @@ fn targets_that_take_no_edits_refuse_dml_and_a_running_pipeline_holds_its_tables
         error.contains("is target `users_bi` of a pipeline, which takes no DML: it is bitemporal"),
         "{error}"
     );
-    // While a run holds a table (its lock), a statement on it is refused, not interleaved.
+    // While a run holds a table (its lock), a statement on it waits (`--lock-wait`, seconds),
+    // then is refused, never interleaved.
     durable_run(cwd, "scd2.sql");
     let lock = cwd.join("w/main/cdc_tutorial/.users_history.scdflow-lock");
     let held = std::fs::File::open(&lock).unwrap();
     held.try_lock().unwrap();
     let delete = "DELETE FROM main.cdc_tutorial.users_history WHERE userId = 124";
-    let error = refused(cwd, delete);
-    assert!(error.contains("a pipeline run is writing it"), "{error}");
-    drop(held);
+    let out = scdflow(
+        cwd,
+        &["sql", "--warehouse", "w", "--lock-wait", "0", delete],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("a pipeline run is writing it"),
+        "{}",
+        stderr(&out)
+    );
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(held);
+    });
+    let waited = std::time::Instant::now();
     sql(cwd, delete);
+    assert!(waited.elapsed() >= std::time::Duration::from_millis(250));
+    release.join().unwrap();
+    assert!(!sql(cwd, HISTORY).contains("\n124,"));
 }
 
 #[test]
@@ -389,15 +405,11 @@ fn a_following_run_takes_an_edit_made_between_its_steps() {
         move || entry.exists()
     };
     wait_for("commit 1", version(1));
-    // The step that published version 1 may still hold the table: the statement is refused
-    // until it ends.
-    let delete = "DELETE FROM main.cdc_tutorial.users_history WHERE userId = 124";
-    wait_for("the edit", || {
-        let out = scdflow(cwd, &["sql", "--warehouse", "w", delete]);
-        let busy = stderr(&out).contains("a pipeline run is writing it");
-        assert!(out.status.success() || busy, "{}", stderr(&out));
-        out.status.success()
-    });
+    // The step that published version 1 may still hold the table: the statement waits for it.
+    sql(
+        cwd,
+        "DELETE FROM main.cdc_tutorial.users_history WHERE userId = 124",
+    );
     sql(
         cwd,
         "INSERT INTO main.cdc_tutorial.users_cdf VALUES \
