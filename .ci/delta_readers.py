@@ -24,6 +24,7 @@ Polars (run by .ci/run with a virtual environment that has them).
 
 usage: python .ci/delta_readers.py path/to/scdflow
 """
+import datetime
 import pathlib
 import subprocess
 import sys
@@ -180,6 +181,47 @@ def main():
         print("scdflow read Parquet files polars wrote")
 
         published(scdflow, tmp)
+        replace_where(scdflow, tmp)
+
+
+def replace_where(scdflow, tmp):
+    # A REPLACE WHERE target over a table deltalake writes: each durable run replaces the
+    # condition's slice (equal rows kept apart), the rest stays when the source loses it, and
+    # polars, deltalake and load_cdf read what the rules say.
+    run(scdflow, "sql", "--warehouse", "w", "CREATE SCHEMA main.sales", cwd=tmp)
+    orders = str(tmp / "w/main/sales/orders")
+    day = lambda d: datetime.date(2026, 1, d)
+    table = lambda rows: pa.table({
+        "id": pa.array([r[0] for r in rows], pa.int32()),
+        "day": pa.array([day(r[1]) for r in rows], pa.date32()),
+        "amount": pa.array([r[2] for r in rows], pa.int32()),
+    })
+    write_deltalake(orders, table([(1, 1, 10), (2, 2, 20), (3, 3, 30), (3, 3, 30)]))
+    pipeline = tmp / "recent.sql"
+    for since, rows in [
+        # The slice from the 2nd; the 1st is never the flow's.
+        (2, [(2, 2, 20), (3, 3, 30), (3, 3, 30)]),
+        # One copy of order 3 goes and order 4 arrives; from the 3rd on, so the 2nd stays.
+        (3, [(2, 2, 20), (3, 3, 30), (4, 4, 40)]),
+    ]:
+        pipeline.write_text(
+            "CREATE STREAMING TABLE recent;\n"
+            "CREATE FLOW r AS INSERT INTO recent BY NAME\n"
+            f"REPLACE WHERE day >= DATE '2026-01-0{since}'\n"
+            "SELECT * FROM main.sales.orders;\n")
+        run(scdflow, "run", "recent.sql", "--warehouse", "w", "--schema", "sales",
+            "--state", "state-recent", "--out", "out-recent", cwd=tmp)
+        got = pl.read_delta(str(tmp / "w/main/sales/recent")).sort(["id", "day", "amount"])
+        want = pl.from_arrow(table(rows)).sort(["id", "day", "amount"])
+        assert got.equals(want), f"polars read {got}, not {want}"
+        if since == 2:
+            write_deltalake(orders, table([(3, 3, 30), (4, 4, 40)]), mode="overwrite")
+    target = DeltaTable(str(tmp / "w/main/sales/recent"))
+    feed = pl.from_arrow(pa.table(target.load_cdf(starting_version=target.version()).read_all()))
+    changes = sorted(zip(feed["id"], feed["_change_type"]))
+    assert changes == [(3, "delete"), (4, "insert")], changes
+    print("sales.recent: REPLACE WHERE over a table deltalake wrote; polars read each update's "
+          "table and load_cdf its changes")
 
 
 def published(scdflow, tmp):

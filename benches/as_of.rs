@@ -60,6 +60,7 @@ fn target() -> Target {
         tracked: vec![true, true],
         partial: false,
         tombstone_gc_seconds: 0,
+        replace_where: None,
         properties: Default::default(),
         line: 1,
     }

@@ -186,7 +186,8 @@ pub enum TargetKind {
     #[default]
     AutoCdc,
     /// One `AUTO CDC FROM SNAPSHOT` flow ([`SnapshotFlow`]); the sequence is the snapshot
-    /// version (BIGINT).
+    /// version (BIGINT). Also a REPLACE WHERE flow's target ([`Target::replace_where`]),
+    /// whose flow is a [`SnapshotFlow`] reading its table whole at each new version.
     Snapshot,
     /// One `REPLACE USING` flow ([`ReplaceFlow`]); `keys` are the replace keys, `scd` is
     /// `Type1`, and rows are whole source rows (several per key).
@@ -244,6 +245,10 @@ pub struct Target {
     pub partial: bool,
     /// `pipelines.cdc.tombstoneGCThresholdInSeconds` (0 = never collect).
     pub tombstone_gc_seconds: u64,
+    /// A REPLACE WHERE flow's target (kind [`TargetKind::Snapshot`]): the condition choosing
+    /// the rows each update replaces. Its rows are a multiset (`keys` are all image columns,
+    /// and equal rows may repeat).
+    pub replace_where: Option<ReplaceWhere>,
     /// The `TBLPROPERTIES` a published Delta table of the target takes (Delta's own, such as
     /// `delta.checkpointInterval`, and scdflow's `scdflow.vacuumInterval`).
     pub properties: std::collections::BTreeMap<String, String>,
@@ -464,6 +469,40 @@ pub struct ReplaceFlow {
     pub once: bool,
     /// Line of the defining statement.
     pub line: u64,
+}
+
+/// The condition of a REPLACE WHERE flow (`INSERT INTO t BY NAME REPLACE WHERE condition
+/// SELECT ...`): at each update, the target's rows for which it holds are replaced by the
+/// query's rows for which it holds; the other rows stay.
+///
+/// Kept as parsed and compiled at each update's instant ([`ReplaceWhere::at`]), since
+/// `CURRENT_DATE()` and `CURRENT_TIMESTAMP()` take that instant's value.
+#[derive(Clone)]
+pub struct ReplaceWhere {
+    /// The condition.
+    pub condition: sqlparser::ast::Expr,
+    /// The rows it is evaluated on: the target's image.
+    pub schema: Schema,
+}
+
+impl ReplaceWhere {
+    /// The condition compiled for the update at `now` (microseconds since the epoch). It
+    /// compiled when the pipeline was planned; an error now (a date out of range at this
+    /// instant) is the caller's to treat as a condition that holds for no row.
+    pub fn at(&self, now: i64) -> crate::Result<Expr> {
+        crate::expr::compile_at(&self.condition, &self.schema, now)
+    }
+}
+
+/// The condition as SQL text: a syntax tree's `Debug` holds source positions, which cluster
+/// processes comparing definitions must not see.
+impl std::fmt::Debug for ReplaceWhere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplaceWhere")
+            .field("condition", &self.condition.to_string())
+            .field("schema", &self.schema)
+            .finish()
+    }
 }
 
 /// Where the key, image and interval columns of a table's rows are.

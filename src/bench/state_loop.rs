@@ -57,7 +57,7 @@ pub(super) fn run(target: &Target, commits: Commits, feed: Feed) -> Run {
         let handed = Instant::now();
         let events = match batch {
             Batch::Events(events) => events,
-            Batch::Snapshot(rows) => snapshots.diff(rows, i as i64 + 1),
+            Batch::Snapshot(rows) => snapshots.diff(rows, i as i64 + 1, 0),
         };
         out.clear();
         state.apply(events, 0, &mut out, &mut CommitStats::default());

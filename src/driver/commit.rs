@@ -467,8 +467,14 @@ impl Step<'_> {
         let mut counts = expect::counts(&sf.expectations);
         let mut seen: HashMap<Row, u64> = HashMap::new();
         let mut kept = Vec::with_capacity(rows.len());
+        // A REPLACE WHERE target holds a multiset of rows: no key to repeat.
+        let keyed = self.pipeline.targets[sf.target].replace_where.is_none();
         for row in rows {
             if !self.expect(sf.target, &sf.expectations, &mut counts, &row, &sf.schema)? {
+                continue;
+            }
+            if !keyed {
+                kept.push(row.row);
                 continue;
             }
             let key = row.row.project(&sf.keys);

@@ -543,6 +543,7 @@ mod tests {
             tracked,
             partial,
             tombstone_gc_seconds: 0,
+            replace_where: None,
             properties: Default::default(),
             line: 1,
         }

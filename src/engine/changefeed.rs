@@ -254,6 +254,7 @@ mod tests {
             tracked: vec![true, true],
             partial: false,
             tombstone_gc_seconds: 0,
+            replace_where: None,
             properties: Default::default(),
             line: 1,
         }

@@ -129,7 +129,7 @@ impl Step for SnapshotState {
         }
         if let Some(v) = version {
             out.updates
-                .extend(self.diff(rows, v).into_iter().map(|e| (e, 1)));
+                .extend(self.diff(rows, v, 0).into_iter().map(|e| (e, 1)));
         }
     }
     fn table(&self) -> Vec<(Event, isize)> {
@@ -442,6 +442,7 @@ fn target(scd: ScdType, tracked: Vec<bool>, partial: bool) -> Target {
         tracked,
         partial,
         tombstone_gc_seconds: 0,
+        replace_where: None,
         properties: Default::default(),
         line: 1,
     }

@@ -87,6 +87,7 @@ impl HistoryRules {
     pub fn of(target: &Target) -> std::result::Result<HistoryRules, String> {
         let kind = match (&target.kind, target.scd) {
             (TargetKind::ReplaceUsing { .. }, _) => Some("a REPLACE USING target"),
+            _ if target.replace_where.is_some() => Some("a REPLACE WHERE target"),
             (_, ScdType::Bitemporal) => Some("a bitemporal target"),
             _ => None,
         };

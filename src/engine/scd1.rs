@@ -42,6 +42,8 @@ pub struct Scd1State {
     /// Keys whose state is a tombstone ([`KeyState::tombstone`]).
     held: Live,
     changed: Changed,
+    /// Whether two keys may hold equal images ([`Scd1State::with_equal_images`]).
+    equal_images: bool,
 }
 
 /// A key's state: 64 bytes (152 when it held a whole `Event` and unboxed fields), one per key
@@ -92,7 +94,16 @@ impl Scd1State {
             tombstones: Tombstones::new(retention),
             held: Live::default(),
             changed: Changed::default(),
+            equal_images: false,
         }
+    }
+
+    /// The state for keys that are not image columns, so that two keys may hold equal images
+    /// (a REPLACE WHERE target's keys: a row and its occurrence number); a commit's output may
+    /// then repeat a row, and the caller consolidates it.
+    pub fn with_equal_images(mut self) -> Self {
+        self.equal_images = true;
+        self
     }
 
     /// Forgets the tombstones that expired by commit time `now`.
@@ -420,15 +431,15 @@ impl CdcState for Scd1State {
             self.apply_key(key, events, now, out, stats);
         }
         // Each key emits at most one retraction and one insertion, of rows that differ, and
-        // rows of different keys differ (keys are image columns); only a truncate's retraction
-        // can meet a key's re-insertion of the same row in one commit.
+        // rows of different keys differ (keys are image columns, but for `equal_images`); only
+        // a truncate's retraction can meet a key's re-insertion of the same row in one commit.
         if truncated {
             consolidate_from(out, start);
         }
     }
 
     fn emits_consolidated(&self) -> bool {
-        true
+        !self.equal_images
     }
 }
 

@@ -11,12 +11,20 @@
 //! had its key, so a row costs one probe (an unchanged row moves nothing and is dropped), and one
 //! pass over the map afterwards deletes the keys the snapshot did not mark.
 //!
-//! Saved ([`Durable`]) key by key, with no worker-wide data.
+//! A REPLACE WHERE target ([`SnapshotState::replacing`]) keeps, besides, the previous rows
+//! its condition does not hold for at the snapshot's instant, and takes only the snapshot rows
+//! it holds for: each update replaces the condition's slice of the table. Its keys are whole
+//! rows with an occurrence number, so equal rows may repeat; a row's key and image agree, so
+//! a key is never updated, only inserted or deleted. A condition that cannot be compiled at an
+//! instant holds for no row (nothing is replaced).
+//!
+//! Saved ([`Durable`]) key by key, with no worker-wide data (the condition is the plan's).
 
 use super::durable::{read_changes, read_header, read_keys, write_header, Changed, Durable};
 use super::records::{RecordIn, RecordOut};
 use super::KeyMap;
 use crate::event::{Event, EventKind};
+use crate::plan::ReplaceWhere;
 use crate::value::{Row, Value};
 use crate::Result;
 use std::collections::hash_map::Entry;
@@ -29,12 +37,23 @@ pub struct SnapshotState {
     /// Snapshots diffed so far.
     snapshots: u64,
     changed: Changed,
+    /// A REPLACE WHERE target's condition.
+    replace_where: Option<ReplaceWhere>,
 }
 
 impl SnapshotState {
     /// An empty state: the first snapshot is all upserts.
     pub fn new() -> Self {
         SnapshotState::default()
+    }
+
+    /// An empty state of a REPLACE WHERE target: each snapshot replaces only the rows
+    /// `condition` holds for.
+    pub fn replacing(condition: ReplaceWhere) -> Self {
+        SnapshotState {
+            replace_where: Some(condition),
+            ..SnapshotState::default()
+        }
     }
 
     /// Number of keys held (those of the previous snapshot).
@@ -48,8 +67,17 @@ impl SnapshotState {
     }
 
     /// Replaces the previous snapshot by `snapshot` (`(key, image)` rows) and returns the
-    /// events between them at sequence `version`.
-    pub fn diff(&mut self, snapshot: Vec<(Row, Row)>, version: i64) -> Vec<Event> {
+    /// events between them at sequence `version`. `now` (microseconds since the epoch) is the
+    /// instant a REPLACE WHERE condition is evaluated at.
+    pub fn diff(&mut self, snapshot: Vec<(Row, Row)>, version: i64, now: i64) -> Vec<Event> {
+        let condition = self.replace_where.as_ref().map(|r| r.at(now).ok());
+        // Whether an image is in the slice this snapshot replaces (every image, but for
+        // REPLACE WHERE).
+        let in_slice = |image: &Row| match &condition {
+            None => true,
+            Some(None) => false,
+            Some(Some(c)) => c.eval_predicate(&image.unpack()).unwrap_or(false),
+        };
         let seq = Value::Int(version);
         let event = |kind, key, image| Event {
             seq: seq.clone(),
@@ -63,6 +91,9 @@ impl SnapshotState {
         let this = self.snapshots;
         let mut events = Vec::new();
         for (key, image) in snapshot {
+            if !in_slice(&image) {
+                continue;
+            }
             match self.previous.entry(key) {
                 Entry::Occupied(mut o) => {
                     if o.get().1 == this {
@@ -88,8 +119,8 @@ impl SnapshotState {
             }
         }
         let changed = &mut self.changed;
-        self.previous.retain(|key, (_, seen)| {
-            if *seen == this {
+        self.previous.retain(|key, (image, seen)| {
+            if *seen == this || !in_slice(image) {
                 return true;
             }
             changed.mark(key);

@@ -16,14 +16,25 @@ use sqlparser::ast::{
 
 /// Compiles `ast` against `schema`. Errors are validation errors carrying the line of the
 /// offending sub-expression when the parser recorded one; callers add the clause.
+/// `CURRENT_DATE()` and `CURRENT_TIMESTAMP()` are refused: they need [`compile_at`].
 pub fn compile(ast: &ast::Expr, schema: &Schema) -> Result<Expr, Error> {
-    let typed = Compiler { schema }.expr(ast)?;
-    Ok(Expr {
-        node: typed.node,
-        ty: typed.ty,
-        text: ast.to_string(),
-    })
+    Compiler { schema, now: None }.compile(ast)
 }
+
+/// [`compile`] for an expression evaluated at one instant, `now` (microseconds since the
+/// epoch): `CURRENT_TIMESTAMP()` / `NOW()` become that instant and `CURRENT_DATE()` its date in
+/// UTC, as literals, so evaluation stays a pure function of the row. Spark fixes them per query
+/// the same way; a caller evaluating at several instants compiles once per instant.
+pub fn compile_at(ast: &ast::Expr, schema: &Schema, now: i64) -> Result<Expr, Error> {
+    Compiler {
+        schema,
+        now: Some(now),
+    }
+    .compile(ast)
+}
+
+/// Microseconds in a day: `CURRENT_DATE()` is the instant's day in UTC.
+const DAY_MICROS: i64 = 86_400_000_000;
 
 struct Typed {
     node: Node,
@@ -81,9 +92,20 @@ fn boxed(node: Node) -> Box<Node> {
 
 struct Compiler<'a> {
     schema: &'a Schema,
+    /// The instant the clock functions stand for; `None` refuses them.
+    now: Option<i64>,
 }
 
 impl Compiler<'_> {
+    fn compile(&self, ast: &ast::Expr) -> Result<Expr, Error> {
+        let typed = self.expr(ast)?;
+        Ok(Expr {
+            node: typed.node,
+            ty: typed.ty,
+            text: ast.to_string(),
+        })
+    }
+
     fn expr(&self, e: &ast::Expr) -> Compiled {
         use ast::Expr as E;
         match e {
@@ -415,8 +437,13 @@ impl Compiler<'_> {
             [part] => part.as_ident().map(|id| id.value.to_ascii_lowercase()),
             _ => None,
         };
+        if let Some(clock @ ("current_date" | "current_timestamp" | "now")) = name.as_deref() {
+            return self.clock(clock, f, at);
+        }
         let args = plain_args(f).ok_or_else(|| fail(at, format!("unsupported call `{at}`")))?;
         match (name.as_deref(), args.as_slice()) {
+            (Some("date_add"), [date, days]) => self.date_add(date, days, false, at),
+            (Some("date_sub"), [date, days]) => self.date_add(date, days, true, at),
             (Some("coalesce"), [_, ..]) => self.coalesce(&args, at),
             (Some("concat"), _) => self.concat(&args),
             (Some("lower"), [x]) => self.string_fn(x, Node::Lower, "LOWER"),
@@ -425,17 +452,84 @@ impl Compiler<'_> {
             (Some("regexp_extract"), [x, pattern, group]) => {
                 self.regexp_extract(x, pattern, Some(group))
             }
-            (Some("coalesce" | "lower" | "upper" | "regexp_extract"), _) => {
+            (Some("coalesce" | "lower" | "upper" | "regexp_extract" | "date_add" | "date_sub"), _) => {
                 Err(fail(at, format!("wrong number of arguments in `{at}`")))
             }
             _ => Err(fail(
                 at,
                 format!(
-                    "unknown function `{}` (supported: COALESCE, CONCAT, LOWER, UPPER, REGEXP_EXTRACT, STRUCT, CAST)",
+                    "unknown function `{}` (supported: COALESCE, CONCAT, LOWER, UPPER, REGEXP_EXTRACT, DATE_ADD, DATE_SUB, CURRENT_DATE, CURRENT_TIMESTAMP, STRUCT, CAST)",
                     f.name
                 ),
             )),
         }
+    }
+
+    /// `CURRENT_DATE()`, `CURRENT_TIMESTAMP()`, `NOW()` (parentheses optional for the first
+    /// two, as in Spark) at the compiler's instant.
+    fn clock(&self, name: &str, f: &ast::Function, at: &ast::Expr) -> Compiled {
+        let no_args = match &f.args {
+            FunctionArguments::None => true,
+            FunctionArguments::List(list) => list.args.is_empty(),
+            FunctionArguments::Subquery(_) => false,
+        };
+        if !no_args {
+            return Err(fail(at, format!("`{at}` takes no arguments")));
+        }
+        let Some(now) = self.now else {
+            let message = format!(
+                "`{at}` is supported only in a REPLACE WHERE condition, which is evaluated at each update's time"
+            );
+            return Err(fail(at, message));
+        };
+        match name {
+            "current_date" => {
+                let day = i32::try_from(now.div_euclid(DAY_MICROS))
+                    .map_err(|_| fail(at, "the clock is outside DATE's range"))?;
+                typed(Node::Literal(Value::Date(day)), DataType::Date)
+            }
+            _ => typed(Node::Literal(Value::Timestamp(now)), DataType::Timestamp),
+        }
+    }
+
+    /// `DATE_ADD(d, n)` / `DATE_SUB(d, n)`: `d` a DATE (a TIMESTAMP or STRING is cast to one, as
+    /// Spark does), `n` an integer number of days.
+    fn date_add(&self, date: &ast::Expr, days: &ast::Expr, sub: bool, at: &ast::Expr) -> Compiled {
+        let what = if sub { "DATE_SUB" } else { "DATE_ADD" };
+        let d = self.expr(date)?;
+        if !matches!(
+            d.ty,
+            DataType::Date | DataType::Timestamp | DataType::String | DataType::Null
+        ) {
+            return Err(fail(
+                date,
+                format!("{what} needs a DATE, `{date}` is {}", d.ty),
+            ));
+        }
+        let n = self.expr(days)?;
+        if !matches!(n.ty, DataType::Int | DataType::BigInt | DataType::Null) {
+            return Err(fail(
+                days,
+                format!("{what} needs a whole number of days, `{days}` is {}", n.ty),
+            ));
+        }
+        let date = coerce(d, &DataType::Date, date)?;
+        let days = match n.node {
+            Node::Literal(Value::Int(k)) if sub => Node::Literal(Value::Int(
+                k.checked_neg()
+                    .ok_or_else(|| fail(at, "integer overflow"))?,
+            )),
+            node if sub => Node::Neg {
+                operand: boxed(node),
+                int32: false,
+            },
+            node => node,
+        };
+        let node = Node::DateAdd {
+            date: boxed(date),
+            days: boxed(days),
+        };
+        typed(node, DataType::Date)
     }
 
     fn coalesce(&self, args: &[&ast::Expr], at: &ast::Expr) -> Compiled {

@@ -164,6 +164,7 @@ pub(super) fn eval<'a>(node: &'a Node, row: &[Datum<'a>]) -> Result<Val<'a>, Str
         Node::Struct(fields) => Val::Owned(Value::Struct(
             fields.iter().map(owned).collect::<Result<_, _>>()?,
         )),
+        Node::DateAdd { date, days } => Val::Owned(date_add(owned(date)?, owned(days)?)?),
     })
 }
 
@@ -284,6 +285,17 @@ fn arith(op: ArithOp, ty: &DataType, a: Value, b: Value) -> Result<Value, String
             ArithOp::Div if y == 0.0 => Value::Null,
             ArithOp::Div => Value::Double(F64(x / y)),
         }),
+        _ => Ok(Value::Null),
+    }
+}
+
+/// `DATE_ADD`: NULL if either operand is NULL; a date outside DATE's range is an error.
+fn date_add(date: Value, days: Value) -> Result<Value, String> {
+    match (date, days) {
+        (Value::Date(d), Value::Int(n)) => (i64::from(d).checked_add(n))
+            .and_then(|sum| i32::try_from(sum).ok())
+            .map(Value::Date)
+            .ok_or_else(|| format!("DATE overflow in DATE_ADD of {n} days")),
         _ => Ok(Value::Null),
     }
 }

@@ -22,7 +22,7 @@ mod tests;
 pub(crate) use cast::describe;
 pub use cast::{cast_value, store_assignable};
 pub(crate) use compile::regex_reason;
-pub use compile::{compile, unify};
+pub use compile::{compile, compile_at, unify};
 pub use types::parse_type;
 
 use crate::value::{Column, DataType, Datum, Packer, Value};
@@ -114,6 +114,11 @@ enum Node {
         group: usize,
     },
     Struct(Vec<Node>),
+    /// `DATE_ADD(d, n)` (`DATE_SUB` negates `n` when compiled): the date `n` days after `d`.
+    DateAdd {
+        date: Box<Node>,
+        days: Box<Node>,
+    },
 }
 
 impl Node {
@@ -130,6 +135,7 @@ impl Node {
             | Node::Upper(x)
             | Node::RLike { operand: x, .. }
             | Node::RegexpExtract { operand: x, .. } => x.reads_only(columns),
+            Node::DateAdd { date: l, days: r } => l.reads_only(columns) && r.reads_only(columns),
             Node::And(l, r)
             | Node::Or(l, r)
             | Node::Cmp(_, l, r)

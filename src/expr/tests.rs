@@ -161,7 +161,7 @@ fn functions() {
     assert_eq!(ok("name || '!'"), Value::Str("Alice!".into()));
     assert_eq!(ok("LOWER(name)"), Value::Str("alice".into()));
     assert_eq!(ok("upper(name)"), Value::Str("ALICE".into()));
-    assert!(compile_error("now()").contains("unknown function `now`"));
+    assert!(compile_error("sysdate()").contains("unknown function `sysdate`"));
     assert!(compile_error("COALESCE(name, id)").contains("cannot mix STRING and INT"));
 }
 
@@ -283,4 +283,58 @@ fn regular_expressions_match_anywhere_and_extract_groups_as_spark() {
     assert!(compile_error("REGEXP_EXTRACT(name, 'a(b)', 2)").contains("no group 2"));
     assert!(compile_error("REGEXP_EXTRACT(id, 'a')").contains("needs a STRING"));
     assert!(compile_error("REGEXP_EXTRACT(name)").contains("wrong number of arguments"));
+}
+
+fn at(sql: &str, now: i64) -> Result<Value, String> {
+    let ast = Parser::new(&DatabricksDialect)
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_expr())
+        .expect("test SQL parses");
+    compile_at(&ast, &schema(), now)
+        .map_err(|e| e.to_string())?
+        .eval_values(&row())
+}
+
+#[test]
+fn the_clock_functions_take_the_instant_they_are_compiled_at() {
+    // 2025-07-18T09:21:00Z, day 20,287.
+    let now = 1_752_830_460_000_000;
+    assert_eq!(at("current_timestamp()", now), Ok(Value::Timestamp(now)));
+    assert_eq!(at("now()", now), Ok(Value::Timestamp(now)));
+    assert_eq!(at("current_date()", now), Ok(Value::Date(20_287)));
+    assert_eq!(at("current_date", now), Ok(Value::Date(20_287)));
+    // Before the epoch, the day still starts at midnight.
+    assert_eq!(at("current_date()", -1), Ok(Value::Date(-1)));
+    assert_eq!(at("ts >= current_timestamp()", now), Ok(Value::Bool(true)));
+    assert_eq!(
+        at("date_sub(current_date(), 7) < DATE '2025-07-12'", now),
+        Ok(Value::Bool(true))
+    );
+    let refused = compile_sql("current_date()").unwrap_err().to_string();
+    assert!(
+        refused.contains("supported only in a REPLACE WHERE condition"),
+        "{refused}"
+    );
+    let args = at("current_date(1)", now).unwrap_err();
+    assert!(args.contains("takes no arguments"), "{args}");
+}
+
+#[test]
+fn date_add_and_date_sub_count_days() {
+    assert_eq!(ok("date_add(DATE '2024-02-28', 2)"), Value::Date(19_783));
+    assert_eq!(ok("date_sub(DATE '2024-03-01', 2)"), Value::Date(19_781));
+    assert_eq!(ok("date_add('2024-03-01', -1)"), Value::Date(19_782));
+    assert_eq!(ok("date_add(ts, id)"), Value::Date(20_294));
+    assert_eq!(
+        ok("date_sub(DATE '2024-03-01', big - big)"),
+        Value::Date(19_783)
+    );
+    assert_eq!(ok("date_add(NULL, 1)"), Value::Null);
+    assert_eq!(ok("date_add(DATE '2024-03-01', NULL)"), Value::Null);
+    let overflow = eval_sql("date_add(DATE '2024-03-01', big * 1000)").unwrap_err();
+    assert!(overflow.contains("DATE overflow"), "{overflow}");
+    let days = compile_sql("date_add(DATE '2024-03-01', 1.5)").unwrap_err();
+    assert!(days.to_string().contains("whole number of days"), "{days}");
+    let date = compile_sql("date_add(id, 1)").unwrap_err();
+    assert!(date.to_string().contains("needs a DATE"), "{date}");
 }

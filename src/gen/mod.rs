@@ -293,6 +293,7 @@ pub fn target(w: &Workload, scd: ScdType) -> Target {
         tracked: vec![true; image_len],
         partial: w.partial > 0.0,
         tombstone_gc_seconds: DEFAULT_TOMBSTONE_GC_SECONDS,
+        replace_where: None,
         properties: Default::default(),
         line: 1,
     }

@@ -3,8 +3,8 @@
 //! Change-feed targets ([`evaluate`], [`scd1()`], [`scd2()`]) are pure functions of the *set* of
 //! events delivered to one target (SPEC section 8: "every target is a pure function of the set of
 //! retained events"); snapshot targets ([`snapshots()`]) are functions of the sequence of
-//! snapshots in arrival order, and REPLACE USING targets ([`replace_using()`]) of the multiset of
-//! incoming rows. The model builds no dataflow and keeps no state between calls: plain loops
+//! snapshots in arrival order, REPLACE USING targets ([`replace_using()`]) of the multiset of
+//! incoming rows, and REPLACE WHERE targets ([`replace_where()`]) of the sequence of updates. The model builds no dataflow and keeps no state between calls: plain loops
 //! over `BTreeMap`s and `BTreeSet`s, written to be obviously correct rather than fast. The
 //! incremental engine is property-tested against it on every prefix of random arrival orders, so
 //! when the two disagree, decide which one matches the rules below before changing anything —
@@ -116,14 +116,22 @@
 //! depends only on the multiset of rows. NULL sequences are rejected upstream (D3); the model
 //! orders them like any [`Value`] (lowest).
 //!
-//! # Output
+//! # REPLACE WHERE — [`replace_where()`]
+//!
+//! The input is the list of updates in order, each the condition compiled at the update's
+//! instant and the rows the flow's query returned. An update deletes every row of the table
+//! the condition holds for (TRUE; FALSE, NULL and an evaluation error do not hold) and adds the
+//! query's rows it holds for. Rows are a multiset: equal rows repeat. Rows the condition does
+//! not hold for stay, even when later queries no longer return them.
+//!
 //!
 //! Rows are sorted ascending by the key columns (in `target.keys` order), then by `__START_AT`
 //! (SCD2), then by the whole row, so tables can be compared with `==`. REPLACE USING tables
-//! are sorted by the key columns, then the whole row.
+//! are sorted by the key columns, then the whole row; REPLACE WHERE tables by the whole row.
 
 mod bitemporal;
 mod replace_using;
+mod replace_where;
 mod scd1;
 mod scd2;
 mod snapshot;
@@ -135,6 +143,7 @@ mod tests;
 
 pub use bitemporal::bitemporal;
 pub use replace_using::replace_using;
+pub use replace_where::replace_where;
 pub use scd1::scd1;
 pub use scd2::scd2;
 pub use snapshot::{snapshots, snapshots_with_skips, SnapshotError, SnapshotOutcome};

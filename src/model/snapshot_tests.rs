@@ -35,6 +35,7 @@ fn target(
         tracked: tracked.unwrap_or_else(|| vec![true; columns.len()]),
         partial: false,
         tombstone_gc_seconds: DEFAULT_TOMBSTONE_GC_SECONDS,
+        replace_where: None,
         properties: Default::default(),
         line: 1,
     }

@@ -41,7 +41,13 @@ impl ScdState {
     /// An empty state of `target`'s SCD type and shape.
     pub fn new(target: &Target) -> ScdState {
         match target.scd {
-            ScdType::Type1 => ScdState::Type1(shared(Scd1Config::from(target).state())),
+            ScdType::Type1 => {
+                let state = Scd1Config::from(target).state();
+                ScdState::Type1(shared(match target.replace_where {
+                    Some(_) => state.with_equal_images(),
+                    None => state,
+                }))
+            }
             ScdType::Type2 => ScdState::Type2(shared(Scd2Config::from(target).state())),
             ScdType::Bitemporal => {
                 ScdState::Bitemporal(shared(BitemporalConfig::from(target).state()))
@@ -112,7 +118,11 @@ impl TargetState {
         match target.kind {
             TargetKind::AutoCdc => TargetState::Cdc(ScdState::new(target)),
             TargetKind::Snapshot => {
-                TargetState::Snapshot(shared(SnapshotState::default()), ScdState::new(target))
+                let previous = match &target.replace_where {
+                    Some(condition) => SnapshotState::replacing(condition.clone()),
+                    None => SnapshotState::new(),
+                };
+                TargetState::Snapshot(shared(previous), ScdState::new(target))
             }
             TargetKind::ReplaceUsing { sequence } => {
                 let config = ReplaceConfig {
@@ -190,10 +200,14 @@ impl TargetState {
         match self {
             TargetState::Cdc(scd) => scd.render(inputs.events, clock, on_stats),
             TargetState::Snapshot(previous, scd) => {
-                let events = inputs
-                    .snapshot
-                    .snapshot_diff_core(inputs.versions, Rc::clone(previous));
-                scd.render(events, clock, on_stats)
+                let clock = Rc::new(clock);
+                let diff_clock = Rc::clone(&clock);
+                let events = inputs.snapshot.snapshot_diff_core(
+                    inputs.versions,
+                    Rc::clone(previous),
+                    move |t| diff_clock(t),
+                );
+                scd.render(events, move |t| clock(t), on_stats)
             }
             TargetState::Replace(state) => inputs.rows.replace_using_core(Rc::clone(state)),
         }

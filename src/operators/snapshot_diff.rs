@@ -90,11 +90,16 @@ pub trait SnapshotDiff<'s, T: Timestamp> {
     fn snapshot_diff(self, versions: VecCollection<'s, T, i64>) -> VecCollection<'s, T, Event>;
     /// As [`SnapshotDiff::snapshot_diff`], over this worker's previous snapshot `state`, which
     /// the caller shares: it may restore it before the first time and save it between times.
-    fn snapshot_diff_core(
+    /// `clock` gives a time's instant in microseconds, which a REPLACE WHERE state
+    /// ([`SnapshotState::replacing`]) evaluates its condition at.
+    fn snapshot_diff_core<C>(
         self,
         versions: VecCollection<'s, T, i64>,
         state: Rc<RefCell<SnapshotState>>,
-    ) -> VecCollection<'s, T, Event>;
+        clock: C,
+    ) -> VecCollection<'s, T, Event>
+    where
+        C: Fn(&T) -> i64 + 'static;
 }
 
 impl<'s, T> SnapshotDiff<'s, T> for VecCollection<'s, T, (Row, Row)>
@@ -102,25 +107,32 @@ where
     T: Timestamp + TotalOrder + timely::ExchangeData,
 {
     fn snapshot_diff(self, versions: VecCollection<'s, T, i64>) -> VecCollection<'s, T, Event> {
-        self.snapshot_diff_core(versions, Rc::new(RefCell::new(SnapshotState::new())))
+        let state = Rc::new(RefCell::new(SnapshotState::new()));
+        self.snapshot_diff_core(versions, state, |_| 0)
     }
 
-    fn snapshot_diff_core(
+    fn snapshot_diff_core<C>(
         self,
         versions: VecCollection<'s, T, i64>,
         state: Rc<RefCell<SnapshotState>>,
-    ) -> VecCollection<'s, T, Event> {
-        diff_snapshots(self, versions, state)
+        clock: C,
+    ) -> VecCollection<'s, T, Event>
+    where
+        C: Fn(&T) -> i64 + 'static,
+    {
+        diff_snapshots(self, versions, state, clock)
     }
 }
 
-fn diff_snapshots<'s, T>(
+fn diff_snapshots<'s, T, C>(
     snapshot: VecCollection<'s, T, (Row, Row)>,
     versions: VecCollection<'s, T, i64>,
     state: Rc<RefCell<SnapshotState>>,
+    clock: C,
 ) -> VecCollection<'s, T, Event>
 where
     T: Timestamp + TotalOrder + timely::ExchangeData,
+    C: Fn(&T) -> i64 + 'static,
 {
     let exchange = Exchange::new(|((key, _), _, _): &((Row, Row), T, isize)| key.hashed());
     snapshot
@@ -155,7 +167,7 @@ where
                         let Some(version) = versions.into_iter().max() else {
                             continue;
                         };
-                        let events = state.borrow_mut().diff(snapshot, version);
+                        let events = state.borrow_mut().diff(snapshot, version, clock(&time));
                         let mut session = output.session(&cap);
                         for event in events {
                             session.give((event, time.clone(), 1));

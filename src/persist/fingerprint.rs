@@ -147,6 +147,9 @@ fn target_print(t: &Target) -> TargetPrint {
         name: t.name.clone(),
         kind: match t.kind {
             TargetKind::AutoCdc => "AUTO CDC".into(),
+            // The condition is not part of the state's shape: changing it (a backfill of an
+            // older range, say) goes on from the same rows.
+            TargetKind::Snapshot if t.replace_where.is_some() => "REPLACE WHERE".into(),
             TargetKind::Snapshot => "AUTO CDC FROM SNAPSHOT".into(),
             TargetKind::ReplaceUsing { sequence } => {
                 format!(

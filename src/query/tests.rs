@@ -39,6 +39,7 @@ fn company(scd: ScdType, seq: DataType) -> Target {
         tracked: vec![true, true],
         partial: false,
         tombstone_gc_seconds: DEFAULT_TOMBSTONE_GC_SECONDS,
+        replace_where: None,
         properties: Default::default(),
         line: 1,
     }

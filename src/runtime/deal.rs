@@ -4,11 +4,14 @@
 //! worker gets a contiguous slice: with one worker a commit's vectors move as they are, with
 //! more each is split once instead of being pushed event by event. Every worker is told each
 //! snapshot version, so that it deletes the keys it owns that the snapshot no longer has.
+//! A REPLACE WHERE target's rows are keyed by the whole row and its occurrence number among
+//! the equal rows of the snapshot, so that equal rows stay apart.
 
 use super::CommitEvents;
 use crate::event::Event;
 use crate::plan::Target;
-use crate::value::Row;
+use crate::value::{Row, Value};
+use std::collections::HashMap;
 
 /// One worker's input for one target in one commit.
 #[derive(Debug, Default)]
@@ -40,18 +43,34 @@ pub(super) fn deal(
     }
     for (t, snapshot) in commit.snapshots.into_iter().enumerate().take(targets.len()) {
         let Some(snapshot) = snapshot else { continue };
-        let keys = &targets[t].keys;
-        let keyed = snapshot
-            .rows
-            .into_iter()
-            .map(|row| (row.project(keys), row))
-            .collect();
+        let keyed = match targets[t].replace_where {
+            Some(_) => occurrence_keyed(snapshot.rows),
+            None => {
+                let keys = &targets[t].keys;
+                let rows = snapshot.rows.into_iter();
+                rows.map(|row| (row.project(keys), row)).collect()
+            }
+        };
         for (w, part) in split(keyed, workers).into_iter().enumerate() {
             shares[w][t].snapshot = part;
             shares[w][t].version = Some(snapshot.version);
         }
     }
     shares
+}
+
+/// Each row keyed by itself followed by how many equal rows came before it.
+fn occurrence_keyed(rows: Vec<Row>) -> Vec<(Row, Row)> {
+    let mut seen: HashMap<Row, i64> = HashMap::new();
+    rows.into_iter()
+        .map(|row| {
+            let n = seen.entry(row.clone()).or_insert(0);
+            let mut key = row.clone();
+            key.push(Value::Int(*n));
+            *n += 1;
+            (key, row)
+        })
+        .collect()
 }
 
 /// `items` cut into `parts` contiguous parts of nearly equal length.

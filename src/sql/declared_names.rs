@@ -129,6 +129,11 @@ fn references(
                 rename(name, "FROM", false)?;
             }
         }
+        FlowBody::ReplaceWhere(replace) => {
+            if let From::Table(name) = &mut replace.query.from {
+                rename(name, "FROM", false)?;
+            }
+        }
     }
     Ok(())
 }

@@ -156,11 +156,17 @@ fn target_text(out: &mut String, t: &Target) {
     let _ = writeln!(out, "\ntarget {} (line {})", t.name, t.line);
     let kind = match t.kind {
         TargetKind::AutoCdc => "AUTO CDC",
+        TargetKind::Snapshot if t.replace_where.is_some() => {
+            "REPLACE WHERE (the rows its condition holds for replaced at each update)"
+        }
         TargetKind::Snapshot => "AUTO CDC FROM SNAPSHOT",
         TargetKind::ReplaceUsing { .. } => "REPLACE USING (rows replaced per key)",
     };
     let _ = writeln!(out, "  maintained by: {kind}");
-    let replace = matches!(t.kind, TargetKind::ReplaceUsing { .. });
+    if let Some(r) = &t.replace_where {
+        let _ = writeln!(out, "  replace where: {}", r.condition);
+    }
+    let replace = matches!(t.kind, TargetKind::ReplaceUsing { .. }) || t.replace_where.is_some();
     if !replace {
         let _ = writeln!(out, "  stored as: {}", scd_name(t.scd));
     }

@@ -1,4 +1,4 @@
-//! The `scdflow check` text of AUTO CDC FROM SNAPSHOT and REPLACE USING flows (the rest of the
+//! The `scdflow check` text of AUTO CDC FROM SNAPSHOT, REPLACE WHERE and REPLACE USING flows (the rest of the
 //! description, and its determinism rules, are in `describe`).
 
 use super::describe::{
@@ -20,9 +20,13 @@ pub(super) fn snapshot_flow_text(out: &mut String, f: &SnapshotFlow, p: &Pipelin
             VersionedInput::Delta { table, .. } => table.clone(),
         },
     };
+    let kind = match target.and_then(|t| t.replace_where.as_ref()) {
+        Some(_) => "replace where flow",
+        None => "snapshot flow",
+    };
     let _ = writeln!(
         out,
-        "\nsnapshot flow {} (line {}){once}: {source} -> {}",
+        "\n{kind} {} (line {}){once}: {source} -> {}",
         f.name,
         f.line,
         target.map_or("?", |t| t.name.as_str())
@@ -41,6 +45,9 @@ pub(super) fn snapshot_flow_text(out: &mut String, f: &SnapshotFlow, p: &Pipelin
                 "  snapshots: files named '{version_pattern}' ({format}), versioned by the first capture group"
             );
             let _ = writeln!(out, "  file schema: {file_schema}");
+        }
+        SnapshotSource::Table { .. } if target.is_some_and(|t| t.replace_where.is_some()) => {
+            let _ = writeln!(out, "  reads: {source} whole, at each new version");
         }
         SnapshotSource::Table { .. } => {
             let _ = writeln!(

@@ -7,7 +7,7 @@
 
 use super::cursor::{invalid, Cursor, Name};
 use super::query::query;
-use super::syntax::{Append, FlowBody, Located, ReplaceUsing};
+use super::syntax::{Append, FlowBody, Located, ReplaceUsing, ReplaceWhere};
 use crate::Result;
 use sqlparser::tokenizer::Token;
 
@@ -22,10 +22,8 @@ pub(crate) fn insert_flow(c: &mut Cursor) -> Result<(Name, FlowBody)> {
     let target = c.table_name("INSERT INTO")?;
     let by_name = by_name(c)?;
     if c.is_words(&["REPLACE", "WHERE"]) {
-        return Err(invalid(
-            c.line(),
-            "REPLACE WHERE flows are not supported yet",
-        ));
+        let replace = replace_where(c, once, by_name)?;
+        return Ok((target, FlowBody::ReplaceWhere(Box::new(replace))));
     }
     if c.is_word_at(0, "SELECT") {
         if by_name.is_none() {
@@ -36,7 +34,8 @@ pub(crate) fn insert_flow(c: &mut Cursor) -> Result<(Name, FlowBody)> {
         return Ok((target, FlowBody::Append(Box::new(Append { once, query }))));
     }
     if !c.is_words(&["REPLACE", "USING"]) {
-        return Err(c.unexpected("INSERT INTO", "`BY NAME`, `REPLACE USING` or `SELECT`"));
+        let expected = "`BY NAME`, `REPLACE USING`, `REPLACE WHERE` or `SELECT`";
+        return Err(c.unexpected("INSERT INTO", expected));
     }
     let replace = replace_using(c, once, by_name)?;
     Ok((target, FlowBody::Replace(Box::new(replace))))
@@ -74,6 +73,31 @@ pub(crate) fn replace_using(
         once,
         keys,
         sequence,
+        query,
+    })
+}
+
+/// `REPLACE WHERE condition [BY NAME] SELECT ...`; `by_name` is the line of a `BY NAME`
+/// written before it.
+pub(crate) fn replace_where(
+    c: &mut Cursor,
+    once: bool,
+    by_name_before: Option<u64>,
+) -> Result<ReplaceWhere> {
+    let line = c.line();
+    c.expect_words(&["REPLACE", "WHERE"], "INSERT INTO")?;
+    let condition = Located {
+        value: c.expr("REPLACE WHERE")?,
+        line,
+    };
+    let by_name_after = by_name(c)?;
+    if by_name_before.is_none() && by_name_after.is_none() {
+        return Err(invalid(line, "REPLACE WHERE: BY NAME is required"));
+    }
+    let query = query(c, "REPLACE WHERE condition BY NAME")?;
+    Ok(ReplaceWhere {
+        once,
+        condition,
         query,
     })
 }

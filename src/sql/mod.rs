@@ -29,6 +29,7 @@ mod insert;
 pub(crate) mod paths;
 mod query;
 mod replace;
+mod replace_where;
 mod schema;
 mod snapshot_files;
 mod snapshots;

@@ -13,6 +13,7 @@ use super::schema::{check_declared_by_name, declared_order};
 use super::sources::{predicate, project};
 use super::syntax::{FlowStmt, From, Located, Query, ReplaceUsing, TableStmt};
 use super::targets::Context;
+use crate::expr::Expr;
 use crate::plan::{ReplaceFlow, ScdType};
 use crate::value::{DataType, Schema};
 use crate::Result;
@@ -29,20 +30,8 @@ pub(crate) fn build_replace_flow(
 ) -> Result<(ReplaceFlow, Shape)> {
     let query = &replace.query;
     let source = streaming_source(cx, query)?;
-    let input = &cx.tables[source].schema;
-    let (projection, produced) = project(query, input)?;
-    let filter = match &query.filter {
-        Some(f) => Some(predicate("WHERE", f, input)?),
-        None => None,
-    };
     let writer = format!("flow `{}`", flow.name.text);
-    let (projection, schema) = match &target.columns {
-        None => (projection, produced),
-        Some(declared) => {
-            check_declared_by_name(declared, &produced, &target.name.text, &writer, target.line)?;
-            declared_order(declared, projection, &produced, input)
-        }
-    };
+    let (projection, filter, schema) = by_name(query, &cx.tables[source].schema, target, &writer)?;
     let what = format!("the output of {writer}");
     let keys = key_columns("REPLACE USING", &replace.keys, &schema, &what)?;
     check_orderable(&replace.keys, &keys, &schema)?;
@@ -73,6 +62,29 @@ pub(crate) fn build_replace_flow(
         line: flow.line,
     };
     Ok((flow, shape))
+}
+
+/// A query over `input` whose output `writer` writes into `target` BY NAME: its projection,
+/// filter and output schema, reordered to the target's declared columns when it has them.
+pub(crate) fn by_name(
+    query: &Query,
+    input: &Schema,
+    target: &TableStmt,
+    writer: &str,
+) -> Result<(Option<Vec<Expr>>, Option<Expr>, Schema)> {
+    let (projection, produced) = project(query, input)?;
+    let filter = match &query.filter {
+        Some(f) => Some(predicate("WHERE", f, input)?),
+        None => None,
+    };
+    let (projection, schema) = match &target.columns {
+        None => (projection, produced),
+        Some(declared) => {
+            check_declared_by_name(declared, &produced, &target.name.text, writer, target.line)?;
+            declared_order(declared, projection, &produced, input)
+        }
+    };
+    Ok((projection, filter, schema))
 }
 
 /// SPEC 2.6: the source must be read as a stream, `FROM STREAM(src)` of a source table.

@@ -7,7 +7,7 @@
 
 use super::clauses::parse_clauses;
 use super::cursor::{invalid, Cursor};
-use super::insert::{insert_flow, replace_using};
+use super::insert::{insert_flow, replace_using, replace_where};
 use super::query::{column_decls, query, table_properties};
 use super::syntax::{CdcClauses, FlowBody, FlowStmt, Statement, TableKind, TableStmt};
 use crate::Result;
@@ -32,7 +32,7 @@ pub(crate) fn parse_statements(text: &str) -> Result<Vec<Statement>> {
 fn statement(c: &mut Cursor) -> Result<Statement> {
     let line = c.line();
     if c.is_word_at(0, "INSERT") {
-        let message = "INSERT: declare a flow with CREATE FLOW name AS INSERT INTO ..., or inline with CREATE STREAMING TABLE t FLOW REPLACE USING ...";
+        let message = "INSERT: declare a flow with CREATE FLOW name AS INSERT INTO ..., or inline with CREATE STREAMING TABLE t FLOW REPLACE USING | REPLACE WHERE ...";
         return Err(invalid(line, message));
     }
     c.expect_words(&["CREATE"], "statement")?;
@@ -129,6 +129,11 @@ fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
         if c.is_words(&["REPLACE", "USING"]) {
             let replace = replace_using(c, false, None)?;
             stmt.flow = Some(FlowBody::Replace(Box::new(replace)));
+            return Ok(stmt);
+        }
+        if c.is_words(&["REPLACE", "WHERE"]) {
+            let replace = replace_where(c, false, None)?;
+            stmt.flow = Some(FlowBody::ReplaceWhere(Box::new(replace)));
             return Ok(stmt);
         }
         auto_cdc(c, "FLOW")?;

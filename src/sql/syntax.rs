@@ -185,6 +185,17 @@ pub(crate) enum FlowBody {
     Replace(Box<ReplaceUsing>),
     /// `INSERT [ONCE] INTO t BY NAME SELECT ...`: an append flow.
     Append(Box<Append>),
+    /// `INSERT INTO t BY NAME REPLACE WHERE condition SELECT ...`.
+    ReplaceWhere(Box<ReplaceWhere>),
+}
+
+/// The pieces of a REPLACE WHERE flow.
+#[derive(Debug)]
+pub(crate) struct ReplaceWhere {
+    pub(crate) once: bool,
+    /// The condition; the line is the clause's.
+    pub(crate) condition: Located<ast::Expr>,
+    pub(crate) query: Query,
 }
 
 /// An append flow: its query's rows are appended to a streaming table.

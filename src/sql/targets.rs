@@ -10,12 +10,13 @@ use super::expectations::compile_expectations;
 use super::flows::{build_flow, Shape};
 use super::paths::Paths;
 use super::replace::build_replace_flow;
+use super::replace_where::build_replace_where_flow;
 use super::schema::check_declared;
 use super::snapshots::build_snapshot_flow;
 use super::syntax::{FlowBody, FlowStmt};
 use crate::delta::TargetProperty;
 use crate::plan::{
-    CdcFlow, ReplaceFlow, ScdType, SnapshotFlow, SourceTable, Target, TargetKind,
+    CdcFlow, ReplaceFlow, ReplaceWhere, ScdType, SnapshotFlow, SourceTable, Target, TargetKind,
     DEFAULT_TOMBSTONE_GC_SECONDS,
 };
 use crate::value::Column;
@@ -55,6 +56,8 @@ pub(crate) struct Built {
     pub(crate) flows: Vec<CdcFlow>,
     pub(crate) snapshot_flows: Vec<SnapshotFlow>,
     pub(crate) replace_flows: Vec<ReplaceFlow>,
+    /// REPLACE WHERE conditions, by index into `targets`.
+    replace_wheres: Vec<(usize, ReplaceWhere)>,
 }
 
 /// The first flow into a target: the shape every other flow must match.
@@ -92,6 +95,7 @@ pub(crate) fn build_targets(
         flows: Vec::new(),
         snapshot_flows: Vec::new(),
         replace_flows: Vec::new(),
+        replace_wheres: Vec::new(),
     };
     for stmt in &catalog.flows {
         let t = catalog.resolve(&stmt.target, "INTO")?;
@@ -131,6 +135,9 @@ pub(crate) fn build_targets(
         .zip(firsts)
         .map(|(&t, first)| target(catalog, t, first))
         .collect::<Result<_>>()?;
+    for (target, condition) in std::mem::take(&mut built.replace_wheres) {
+        built.targets[target].replace_where = Some(condition);
+    }
     Ok(built)
 }
 
@@ -142,6 +149,9 @@ fn exclusive(stmt: &FlowStmt) -> Option<&'static str> {
         }
         FlowBody::AutoCdc(_) => None,
         FlowBody::Replace(_) => Some("a REPLACE USING flow must be the only flow into its target"),
+        FlowBody::ReplaceWhere(_) => {
+            Some("a REPLACE WHERE flow must be the only flow into its target")
+        }
         FlowBody::Append(_) => None,
     }
 }
@@ -189,6 +199,15 @@ fn build_one(
             };
             built.replace_flows.push(flow);
             Ok((kind, shape))
+        }
+        FlowBody::ReplaceWhere(replace) => {
+            let (mut flow, shape, condition) =
+                build_replace_where_flow(cx, stmt, replace, table, target)?;
+            let rows = format!("the rows {flow_is} writes");
+            flow.expectations = compile_expectations(constraints, &flow.schema, &rows)?;
+            built.snapshot_flows.push(flow);
+            built.replace_wheres.push((target, condition));
+            Ok((TargetKind::Snapshot, shape))
         }
         FlowBody::Append(_) => Err(crate::Error::new(
             crate::ErrorKind::Internal,
@@ -313,6 +332,7 @@ fn target(catalog: &Catalog, t: usize, first: Option<First>) -> Result<Target> {
         tracked: shape.tracked,
         partial: first.partial,
         tombstone_gc_seconds: tombstone_gc(&stmt.properties)?,
+        replace_where: None,
         properties: published_properties(&stmt.properties)?,
         line: stmt.line,
     })

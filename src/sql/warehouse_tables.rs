@@ -8,7 +8,8 @@
 //! and schema) does.
 //!
 //! A snapshot flow's query over a warehouse table (`FROM SNAPSHOT (SELECT ... FROM
-//! main.s.t)`) gets an implicit table that reads the table whole (see
+//! main.s.t)`), and a REPLACE WHERE flow's batch query, get an implicit table that reads the
+//! table whole (see
 //! [`SourceInput::Delta`](crate::plan::SourceInput::Delta)), a stream's one that reads its
 //! appends, or its change data feed with `WITH (readChangeFeed = true)` (Spark's reader
 //! options, [`DeltaRead`]); one pipeline reading a table in two ways is refused, since the two
@@ -166,6 +167,23 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
                 let query = &mut append.query;
                 if let From::Table(name) = &mut query.from {
                     resolve(name, stream_read(&query.options)?, &query.options)?;
+                }
+            }
+            // A batch query: each new version of its table is read whole.
+            FlowBody::ReplaceWhere(replace) => {
+                let query = &mut replace.query;
+                if let From::Table(name) = &mut query.from {
+                    if query.streamed || query.options.line != 0 {
+                        let mut written = name.qualifier.clone();
+                        written.push(name.text.clone());
+                        let message = format!(
+                            "FROM: a REPLACE WHERE flow reads its table as a batch, whole \
+                             (FROM {}), not as a stream or with reader options",
+                            written.join(".")
+                        );
+                        return Err(invalid(name.line, message));
+                    }
+                    resolve(name, DeltaRead::Snapshots, &ReadOptions::default())?;
                 }
             }
         }

@@ -42,6 +42,8 @@ mod append_flows;
 mod change_feeds;
 // DML on published targets (seed 003): checked edits a durable run takes into its state.
 mod target_dml;
+// REPLACE WHERE flows: a warehouse table's slice replaced at each update.
+mod replace_where;
 // Parquet files as a source (read_files format => parquet).
 mod parquet_input;
 // Mutated pipelines, inputs and states: no panic or hang, one error line, outputs untouched.

@@ -1,9 +1,10 @@
-//! Snapshot flows and REPLACE USING flows equal the reference model after every commit, for
-//! random snapshot sequences / random rows, random commit splits and 1, 2 or 4 workers.
+//! Snapshot flows, REPLACE WHERE flows and REPLACE USING flows equal the reference model after
+//! every commit, for random snapshot sequences / random rows, random commit splits and 1, 2 or
+//! 4 workers.
 
 use crate::util::{multiset_at, table_at, target};
 use proptest::prelude::*;
-use scdflow::plan::{ScdType, Target, TargetKind};
+use scdflow::plan::{ReplaceWhere, ScdType, Target, TargetKind};
 use scdflow::runtime::{execute, CommitEvents, Snapshot};
 use scdflow::value::{Row, Value};
 
@@ -105,8 +106,89 @@ fn replace_target() -> Target {
     t
 }
 
+const DAY: i64 = 86_400_000_000;
+
+/// A REPLACE WHERE target of rows `(k, d DATE, v)` keeping the last two days: `d >=
+/// DATE_SUB(CURRENT_DATE(), 1)`.
+fn replace_where_target() -> Target {
+    let mut t = target(ScdType::Type1, 2, vec![true; 3], false);
+    t.schema.columns[1].ty = scdflow::value::DataType::Date;
+    t.kind = TargetKind::Snapshot;
+    t.sequence_type = scdflow::value::DataType::BigInt;
+    t.keys = vec![0, 1, 2];
+    let dialect = sqlparser::dialect::DatabricksDialect {};
+    let condition = sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql("c0 >= date_sub(current_date(), 1)")
+        .and_then(|mut p| p.parse_expr())
+        .expect("condition parses");
+    t.replace_where = Some(ReplaceWhere {
+        condition,
+        schema: scdflow::value::Schema::new(
+            t.schema
+                .columns
+                .iter()
+                .map(|c| (c.name.clone(), c.ty.clone())),
+        ),
+    });
+    t
+}
+
+/// Updates on days that do not go back, each the query's rows then: keys 0..3, dates within
+/// three days of the update's, values from two, equal rows repeating.
+fn replace_where_updates() -> impl Strategy<Value = (Vec<(i64, Vec<Row>, usize)>, usize)> {
+    let row = (0..3i64, -3..1i64, 0..2u8);
+    let update = (0..2i64, proptest::collection::vec(row, 0..8), 0..2usize);
+    (
+        proptest::collection::vec(update, 1..8),
+        prop_oneof![Just(1usize), Just(2), Just(4)],
+    )
+        .prop_map(|(raw, workers)| {
+            let mut day = 20_000;
+            let updates = raw
+                .into_iter()
+                .map(|(step, rows, empty)| {
+                    day += step;
+                    let rows = rows
+                        .into_iter()
+                        .map(|(k, back, v)| {
+                            let d = Value::Date((day + back) as i32);
+                            Row::from(vec![Value::Int(k), d, Value::Str(format!("v{v}"))])
+                        })
+                        .collect();
+                    (day, rows, empty)
+                })
+                .collect();
+            (updates, workers)
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn replace_where_equals_model((updates, workers) in replace_where_updates()) {
+        let t = replace_where_target();
+        let condition = t.replace_where.clone().expect("a REPLACE WHERE target");
+        let mut commits = Vec::new();
+        let mut after = Vec::new();
+        let mut applied = Vec::new();
+        for (i, (day, rows, empty)) in updates.iter().enumerate() {
+            // Empty commits at the same instant, then the update, at noon of its day.
+            let timestamp = day * DAY + DAY / 2;
+            for _ in 0..*empty {
+                commits.push(CommitEvents { timestamp, ..CommitEvents::default() });
+            }
+            let snapshot = Snapshot { version: i as i64 + 1, rows: rows.clone() };
+            commits.push(CommitEvents { snapshots: vec![Some(snapshot)], timestamp, ..CommitEvents::default() });
+            applied.push((condition.at(timestamp).expect("compiles"), rows.clone()));
+            after.push((commits.len() as u64, i + 1));
+        }
+        let out = execute(std::slice::from_ref(&t), commits, workers, None).expect("execute");
+        for (commit, n) in after {
+            let expected = scdflow::model::replace_where(&applied[..n]);
+            prop_assert_eq!(multiset_at(&t, &out.rows[0], commit), expected, "after update {} ({} workers)", n, workers);
+        }
+    }
 
     #[test]
     fn snapshot_scd1_equals_model((snaps, workers) in snapshots()) {

@@ -31,6 +31,7 @@ pub fn target(scd: ScdType, values: usize, tracked: Vec<bool>, partial: bool) ->
         tracked,
         partial,
         tombstone_gc_seconds: 0,
+        replace_where: None,
         properties: Default::default(),
         line: 1,
     }

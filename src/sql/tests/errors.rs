@@ -422,7 +422,8 @@ fn append_flows_write_a_table_of_their_own_by_name() {
 #[test]
 fn future_features_are_rejected_by_name() {
     let cases = [
-        (users_flow("CREATE FLOW f AS INSERT INTO t BY NAME\nREPLACE WHERE userId > 0 SELECT * FROM STREAM(users_cdf);"), 4, "REPLACE WHERE flows are not supported yet"),
+        (users_flow("CREATE FLOW f AS INSERT INTO t BY NAME\nREPLACE WHERE userId > 0 SELECT * FROM users_cdf;"), 4, "`users_cdf`, a table of this pipeline, is not supported as its source"),
+        (users_flow("CREATE FLOW f AS INSERT INTO t BY NAME\nREPLACE WHERE userId > 0 SELECT * FROM STREAM(users_cdf);"), 4, "a REPLACE WHERE flow reads its table as a batch, whole (FROM users_cdf)"),
         (users_flow("INSERT INTO t BY NAME SELECT * FROM STREAM(users_cdf);"), 3, "INSERT: declare a flow with CREATE FLOW name AS INSERT INTO"),
     ];
     for (sql, line, needle) in cases {
