@@ -446,6 +446,7 @@ impl Compiler<'_> {
             (Some("date_sub"), [date, days]) => self.date_add(date, days, true, at),
             (Some("coalesce"), [_, ..]) => self.coalesce(&args, at),
             (Some("concat"), _) => self.concat(&args),
+            (Some("array"), _) => self.array(&args, at),
             (Some("lower"), [x]) => self.string_fn(x, Node::Lower, "LOWER"),
             (Some("upper"), [x]) => self.string_fn(x, Node::Upper, "UPPER"),
             (Some("regexp_extract"), [x, pattern]) => self.regexp_extract(x, pattern, None),
@@ -458,7 +459,7 @@ impl Compiler<'_> {
             _ => Err(fail(
                 at,
                 format!(
-                    "unknown function `{}` (supported: COALESCE, CONCAT, LOWER, UPPER, REGEXP_EXTRACT, DATE_ADD, DATE_SUB, CURRENT_DATE, CURRENT_TIMESTAMP, STRUCT, CAST)",
+                    "unknown function `{}` (supported: COALESCE, CONCAT, LOWER, UPPER, REGEXP_EXTRACT, DATE_ADD, DATE_SUB, CURRENT_DATE, CURRENT_TIMESTAMP, ARRAY, STRUCT, CAST)",
                     f.name
                 ),
             )),
@@ -533,6 +534,23 @@ impl Compiler<'_> {
     }
 
     fn coalesce(&self, args: &[&ast::Expr], at: &ast::Expr) -> Compiled {
+        let (nodes, ty) = self.unified(args, at, "COALESCE")?;
+        typed(Node::Coalesce(nodes), ty)
+    }
+
+    /// `ARRAY(x, ...)`: the elements meet at one type, as `COALESCE`'s operands do.
+    fn array(&self, args: &[&ast::Expr], at: &ast::Expr) -> Compiled {
+        let (nodes, ty) = self.unified(args, at, "ARRAY")?;
+        typed(Node::Array(nodes), DataType::Array(Box::new(ty)))
+    }
+
+    /// `args` compiled and coerced to the one type they meet at ([`unify`]), and that type.
+    fn unified(
+        &self,
+        args: &[&ast::Expr],
+        at: &ast::Expr,
+        what: &str,
+    ) -> Result<(Vec<Node>, DataType), Error> {
         let items = args
             .iter()
             .map(|e| self.expr(e))
@@ -540,14 +558,14 @@ impl Compiler<'_> {
         let mut ty = DataType::Null;
         for item in &items {
             ty = unify(&ty, &item.ty)
-                .ok_or_else(|| fail(at, format!("COALESCE: cannot mix {ty} and {}", item.ty)))?;
+                .ok_or_else(|| fail(at, format!("{what}: cannot mix {ty} and {}", item.ty)))?;
         }
         let nodes = items
             .into_iter()
             .zip(args)
             .map(|(t, e)| coerce(t, &ty, e))
             .collect::<Result<_, _>>()?;
-        typed(Node::Coalesce(nodes), ty)
+        Ok((nodes, ty))
     }
 
     fn concat(&self, args: &[&ast::Expr]) -> Compiled {

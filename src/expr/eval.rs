@@ -164,6 +164,9 @@ pub(super) fn eval<'a>(node: &'a Node, row: &[Datum<'a>]) -> Result<Val<'a>, Str
         Node::Struct(fields) => Val::Owned(Value::Struct(
             fields.iter().map(owned).collect::<Result<_, _>>()?,
         )),
+        Node::Array(items) => Val::Owned(Value::Array(
+            items.iter().map(owned).collect::<Result<_, _>>()?,
+        )),
         Node::DateAdd { date, days } => Val::Owned(date_add(owned(date)?, owned(days)?)?),
     })
 }

@@ -114,6 +114,8 @@ enum Node {
         group: usize,
     },
     Struct(Vec<Node>),
+    /// `ARRAY(x, ...)`: the elements, already of the array's element type.
+    Array(Vec<Node>),
     /// `DATE_ADD(d, n)` (`DATE_SUB` negates `n` when compiled): the date `n` days after `d`.
     DateAdd {
         date: Box<Node>,
@@ -148,7 +150,10 @@ impl Node {
                 ..
             } => l.reads_only(columns) && r.reads_only(columns),
             Node::InList { operand, list, .. } => operand.reads_only(columns) && all(list),
-            Node::Coalesce(nodes) | Node::Concat(nodes) | Node::Struct(nodes) => all(nodes),
+            Node::Coalesce(nodes)
+            | Node::Concat(nodes)
+            | Node::Struct(nodes)
+            | Node::Array(nodes) => all(nodes),
         }
     }
 }

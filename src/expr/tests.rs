@@ -338,3 +338,22 @@ fn date_add_and_date_sub_count_days() {
     let date = compile_sql("date_add(id, 1)").unwrap_err();
     assert!(date.to_string().contains("needs a DATE"), "{date}");
 }
+
+#[test]
+fn array_builds_a_list_of_one_element_type() {
+    let names = Value::Array(vec![Value::Str("name".into()), Value::Str("city".into())]);
+    assert_eq!(ok("array('name', 'city')"), names);
+    assert_eq!(
+        ok("array(id, 2)"),
+        Value::Array(vec![Value::Int(7), Value::Int(2)])
+    );
+    assert_eq!(
+        ok("array(NULL, score)"),
+        Value::Array(vec![Value::Null, Value::Double(F64(2.5))])
+    );
+    let mixed = compile_sql("array(name, id)").unwrap_err().to_string();
+    assert!(
+        mixed.contains("ARRAY: cannot mix STRING and INT"),
+        "{mixed}"
+    );
+}

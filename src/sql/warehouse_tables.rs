@@ -82,11 +82,21 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
     let mut resolve = |name: &mut Name, read: DeltaRead, options: &ReadOptions| -> Result<()> {
         let Some((text, dir)) = locate(name)? else {
             if options.line != 0 && !own(name) {
-                let message = format!(
-                    "STREAM({}) WITH (...): reader options read a Delta table of the \
-                     warehouse: give --warehouse DIR",
-                    name.text
-                );
+                let message = match warehouse {
+                    Some(w) => {
+                        let (catalog, schema) = w.defaults();
+                        format!(
+                            "STREAM({}) WITH (...): no table `{}` in this pipeline, and none \
+                             in the warehouse as {catalog}.{schema}.{}",
+                            name.text, name.text, name.text
+                        )
+                    }
+                    None => format!(
+                        "STREAM({}) WITH (...): reader options read a Delta table of the \
+                         warehouse: give --warehouse DIR",
+                        name.text
+                    ),
+                };
                 return Err(invalid(options.line, message));
             }
             if options.line != 0 {

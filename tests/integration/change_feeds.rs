@@ -221,6 +221,11 @@ fn reader_options_are_refused_where_they_cannot_apply() {
             "skipChangeCommits",
         ),
         (own, 3, "`s` is this pipeline's table"),
+        (
+            stream("WITH (readChangeFeed = true)").replace("main.cdc_tutorial.users_cdf", "nope"),
+            3,
+            "no table `nope` in this pipeline, and none in the warehouse as main.default.nope",
+        ),
     ] {
         std::fs::write(cwd.join("p.sql"), &pipeline).unwrap();
         let out = scdflow(cwd, &["run", "p.sql", "--warehouse", "w", "--out", "o"]);

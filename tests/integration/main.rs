@@ -42,6 +42,8 @@ mod append_flows;
 mod change_feeds;
 // DML on published targets (seed 003): checked edits a durable run takes into its state.
 mod target_dml;
+// Every SQL statement of the three seeds, verbatim and in order, and the tables they print.
+mod seed_walk;
 // REPLACE WHERE flows: a warehouse table's slice replaced at each update.
 mod replace_where;
 // Parquet files as a source (read_files format => parquet).

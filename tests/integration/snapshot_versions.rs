@@ -106,7 +106,7 @@ fn files() -> tempfile::TempDir {
     dir
 }
 
-const AFTER_SNAPSHOT_2: &str = "userId,city,__START_AT,__END_AT\n\
+pub(crate) const AFTER_SNAPSHOT_2: &str = "userId,city,__START_AT,__END_AT\n\
     1,Oaxaca,1,2\n\
     2,Monterrey,1,2\n\
     2,Carmel,2,\n\

@@ -1,0 +1,1 @@
+    REPAIR TABLE my_mv SYNC METADATA;

@@ -1,0 +1,1 @@
+  SHOW TBLPROPERTIES my_mv ('delta.enableRowTracking');
