@@ -479,8 +479,11 @@ pub struct ReplaceFlow {
 /// `CURRENT_DATE()` and `CURRENT_TIMESTAMP()` take that instant's value.
 #[derive(Clone)]
 pub struct ReplaceWhere {
-    /// The condition.
+    /// The condition (`TRUE` for a materialized view).
     pub condition: sqlparser::ast::Expr,
+    /// A materialized view's (`CREATE MATERIALIZED VIEW v AS SELECT ...`): its query's rows
+    /// replace the whole table at each update.
+    pub materialized_view: bool,
     /// The rows it is evaluated on: the target's image.
     pub schema: Schema,
 }
@@ -500,6 +503,7 @@ impl std::fmt::Debug for ReplaceWhere {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReplaceWhere")
             .field("condition", &self.condition.to_string())
+            .field("materialized_view", &self.materialized_view)
             .field("schema", &self.schema)
             .finish()
     }

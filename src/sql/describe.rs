@@ -156,6 +156,13 @@ fn target_text(out: &mut String, t: &Target) {
     let _ = writeln!(out, "\ntarget {} (line {})", t.name, t.line);
     let kind = match t.kind {
         TargetKind::AutoCdc => "AUTO CDC",
+        TargetKind::Snapshot
+            if t.replace_where
+                .as_ref()
+                .is_some_and(|r| r.materialized_view) =>
+        {
+            "MATERIALIZED VIEW (its query's rows, replaced at each update)"
+        }
         TargetKind::Snapshot if t.replace_where.is_some() => {
             "REPLACE WHERE (the rows its condition holds for replaced at each update)"
         }
@@ -163,7 +170,7 @@ fn target_text(out: &mut String, t: &Target) {
         TargetKind::ReplaceUsing { .. } => "REPLACE USING (rows replaced per key)",
     };
     let _ = writeln!(out, "  maintained by: {kind}");
-    if let Some(r) = &t.replace_where {
+    if let Some(r) = t.replace_where.as_ref().filter(|r| !r.materialized_view) {
         let _ = writeln!(out, "  replace where: {}", r.condition);
     }
     let replace = matches!(t.kind, TargetKind::ReplaceUsing { .. }) || t.replace_where.is_some();

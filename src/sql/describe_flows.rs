@@ -21,6 +21,7 @@ pub(super) fn snapshot_flow_text(out: &mut String, f: &SnapshotFlow, p: &Pipelin
         },
     };
     let kind = match target.and_then(|t| t.replace_where.as_ref()) {
+        Some(r) if r.materialized_view => "materialized view flow",
         Some(_) => "replace where flow",
         None => "snapshot flow",
     };

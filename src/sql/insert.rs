@@ -97,6 +97,7 @@ pub(crate) fn replace_where(
     let query = query(c, "REPLACE WHERE condition BY NAME")?;
     Ok(ReplaceWhere {
         once,
+        view: false,
         condition,
         query,
     })

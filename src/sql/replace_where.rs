@@ -36,12 +36,17 @@ pub(crate) fn build_replace_where_flow(
     target_index: usize,
 ) -> Result<(SnapshotFlow, Shape, ReplaceWhere)> {
     let query = &replace.query;
-    let table = batch_source(cx, query)?;
+    let kind = match replace.view {
+        true => "a materialized view",
+        false => "a REPLACE WHERE flow",
+    };
+    let table = batch_source(cx, query, kind)?;
     let writer = format!("flow `{}`", flow.name.text);
     let (projection, filter, schema) = by_name(query, &cx.tables[table].schema, target, &writer)?;
     let condition = ReplaceWhere {
         condition: replace.condition.value.clone(),
         schema: schema.clone(),
+        materialized_view: replace.view,
     };
     // Checked once here, at an arbitrary instant: the clock functions only change literals.
     let line = replace.condition.line;
@@ -83,11 +88,11 @@ pub(crate) fn build_replace_where_flow(
 
 /// The table the query reads whole at each of its versions: a warehouse table, through its
 /// implicit source table.
-fn batch_source(cx: &Context, query: &super::syntax::Query) -> Result<usize> {
+fn batch_source(cx: &Context, query: &super::syntax::Query, kind: &str) -> Result<usize> {
     let refused = |line, what: &str| {
         let message = format!(
-            "FROM: a REPLACE WHERE flow reads a table of the warehouse, whole at each new \
-             version (FROM catalog.schema.table); {what} is not supported as its source"
+            "FROM: {kind} reads a table of the warehouse, whole at each new version (FROM \
+             catalog.schema.table); {what} is not supported as its source"
         );
         Err(invalid(line, message))
     };

@@ -1,7 +1,8 @@
 //! Statement grammar: the file is a `;`-separated list of
-//! `CREATE [OR REFRESH] STREAMING TABLE ...`, `CREATE [TEMPORARY] VIEW ... AS SELECT ...`,
-//! `CREATE FLOW ... AS AUTO CDC INTO ...` and `CREATE FLOW ... AS INSERT INTO ...` (REPLACE
-//! USING, in `insert`).
+//! `CREATE [OR REFRESH] STREAMING TABLE ...`, `CREATE [OR REFRESH] MATERIALIZED VIEW ... AS
+//! SELECT ...`, `CREATE [TEMPORARY] VIEW ... AS SELECT ...`, `CREATE FLOW ... AS AUTO CDC INTO
+//! ...` and `CREATE FLOW ... AS INSERT INTO ...` (REPLACE USING and REPLACE WHERE, in
+//! `insert`).
 //! Syntax we recognise but do not implement yet is rejected here with a validation error
 //! saying so, rather than a confusing syntax error further on.
 
@@ -9,7 +10,9 @@ use super::clauses::parse_clauses;
 use super::cursor::{invalid, Cursor};
 use super::insert::{insert_flow, replace_using, replace_where};
 use super::query::{column_decls, query, table_properties};
-use super::syntax::{CdcClauses, FlowBody, FlowStmt, Statement, TableKind, TableStmt};
+use super::syntax::{
+    CdcClauses, FlowBody, FlowStmt, Located, ReplaceWhere, Statement, TableKind, TableStmt,
+};
 use crate::Result;
 use sqlparser::tokenizer::Token;
 
@@ -41,10 +44,8 @@ fn statement(c: &mut Cursor) -> Result<Statement> {
         Ok(Statement::Table(Box::new(table(c, line)?)))
     } else if c.eat_words(&["FLOW"]) {
         Ok(Statement::Flow(Box::new(flow(c, line)?)))
-    } else if c.is_words(&["MATERIALIZED", "VIEW"]) {
-        let message = "CREATE MATERIALIZED VIEW is not supported yet: declare a streaming table \
-                       (CREATE STREAMING TABLE ... AS SELECT ... FROM STREAM(...)) or a view";
-        Err(invalid(line, message))
+    } else if c.eat_words(&["MATERIALIZED", "VIEW"]) || c.eat_words(&["LIVE", "TABLE"]) {
+        Ok(Statement::Table(Box::new(materialized_view(c, line)?)))
     } else {
         let temporary = c.eat_words(&["TEMPORARY"]);
         c.eat_words(&["LIVE"]);
@@ -94,35 +95,30 @@ fn view(c: &mut Cursor, line: u64, temporary: bool) -> Result<TableStmt> {
     })
 }
 
-fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
-    let name = c.table_name("CREATE STREAMING TABLE")?;
-    let (columns, constraints) = match c.peek() {
-        Token::LParen => column_decls(c)?,
-        _ => (None, Vec::new()),
+/// `MATERIALIZED VIEW v [(columns, CONSTRAINT ...)] [COMMENT '...'] [TBLPROPERTIES (...)] AS
+/// SELECT ...` (and the older `LIVE TABLE`), after `VIEW`: a published table whose implicit
+/// flow replaces all of its rows by the query's at each update (a REPLACE WHERE flow whose
+/// condition holds for every row).
+fn materialized_view(c: &mut Cursor, line: u64) -> Result<TableStmt> {
+    let mut stmt = table_head(c, line, "CREATE MATERIALIZED VIEW")?;
+    let as_line = c.line();
+    c.expect_words(&["AS"], "CREATE MATERIALIZED VIEW")?;
+    let query = query(c, "AS")?;
+    let condition = Located {
+        value: sqlparser::ast::Expr::value(sqlparser::ast::Value::Boolean(true)),
+        line: as_line,
     };
-    let mut properties = Vec::new();
-    loop {
-        if c.eat_words(&["COMMENT"]) {
-            c.string("COMMENT")?;
-        } else if c.eat_words(&["TBLPROPERTIES"]) {
-            properties.extend(table_properties(c)?);
-        } else {
-            break;
-        }
-    }
-    let mut stmt = TableStmt {
-        name,
-        line,
-        kind: TableKind::StreamingTable,
-        columns,
-        constraints,
-        properties,
-        query: None,
+    stmt.flow = Some(FlowBody::ReplaceWhere(Box::new(ReplaceWhere {
         once: false,
-        append_flow: None,
-        appended: Vec::new(),
-        flow: None,
-    };
+        view: true,
+        condition,
+        query,
+    })));
+    Ok(stmt)
+}
+
+fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
+    let mut stmt = table_head(c, line, "CREATE STREAMING TABLE")?;
     if c.eat_words(&["AS"]) {
         stmt.query = Some(query(c, "AS")?);
     } else if c.eat_words(&["FLOW"]) {
@@ -145,6 +141,39 @@ fn table(c: &mut Cursor, line: u64) -> Result<TableStmt> {
         stmt.flow = Some(FlowBody::AutoCdc(Box::new(clauses)));
     }
     Ok(stmt)
+}
+
+/// A table's name, columns and constraints, `COMMENT` and `TBLPROPERTIES`, up to its `AS` or
+/// `FLOW`.
+fn table_head(c: &mut Cursor, line: u64, context: &str) -> Result<TableStmt> {
+    let name = c.table_name(context)?;
+    let (columns, constraints) = match c.peek() {
+        Token::LParen => column_decls(c)?,
+        _ => (None, Vec::new()),
+    };
+    let mut properties = Vec::new();
+    loop {
+        if c.eat_words(&["COMMENT"]) {
+            c.string("COMMENT")?;
+        } else if c.eat_words(&["TBLPROPERTIES"]) {
+            properties.extend(table_properties(c)?);
+        } else {
+            break;
+        }
+    }
+    Ok(TableStmt {
+        name,
+        line,
+        kind: TableKind::StreamingTable,
+        columns,
+        constraints,
+        properties,
+        query: None,
+        once: false,
+        append_flow: None,
+        appended: Vec::new(),
+        flow: None,
+    })
 }
 
 /// `AUTO CDC` or its legacy spelling `APPLY CHANGES`.

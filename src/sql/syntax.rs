@@ -189,10 +189,13 @@ pub(crate) enum FlowBody {
     ReplaceWhere(Box<ReplaceWhere>),
 }
 
-/// The pieces of a REPLACE WHERE flow.
+/// The pieces of a REPLACE WHERE flow, or of a materialized view's implicit flow (its condition
+/// `TRUE`: every update replaces the whole table).
 #[derive(Debug)]
 pub(crate) struct ReplaceWhere {
     pub(crate) once: bool,
+    /// A `CREATE MATERIALIZED VIEW`'s flow.
+    pub(crate) view: bool,
     /// The condition; the line is the clause's.
     pub(crate) condition: Located<ast::Expr>,
     pub(crate) query: Query,

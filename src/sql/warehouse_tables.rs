@@ -186,9 +186,13 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
                     if query.streamed || query.options.line != 0 {
                         let mut written = name.qualifier.clone();
                         written.push(name.text.clone());
+                        let kind = match replace.view {
+                            true => "a materialized view",
+                            false => "a REPLACE WHERE flow",
+                        };
                         let message = format!(
-                            "FROM: a REPLACE WHERE flow reads its table as a batch, whole \
-                             (FROM {}), not as a stream or with reader options",
+                            "FROM: {kind} reads its table as a batch, whole (FROM {}), not as \
+                             a stream or with reader options",
                             written.join(".")
                         );
                         return Err(invalid(name.line, message));

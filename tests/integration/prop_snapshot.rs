@@ -129,6 +129,7 @@ fn replace_where_target() -> Target {
                 .iter()
                 .map(|c| (c.name.clone(), c.ty.clone())),
         ),
+        materialized_view: false,
     });
     t
 }

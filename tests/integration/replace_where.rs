@@ -204,3 +204,34 @@ fn replace_where_flows_refuse_what_they_cannot_read() {
         assert!(error.contains(&format!("p.sql:{line}")), "{pipeline}: {error}");
     }
 }
+
+#[test]
+fn a_materialized_view_is_its_querys_rows_after_each_update() {
+    let view = "CREATE OR REFRESH MATERIALIZED VIEW big_orders\n\
+                COMMENT 'orders of 30 or more'\n\
+                AS SELECT id, amount FROM main.sales.orders WHERE amount >= 30;";
+    let dir = warehouse_with(&[("orders.sql", ORDERS), ("view.sql", view)]);
+    let cwd = dir.path();
+    run(cwd, "view.sql", "sales");
+    let rows = "SELECT * FROM main.sales.big_orders ORDER BY id, amount";
+    assert_eq!(sql(cwd, rows), "id,amount\n3,30\n4,40\n4,40\n");
+    let described = succeed(
+        cwd,
+        &["check", "view.sql", "--warehouse", "w", "--schema", "sales"],
+    );
+    assert!(described.contains("MATERIALIZED VIEW"), "{described}");
+
+    sql(
+        cwd,
+        "UPDATE main.sales.orders SET amount = 35 WHERE id = 1; \
+         DELETE FROM main.sales.orders WHERE id = 3",
+    );
+    run(cwd, "view.sql", "sales");
+    assert_eq!(sql(cwd, rows), "id,amount\n1,35\n4,40\n4,40\n");
+    // Only what changed is written: the unchanged orders are in no change of the update.
+    let feed = sql(
+        cwd,
+        "SELECT id, _change_type FROM table_changes('main.sales.big_orders', 2) ORDER BY id",
+    );
+    assert_eq!(feed, "id,_change_type\n1,insert\n3,delete\n");
+}
