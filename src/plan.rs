@@ -495,6 +495,12 @@ impl ReplaceWhere {
     pub fn at(&self, now: i64) -> crate::Result<Expr> {
         crate::expr::compile_at(&self.condition, &self.schema, now)
     }
+
+    /// The condition compiled once, when it does not read the clock (no `CURRENT_DATE()`):
+    /// then it holds for the same rows at every instant.
+    pub fn timeless(&self) -> Option<Expr> {
+        crate::expr::compile(&self.condition, &self.schema).ok()
+    }
 }
 
 /// The condition as SQL text: a syntax tree's `Debug` holds source positions, which cluster

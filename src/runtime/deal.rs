@@ -5,11 +5,12 @@
 //! more each is split once instead of being pushed event by event. Every worker is told each
 //! snapshot version, so that it deletes the keys it owns that the snapshot no longer has.
 //! A REPLACE WHERE target's rows are keyed by the whole row and its occurrence number among
-//! the equal rows of the snapshot, so that equal rows stay apart.
+//! the equal rows of the snapshot, so that equal rows stay apart; when its condition does not
+//! read the clock, only the rows it holds for are dealt.
 
 use super::CommitEvents;
 use crate::event::Event;
-use crate::plan::Target;
+use crate::plan::{ReplaceWhere, Target};
 use crate::value::{Row, Value};
 use std::collections::HashMap;
 
@@ -43,8 +44,8 @@ pub(super) fn deal(
     }
     for (t, snapshot) in commit.snapshots.into_iter().enumerate().take(targets.len()) {
         let Some(snapshot) = snapshot else { continue };
-        let keyed = match targets[t].replace_where {
-            Some(_) => occurrence_keyed(snapshot.rows),
+        let keyed = match &targets[t].replace_where {
+            Some(condition) => occurrence_keyed(in_slice(condition, snapshot.rows)),
             None => {
                 let keys = &targets[t].keys;
                 let rows = snapshot.rows.into_iter();
@@ -57,6 +58,19 @@ pub(super) fn deal(
         }
     }
     shares
+}
+
+/// The rows a REPLACE WHERE condition may hold for: [`crate::engine::SnapshotState`] skips
+/// the others, so they are dropped before they are keyed and exchanged. A condition that reads
+/// the clock keeps every row: in a cluster the instant the workers agree on may be later than
+/// this process's.
+fn in_slice(condition: &ReplaceWhere, rows: Vec<Row>) -> Vec<Row> {
+    let Some(condition) = condition.timeless() else {
+        return rows;
+    };
+    rows.into_iter()
+        .filter(|row| condition.eval_predicate(&row.unpack()).unwrap_or(false))
+        .collect()
 }
 
 /// Each row keyed by itself followed by how many equal rows came before it.

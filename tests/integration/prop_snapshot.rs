@@ -108,9 +108,15 @@ fn replace_target() -> Target {
 
 const DAY: i64 = 86_400_000_000;
 
-/// A REPLACE WHERE target of rows `(k, d DATE, v)` keeping the last two days: `d >=
-/// DATE_SUB(CURRENT_DATE(), 1)`.
-fn replace_where_target() -> Target {
+/// A REPLACE WHERE target of rows `(k, d DATE, v)` with a condition that reads the clock
+/// (`d >= DATE_SUB(CURRENT_DATE(), 1)`: the last two days) or one that does not (the runtime
+/// deals only the rows it holds for).
+const CONDITIONS: [&str; 2] = [
+    "c0 >= date_sub(current_date(), 1)",
+    "c0 >= DATE '2024-10-08' OR c1 = 'v1'",
+];
+
+fn replace_where_target(condition: &str) -> Target {
     let mut t = target(ScdType::Type1, 2, vec![true; 3], false);
     t.schema.columns[1].ty = scdflow::value::DataType::Date;
     t.kind = TargetKind::Snapshot;
@@ -118,7 +124,7 @@ fn replace_where_target() -> Target {
     t.keys = vec![0, 1, 2];
     let dialect = sqlparser::dialect::DatabricksDialect {};
     let condition = sqlparser::parser::Parser::new(&dialect)
-        .try_with_sql("c0 >= date_sub(current_date(), 1)")
+        .try_with_sql(condition)
         .and_then(|mut p| p.parse_expr())
         .expect("condition parses");
     t.replace_where = Some(ReplaceWhere {
@@ -167,8 +173,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
-    fn replace_where_equals_model((updates, workers) in replace_where_updates()) {
-        let t = replace_where_target();
+    fn replace_where_equals_model((updates, workers) in replace_where_updates(), which in 0..2usize) {
+        let t = replace_where_target(CONDITIONS[which]);
         let condition = t.replace_where.clone().expect("a REPLACE WHERE target");
         let mut commits = Vec::new();
         let mut after = Vec::new();
@@ -187,7 +193,7 @@ proptest! {
         let out = execute(std::slice::from_ref(&t), commits, workers, None).expect("execute");
         for (commit, n) in after {
             let expected = scdflow::model::replace_where(&applied[..n]);
-            prop_assert_eq!(multiset_at(&t, &out.rows[0], commit), expected, "after update {} ({} workers)", n, workers);
+            prop_assert_eq!(multiset_at(&t, &out.rows[0], commit), expected, "after update {} ({} workers, {})", n, workers, CONDITIONS[which]);
         }
     }
 
