@@ -27,6 +27,9 @@ pub enum Command {
     /// Write a seeded change-feed workload (one file per commit) and SCD1 / SCD2 pipelines
     /// over it.
     Generate(GenerateArgs),
+    /// Return a durable pipeline's state, change feeds, tables and published targets to an
+    /// earlier commit; the next run reprocesses the input consumed after it.
+    Rewind(RewindArgs),
     /// Run SQL statements against a warehouse of Delta tables (CREATE SCHEMA, CREATE TABLE,
     /// INSERT, DROP TABLE, SELECT).
     Sql(SqlArgs),
@@ -118,6 +121,27 @@ pub struct RunArgs {
         requires = "follow"
     )]
     pub tables_every: f64,
+}
+
+/// `scdflow rewind`.
+#[derive(Debug, clap::Args)]
+pub struct RewindArgs {
+    /// The pipeline file (SQL) the state was written by.
+    pub pipeline: PathBuf,
+    /// The state directory.
+    #[arg(long, value_name = "DIR")]
+    pub state: PathBuf,
+    /// The commit to return to (one the state still retains; see `scdflow run`'s state line).
+    #[arg(long, value_name = "VERSION")]
+    pub to: u64,
+    /// Output directory, as the runs gave it.
+    #[arg(long, default_value = "out")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub warehouse: WarehouseArgs,
+    /// Output format, as the runs gave it.
+    #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
+    pub format: FormatArg,
 }
 
 /// `scdflow query`.

@@ -12,6 +12,7 @@ mod plot;
 mod progress;
 mod query;
 mod report;
+mod rewind;
 mod run;
 mod sql;
 
@@ -29,5 +30,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Generate(a) => generate::generate(a),
         Command::Bench(a) => bench::bench(a),
         Command::Sql(a) => sql::sql(a),
+        Command::Rewind(a) => rewind::rewind(a),
     }
 }

@@ -86,6 +86,21 @@ impl Log {
         Ok(0)
     }
 
+    /// The newest version whose `txn` records application `app_id`'s commit `commit`, if the
+    /// log still holds one: looked for from the newest version down, so a log that retention
+    /// cut is an error only when the search reaches the cut.
+    pub fn version_of_commit(&self, app_id: &str, commit: u64) -> Result<Option<u64>> {
+        for version in (1..=self.latest_version()?).rev() {
+            let recorded = self.actions(version)?.into_iter().any(|a| {
+                matches!(a, Action::Txn(txn) if txn.app_id == app_id && txn.version == commit as i64)
+            });
+            if recorded {
+                return Ok(Some(version));
+            }
+        }
+        Ok(None)
+    }
+
     /// The versions after `after` that change data and that application `app_id` did not
     /// write (other writers' edits), and the newest version looked at.
     pub fn others_versions(&self, after: u64, app_id: &str) -> Result<(Vec<u64>, u64)> {

@@ -254,6 +254,24 @@ impl MaintainedTable {
         Ok(written)
     }
 
+    /// [`MaintainedTable::commit`] of the changes that return the table to version `version`
+    /// (its `txn` then `commit`, the commit that version held), logged as a `RESTORE`.
+    pub fn commit_restoring(
+        &mut self,
+        commit: u64,
+        timestamp: i64,
+        changes: &[(ChangeType, Row)],
+        version: u64,
+    ) -> Result<Written> {
+        let operation = DeltaOperation::Restore {
+            version: Some(version),
+            datetime: None,
+        };
+        let (prepared, written) = self.prepare_as(commit, timestamp, changes, &[], operation)?;
+        self.publish(&prepared)?;
+        Ok(written)
+    }
+
     /// Writes the data files of commit `commit`'s changes and prepares its log entry as the
     /// version after the last one prepared; the table (as this value holds it) moves to that
     /// version. Until the entry is published, readers see the version before: a writer that
@@ -264,6 +282,22 @@ impl MaintainedTable {
         timestamp: i64,
         changes: &[(ChangeType, Row)],
         progress: &[serde_json::Value],
+    ) -> Result<(Prepared, Written)> {
+        let operation = DeltaOperation::StreamingUpdate {
+            output_mode: OutputMode::Update,
+            query_id: self.app_id.clone(),
+            epoch_id: commit as i64,
+        };
+        self.prepare_as(commit, timestamp, changes, progress, operation)
+    }
+
+    fn prepare_as(
+        &mut self,
+        commit: u64,
+        timestamp: i64,
+        changes: &[(ChangeType, Row)],
+        progress: &[serde_json::Value],
+        operation: DeltaOperation,
     ) -> Result<(Prepared, Written)> {
         let mut written = Written::default();
         // Removals are placed before anything is written, so a disagreement writes nothing.
@@ -340,7 +374,7 @@ impl MaintainedTable {
             written.bytes += cdc.size as u64;
             actions.push(Action::Cdc(cdc));
         }
-        let prepared = self.entry(commit, timestamp, actions, progress)?;
+        let prepared = self.entry(commit, timestamp, actions, progress, operation)?;
         written.bytes += prepared.entry.len() as u64;
         written.version = prepared.version;
         self.version = prepared.version;
@@ -434,12 +468,8 @@ impl MaintainedTable {
         timestamp: i64,
         actions: Vec<Action>,
         progress: &[serde_json::Value],
+        operation: DeltaOperation,
     ) -> Result<Prepared> {
-        let operation = DeltaOperation::StreamingUpdate {
-            output_mode: OutputMode::Update,
-            query_id: self.app_id.clone(),
-            epoch_id: commit as i64,
-        };
         let mut info = operation.get_commit_info();
         info.timestamp = Some(timestamp.div_euclid(1000));
         info.read_version = Some(self.version);

@@ -171,6 +171,14 @@ impl Table {
         Ok(shown)
     }
 
+    /// A data file of this version that is not on disk (a vacuum deleted it), if any.
+    pub fn missing_file(&self) -> Result<Option<PathBuf>> {
+        let snapshot = self.inner.snapshot().map_err(|e| failed(&self.dir, e))?;
+        Ok((snapshot.log_data().iter())
+            .map(|f| self.dir.join(f.object_store_path().as_ref()))
+            .find(|path| !path.exists()))
+    }
+
     /// Every row of the current version, file by file, without the rows deletion vectors
     /// remove.
     pub fn rows(&self) -> Result<Vec<Row>> {

@@ -153,7 +153,8 @@ fn sort_projected(rows: &mut [Row], order: &[usize]) {
 /// Rows up to which [`sort_by_columns`] compares rows in place.
 const SMALL_SORT: usize = 32;
 
-fn now_micros() -> i64 {
+/// The wall clock in microseconds since the epoch (0 before it).
+pub(crate) fn now_micros() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as i64)

@@ -3,6 +3,7 @@
 //! feed, and survives a crash at any instant — and the sessions that run against it.
 //!
 //! - [`Session`] (`session`): a durable run, step by step, and [`follow`] for `--follow`;
+//!   [`Session::rewind`] returns a state and its outputs to an earlier commit;
 //! - [`store`]: the state directory, its manifest (the commit point) and checkpoints;
 //! - [`frames`]: the on-disk record format (versioned, checksummed, serde), and the shard files
 //!   the runtime saves the operators' states through ([`ShardRecords`]);
@@ -26,5 +27,5 @@ mod table_edits;
 
 pub use fingerprint::Fingerprint;
 pub use frames::{FileKind, FrameReader, FrameWriter, ShardRecords};
-pub use session::{follow, run, Durability, DurableRun, NewInput, Session, MAX_DELTAS};
+pub use session::{follow, run, Durability, DurableRun, NewInput, Rewound, Session, MAX_DELTAS};
 pub use store::{Appended, Checks, InputProgress, Manifest, Publishing, StateDir};

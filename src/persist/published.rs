@@ -28,8 +28,14 @@ pub fn app_id(target: &str, state: &str) -> String {
 }
 
 /// Checks `dirs` (per target, empty: files) against a committed `manifest` and rolls forward
-/// the versions it prepared.
-pub fn resume(pipeline: &Pipeline, manifest: &Manifest, dirs: &[PathBuf]) -> Result<()> {
+/// the versions it prepared. With `rewinding`, a table may hold commits after the manifest's
+/// (a rewind that stopped before returning it; the rewind does).
+pub fn resume(
+    pipeline: &Pipeline,
+    manifest: &Manifest,
+    dirs: &[PathBuf],
+    rewinding: bool,
+) -> Result<()> {
     let bound = &manifest.publishing.tables;
     if bound != dirs {
         let shown = |dirs: &[PathBuf]| match dirs.first() {
@@ -67,7 +73,23 @@ pub fn resume(pipeline: &Pipeline, manifest: &Manifest, dirs: &[PathBuf]) -> Res
         // last, or one before the versions it prepared.
         let held = MaintainedTable::last_commit_in(dir, &app)?.unwrap_or(0);
         let from = prepared.first().map_or(manifest.version, |p| p.commit - 1);
-        if held < from || held > manifest.version {
+        if held > manifest.version && rewinding {
+            continue;
+        }
+        if held > manifest.version {
+            return Err(Error::new(
+                ErrorKind::State,
+                format!(
+                    "target `{target}`'s table {} holds commit {held}, after the state's last \
+                     ({}): a rewind stopped before returning the table (run `scdflow rewind \
+                     ... --to {}` again), or the state is older than the table",
+                    dir.display(),
+                    manifest.version,
+                    manifest.version
+                ),
+            ));
+        }
+        if held < from {
             return Err(Error::new(
                 ErrorKind::State,
                 format!(

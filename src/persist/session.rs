@@ -175,6 +175,17 @@ impl<'a> Session<'a> {
         options: &'a Options,
         durability: &Durability,
     ) -> Result<Self> {
+        Self::open_for(pipeline, options, durability, false)
+    }
+
+    /// [`Session::open`]; with `rewinding`, published tables may hold commits after the
+    /// state's last (see [`Session::rewind`]).
+    fn open_for(
+        pipeline: &'a Pipeline,
+        options: &'a Options,
+        durability: &Durability,
+        rewinding: bool,
+    ) -> Result<Self> {
         if options.cluster.is_some() {
             return Err(Error::new(
                 ErrorKind::Validation,
@@ -224,7 +235,7 @@ impl<'a> Session<'a> {
             // The appended files are known by the spelling the state was written with.
             out = m.out.clone();
             appended::recover(&m.appended, &m.checks.appended)?;
-            published::resume(pipeline, m, &published)?;
+            published::resume(pipeline, m, &published, rewinding)?;
         } else if !(durability.full_refresh || fresh.is_some_and(|f| same_dir(&f.out, &out))) {
             refuse_foreign_feeds(pipeline, &Layout::new(&out, durability.format), dir.path())?;
         }
@@ -452,7 +463,7 @@ impl<'a> Session<'a> {
         let id = &self.manifest.publishing.id;
         if self.tables.is_none() && !self.published.is_empty() && self.manifest.version > 0 {
             // After a step that failed publishing, what it prepared goes in first.
-            published::resume(pipeline, &self.manifest, &self.published)?;
+            published::resume(pipeline, &self.manifest, &self.published, false)?;
         }
         if !self.published.is_empty() {
             let driver = self.driver.as_mut().expect("started above");
@@ -839,6 +850,9 @@ fn dir_size(dir: &Path) -> Result<u64> {
     }
     Ok(total)
 }
+
+mod rewind;
+pub use rewind::Rewound;
 
 #[cfg(test)]
 #[path = "session_tests.rs"]

@@ -3,8 +3,10 @@
 //! ```text
 //! DIR/LOCK                   held (flock) by the run using the directory
 //! DIR/MANIFEST               framed record file: the Manifest below, its Checks, its Publishing
-//! DIR/ckpt-<version>/        the operators' shards of that commit: t<target>-<part>-w<worker>
-//! DIR/delta-<version>/       what changed in them from the save before to that commit
+//! DIR/ckpt-<version>/        the operators' shards of that commit: t<target>-<part>-w<worker>,
+//!                            and MANIFEST, the manifest that committed it
+//! DIR/delta-<version>/       what changed in them from the save before to that commit, and
+//!                            its MANIFEST
 //! DIR/metrics.jsonl          every commit's metrics, appended (committed length in the manifest)
 //! ```
 //!
@@ -16,6 +18,10 @@
 //! are removed once the manifest naming the new base is in place. Files that runs append to (change
 //! feeds, quarantine files, the metrics log) are recorded with their committed lengths; bytes past
 //! them were written by a run that did not commit, and opening cuts them off.
+//!
+//! Each checkpoint and delta keeps a copy of the manifest that committed it, so the state can
+//! return to any commit it still holds ([`StateDir::rewind`]): the base's and each delta's.
+//! A compaction forgets the commits before the new base.
 
 use super::fingerprint::Fingerprint;
 use super::frames::{self, FileKind, FrameReader};
@@ -200,17 +206,9 @@ impl StateDir {
                 }
             }
         }
-        let manifest = if manifest_path.exists() {
-            let mut reader = FrameReader::open(&manifest_path, FileKind::Manifest)?;
-            let mut manifest: Manifest = reader.expect("the manifest")?;
-            manifest.checks = reader.read()?.unwrap_or_default();
-            manifest.publishing = reader.read()?.unwrap_or_default();
-            if reader.read::<()>()?.is_some() {
-                return Err(reader.damaged_at(0, "holds more than a manifest and its records"));
-            }
-            Some(manifest)
-        } else {
-            None
+        let manifest = match manifest_path.exists() {
+            true => Some(read_manifest(&manifest_path)?),
+            false => None,
         };
         if manifest.is_none() && !full_refresh {
             state.refuse_checkpoints_without_manifest()?;
@@ -295,28 +293,106 @@ impl StateDir {
     pub fn commit(&self, manifest: &mut Manifest, staged: Option<Staged>) -> Result<()> {
         let mut replaced = Vec::new();
         if let Some(staged) = staged {
-            frames::sync_dir(&staged.dir)?;
             let prefix = if staged.delta { DELTA } else { CHECKPOINT };
             let name = format!("{prefix}{:012}", manifest.version);
+            if staged.delta {
+                manifest.deltas.push(name.clone());
+            } else {
+                replaced.extend(manifest.checkpoint.replace(name.clone()));
+                replaced.append(&mut manifest.deltas);
+            }
+            write_manifest(&staged.dir.join(MANIFEST), manifest)?;
+            frames::sync_dir(&staged.dir)?;
             let target = self.dir.join(&name);
             std::fs::rename(&staged.dir, &target).map_err(|e| Error::write(&target, &e))?;
             frames::sync_dir(&self.dir)?;
-            if staged.delta {
-                manifest.deltas.push(name);
-            } else {
-                replaced.extend(manifest.checkpoint.replace(name));
-                replaced.append(&mut manifest.deltas);
-            }
         }
-        frames::write_atomically(&self.dir.join(MANIFEST), FileKind::Manifest, |w| {
-            w.write(&*manifest)?;
-            w.write(&manifest.checks)?;
-            w.write(&manifest.publishing)
-        })?;
+        write_manifest(&self.dir.join(MANIFEST), manifest)?;
         for old in replaced {
             let old = self.dir.join(old);
             std::fs::remove_dir_all(&old).map_err(|e| Error::write(&old, &e))?;
         }
         Ok(())
     }
+
+    /// The commits the state can return to, oldest first: its base's and its deltas' (each
+    /// holds the manifest that committed it; states written before they did hold none).
+    pub fn retained(&self, manifest: &Manifest) -> Vec<u64> {
+        let saved = manifest.checkpoint.iter().chain(&manifest.deltas);
+        (saved.filter(|name| self.dir.join(name).join(MANIFEST).exists()))
+            .filter_map(|name| name.rsplit('-').next()?.parse().ok())
+            .collect()
+    }
+
+    /// The manifest that committed `to` (kept with its base or delta; `manifest` itself when
+    /// `to` is its commit and no copy is kept), for [`StateDir::rewind`]: a commit after
+    /// `manifest`'s, or one not retained, is refused, naming the oldest that is.
+    pub fn manifest_of(&self, manifest: &Manifest, to: u64) -> Result<Manifest> {
+        let refuse =
+            |message: String| Err(Error::new(ErrorKind::State, message).in_file(&self.dir));
+        if to > manifest.version {
+            return refuse(format!(
+                "the state holds commits up to {}: there is no commit {to} to return to",
+                manifest.version
+            ));
+        }
+        let retained = self.retained(manifest);
+        let Some(name) = (manifest.checkpoint.iter().chain(&manifest.deltas))
+            .find(|name| name.ends_with(&format!("-{to:012}")))
+            .filter(|_| retained.contains(&to))
+        else {
+            if to == manifest.version {
+                return Ok(manifest.clone());
+            }
+            let oldest = match retained.first() {
+                Some(oldest) => format!("the oldest it holds is commit {oldest}"),
+                None => "it holds none (written by an older scdflow, or not yet saved)".into(),
+            };
+            return refuse(format!(
+                "commit {to} is no longer retained (a compaction of the state's checkpoints \
+                 forgot it): {oldest}; --full-refresh reprocesses all input instead"
+            ));
+        };
+        let rewound = read_manifest(&self.dir.join(name).join(MANIFEST))?;
+        if rewound.version != to {
+            return refuse(format!(
+                "{name} holds the manifest of commit {}",
+                rewound.version
+            ));
+        }
+        Ok(rewound)
+    }
+
+    /// Makes `rewound` (from [`StateDir::manifest_of`]) the directory's manifest, atomically:
+    /// the commit it names is the state's last again, and the deltas after it are removed. The
+    /// outputs are the caller's to bring back (the next open cuts appended files to its
+    /// lengths, too).
+    pub fn rewind(&self, rewound: &Manifest) -> Result<()> {
+        write_manifest(&self.dir.join(MANIFEST), rewound)?;
+        let keep: Vec<String> = (rewound.checkpoint.iter().chain(&rewound.deltas))
+            .cloned()
+            .collect();
+        self.remove_leftovers(&keep)
+    }
+}
+
+/// Writes `manifest` and its records to `path`, atomically.
+fn write_manifest(path: &Path, manifest: &Manifest) -> Result<()> {
+    frames::write_atomically(path, FileKind::Manifest, |w| {
+        w.write(manifest)?;
+        w.write(&manifest.checks)?;
+        w.write(&manifest.publishing)
+    })
+}
+
+/// Reads the manifest (and its records) at `path`.
+fn read_manifest(path: &Path) -> Result<Manifest> {
+    let mut reader = FrameReader::open(path, FileKind::Manifest)?;
+    let mut manifest: Manifest = reader.expect("the manifest")?;
+    manifest.checks = reader.read()?.unwrap_or_default();
+    manifest.publishing = reader.read()?.unwrap_or_default();
+    if reader.read::<()>()?.is_some() {
+        return Err(reader.damaged_at(0, "holds more than a manifest and its records"));
+    }
+    Ok(manifest)
 }

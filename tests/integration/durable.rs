@@ -777,23 +777,26 @@ fn offsets(len: usize) -> Vec<usize> {
 
 /// Damages a copy of a good state with `damage`, runs with new input, and expects a refusal
 /// that names `file` and a byte offset, and untouched outputs.
-fn refused_with_damage(d: &Path, good: &Path, file: &Path, damage: impl Fn(&Path)) {
+const RUN_ON_TWO: [&str; 8] = [
+    "run",
+    "pipeline.sql",
+    "--state",
+    "state",
+    "--out",
+    "out",
+    "-w",
+    "2",
+];
+
+/// Damages `file` in a copy of the `good` state, then asserts that `args` is refused naming it
+/// and its byte offset, and changes no output.
+fn refused_with_damage(d: &Path, good: &Path, file: &Path, args: &[&str], damage: impl Fn(&Path)) {
     let state = d.join("state");
     std::fs::remove_dir_all(&state).unwrap();
     copy_dir(good, &state);
     damage(&state.join(file));
     let out = snapshot(&d.join("out"));
-    let args = [
-        "run",
-        "pipeline.sql",
-        "--state",
-        "state",
-        "--out",
-        "out",
-        "-w",
-        "2",
-    ];
-    let err = refused(&scdflow(d, &args));
+    let err = refused(&scdflow(d, args));
     let name = Path::new("state").join(file);
     assert!(err.contains(&name.display().to_string()), "{err}");
     assert!(err.contains("byte offset"), "{err}");
@@ -813,15 +816,30 @@ fn damaged_state_files_are_refused_with_their_byte_offset() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .find(|n| n.starts_with("ckpt-"))
         .unwrap();
-    let shards: Vec<PathBuf> = std::fs::read_dir(good.join(&ckpt))
+    let (shards, copies): (Vec<PathBuf>, Vec<PathBuf>) = std::fs::read_dir(good.join(&ckpt))
         .unwrap()
         .map(|e| Path::new(&ckpt).join(e.unwrap().file_name()))
-        .collect();
+        .partition(|f| !f.ends_with("MANIFEST"));
     assert!(!shards.is_empty());
-    for shard in &shards {
-        let len = read(&good.join(shard)).len();
+    // The checkpoint's copy of the manifest that committed it is read by a rewind to it.
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    let version = ckpt.trim_start_matches("ckpt-").trim_start_matches('0');
+    let rewind = [
+        "rewind",
+        "pipeline.sql",
+        "--state",
+        "state",
+        "--out",
+        "out",
+        "--to",
+        version,
+    ];
+    for (file, args) in
+        (shards.iter().map(|s| (s, &RUN_ON_TWO[..]))).chain(copies.iter().map(|c| (c, &rewind[..])))
+    {
+        let len = read(&good.join(file)).len();
         for at in offsets(len) {
-            refused_with_damage(d, &good, shard, |f| {
+            refused_with_damage(d, &good, file, args, |f| {
                 let file = std::fs::OpenOptions::new().write(true).open(f).unwrap();
                 file.set_len(at as u64).unwrap();
             });
@@ -830,7 +848,7 @@ fn damaged_state_files_are_refused_with_their_byte_offset() {
     let manifest = Path::new("MANIFEST");
     let len = read(&good.join(manifest)).len();
     for at in offsets(len) {
-        refused_with_damage(d, &good, manifest, |f| {
+        refused_with_damage(d, &good, manifest, &RUN_ON_TWO, |f| {
             let mut bytes = read(f);
             bytes[at] ^= 0x20;
             std::fs::write(f, bytes).unwrap();

@@ -46,6 +46,8 @@ mod target_dml;
 mod seed_walk;
 // REPLACE WHERE flows: a warehouse table's slice replaced at each update.
 mod replace_where;
+// scdflow rewind: a state and its outputs returned to an earlier commit.
+mod rewind;
 // Parquet files as a source (read_files format => parquet).
 mod parquet_input;
 // Mutated pipelines, inputs and states: no panic or hang, one error line, outputs untouched.

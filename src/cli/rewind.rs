@@ -1,0 +1,58 @@
+//! `scdflow rewind PIPELINE.sql --state DIR --to VERSION`.
+
+use super::args::RewindArgs;
+use scdflow::persist::{Durability, Session};
+use std::io::Write;
+use std::process::ExitCode;
+
+pub fn rewind(args: RewindArgs) -> anyhow::Result<ExitCode> {
+    let pipeline = super::evaluate::load(&args.pipeline, &args.warehouse)?;
+    let options = scdflow::driver::Options {
+        workers: 1,
+        on_invalid: scdflow::driver::OnInvalid::Fail,
+        tombstone_gc_seconds: None,
+        cluster: None,
+        partitioned_output: false,
+        split_bytes: 0,
+    };
+    let published = match args.warehouse.open()? {
+        Some(warehouse) => warehouse.target_dirs(&pipeline)?,
+        None => Vec::new(),
+    };
+    let durability = Durability {
+        state: args.state.clone(),
+        out: args.out.clone(),
+        format: args.format.into(),
+        full_refresh: false,
+        published,
+    };
+    let mut session = Session::open_for_rewind(&pipeline, &options, &durability)?;
+    let rewound = session.rewind(args.to)?;
+    let mut stdout = std::io::stdout().lock();
+    for (target, restored) in pipeline.targets.iter().zip(&rewound.restored) {
+        if let Some(r) = restored {
+            writeln!(
+                stdout,
+                "{}: Delta version {} returns it to commit {} ({} rows deleted, {} inserted)",
+                target.name, r.version, rewound.to, r.deleted, r.inserted
+            )?;
+        }
+    }
+    for (target, (path, rows)) in pipeline.targets.iter().zip(&rewound.tables) {
+        writeln!(stdout, "{}: {rows} rows -> {}", target.name, path.display())?;
+    }
+    for path in &rewound.cut {
+        writeln!(stdout, "cut back: {}", path.display())?;
+    }
+    let new = match rewound.from - rewound.to {
+        0 => "it was there".to_string(),
+        1 => "1 commit undone".to_string(),
+        n => format!("{n} commits undone"),
+    };
+    writeln!(
+        stdout,
+        "state: at commit {} ({new}); the next run reprocesses the input consumed after it",
+        rewound.to
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
