@@ -248,6 +248,21 @@ fn read_parquet(file: &Path, from: u64, schema: &Schema) -> Result<Vec<SourceRow
     Ok(numbered(rows).collect())
 }
 
+/// One commit's changes of a target (`rows`: its columns, then the change data feed's three)
+/// as the commit of table `t`, which reads the target's feed in the same pipeline, derived
+/// through the tables reading it; `label` names the feed in messages, as a file would be.
+pub fn feed_commit(
+    pipeline: &Pipeline,
+    t: usize,
+    label: PathBuf,
+    rows: Vec<Row>,
+) -> Result<SourceCommit> {
+    let mut commit = SourceCommit::empty(pipeline, label);
+    commit.rows[t] = numbered(rows).collect();
+    derive(pipeline, t, &mut commit)?;
+    Ok(commit)
+}
+
 /// Reads `version` of the Delta table at `dir` (table `t`, the warehouse's `name`) as a commit,
 /// as `read` says: the rows it adds (a stream), its changes (a change-feed stream), or with
 /// `whole` every row the table holds then (a snapshot, or a change-feed stream's first commit,
@@ -392,7 +407,7 @@ fn shape(
         SourceInput::Files { file_schema, .. } => file_schema,
         SourceInput::Table(parent) => &pipeline.tables[*parent].schema,
         SourceInput::Union(_) => &table.schema,
-        SourceInput::Delta { .. } => &table.schema,
+        SourceInput::Delta { .. } | SourceInput::TargetFeed(_) => &table.schema,
         SourceInput::Values { schema, .. } => schema,
     };
     let mut counts = expect::counts(&table.expectations);

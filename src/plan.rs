@@ -32,6 +32,72 @@ pub struct Pipeline {
     pub warnings: Vec<String>,
 }
 
+impl Pipeline {
+    /// The targets whose change data feeds table `t`'s rows come from, directly or through
+    /// the tables it reads (none for a table of files, values or warehouse tables).
+    pub fn feeding_targets(&self, t: usize) -> Vec<usize> {
+        let mut feeding = Vec::new();
+        let mut todo = vec![t];
+        while let Some(table) = todo.pop() {
+            match &self.tables[table].input {
+                SourceInput::TargetFeed(target) if !feeding.contains(target) => {
+                    feeding.push(*target)
+                }
+                input => todo.extend_from_slice(input.parents()),
+            }
+        }
+        feeding.sort_unstable();
+        feeding
+    }
+
+    /// Per target, the stage of a commit in which it is applied: 0 for a target whose flows
+    /// read no target's change data feed, else one more than the latest stage of the targets
+    /// feeding it. A commit applies its stages in order, each stage's changes feeding the
+    /// later ones' flows in the same commit. The SQL front end refuses cycles; a cycle here
+    /// (a pipeline built by hand) leaves its targets at the number of targets.
+    pub fn stages(&self) -> Vec<usize> {
+        let n = self.targets.len();
+        let mut sources: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for f in &self.flows {
+            sources[f.target].push(f.source);
+        }
+        for f in &self.replace_flows {
+            sources[f.target].push(f.source);
+        }
+        for f in &self.snapshot_flows {
+            if let SnapshotSource::Table { table } = f.source {
+                sources[f.target].push(table);
+            }
+        }
+        let feeding: Vec<Vec<usize>> = (sources.iter())
+            .map(|tables| {
+                tables
+                    .iter()
+                    .flat_map(|&t| self.feeding_targets(t))
+                    .collect()
+            })
+            .collect();
+        let mut stages = vec![0; n];
+        // Longest paths in an acyclic graph of n nodes settle within n rounds.
+        for _ in 0..n {
+            let mut changed = false;
+            for t in 0..n {
+                let stage = (feeding[t].iter())
+                    .map(|&u| stages[u] + 1)
+                    .max()
+                    .unwrap_or(0)
+                    .min(n);
+                changed |= stage != stages[t];
+                stages[t] = stage;
+            }
+            if !changed {
+                break;
+            }
+        }
+        stages
+    }
+}
+
 /// Input file format of `read_files`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Format {
@@ -71,6 +137,11 @@ pub enum SourceInput {
         /// Their columns: the alias's names, each typed by the values it holds.
         schema: Schema,
     },
+    /// `STREAM(t) WITH (readChangeFeed = true)` of target `t` (index into
+    /// [`Pipeline::targets`]) of this pipeline: each commit's changes of the target, in the same
+    /// commit, as the target's columns followed by `_change_type`, `_commit_version` (the
+    /// commit) and `_commit_timestamp` (its time). See [`Pipeline::stages`].
+    TargetFeed(usize),
     /// A Delta table of the warehouse, read as `read` says.
     Delta {
         /// The table's directory.

@@ -168,19 +168,7 @@ pub fn prepare(
     skip_once: bool,
     metrics: &mut [Vec<FlowCommitMetrics>],
 ) -> Result<Prepared> {
-    let n = pipeline.targets.len();
-    let mut prepared = Prepared {
-        input: CommitEvents {
-            events: vec![Vec::new(); n],
-            snapshots: vec![None; n],
-            rows: vec![Vec::new(); n],
-            timestamp: 0,
-        },
-        invalid: Vec::new(),
-        tables: Vec::new(),
-        skipped: Vec::new(),
-        end: None,
-    };
+    let mut prepared = Prepared::empty(pipeline);
     let mut step = Step {
         pipeline,
         file: source.file().clone(),
@@ -218,6 +206,48 @@ pub fn prepare(
     }
     prepared.invalid.sort_by_key(|q| q.error.line);
     Ok(prepared)
+}
+
+/// Prepares commit `version`'s rows of table `table` (`commit`, already read and derived:
+/// a target's change data feed in its own pipeline) as [`prepare`] does a file's.
+pub fn prepare_read(
+    pipeline: &Pipeline,
+    flows: &[FlowRef],
+    table: usize,
+    commit: &SourceCommit,
+    version: u64,
+    skip_once: bool,
+    metrics: &mut [Vec<FlowCommitMetrics>],
+) -> Result<Prepared> {
+    let mut prepared = Prepared::empty(pipeline);
+    let mut step = Step {
+        pipeline,
+        file: commit.file.clone(),
+        version,
+        skip_once,
+        prepared: &mut prepared,
+    };
+    step.table_commit(flows, table, commit, metrics)?;
+    prepared.invalid.sort_by_key(|q| q.error.line);
+    Ok(prepared)
+}
+
+impl Prepared {
+    fn empty(pipeline: &Pipeline) -> Self {
+        let n = pipeline.targets.len();
+        Prepared {
+            input: CommitEvents {
+                events: vec![Vec::new(); n],
+                snapshots: vec![None; n],
+                rows: vec![Vec::new(); n],
+                timestamp: 0,
+            },
+            invalid: Vec::new(),
+            tables: Vec::new(),
+            skipped: Vec::new(),
+            end: None,
+        }
+    }
 }
 
 /// Whether a flow is `ONCE`.

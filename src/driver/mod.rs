@@ -24,6 +24,7 @@ mod cluster;
 mod commit;
 mod evaluation;
 pub(crate) mod expect;
+mod feeds;
 pub mod flows;
 mod metrics;
 pub(crate) mod new_input;

@@ -28,6 +28,9 @@ pub(super) struct CommitReport {
     pub(super) events: u64,
     /// For a read of complete lines from an offset: where they end.
     pub(super) end: Option<super::ReadFrom>,
+    /// Why making a later stage's input from a target's change data feed failed
+    /// ([`super::feeds`]); the commit fails with it.
+    pub(super) failed: Option<String>,
 }
 
 impl CommitReport {
@@ -56,6 +59,7 @@ impl CommitReport {
         }
         self.events += other.events;
         self.end = self.end.or(other.end);
+        self.failed = self.failed.take().or(other.failed);
     }
 }
 
@@ -88,6 +92,17 @@ pub(super) fn read(
             )
         })
         .collect();
+    Ok(reported(flows, version, prepared, metrics, warnings))
+}
+
+/// The runtime's input of commit `version` and its report, from what preparing it made.
+pub(super) fn reported(
+    flows: &[FlowRef],
+    version: u64,
+    prepared: commit::Prepared,
+    mut metrics: Vec<Vec<FlowCommitMetrics>>,
+    warnings: Vec<String>,
+) -> (CommitEvents, CommitReport) {
     for q in &prepared.invalid {
         if let Some(f) = flows.iter().position(|f| f.name == q.owner) {
             if let Some(m) = metrics[f].iter_mut().find(|m| m.commit_version == version) {
@@ -116,6 +131,7 @@ pub(super) fn read(
         warnings,
         events: events as u64,
         end: prepared.end,
+        failed: None,
     };
-    Ok((input, report))
+    (input, report)
 }

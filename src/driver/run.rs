@@ -20,7 +20,7 @@ use super::commit::{CommitSource, ReadFrom, Span};
 use super::flows::{self, FlowRef};
 use super::metrics::{self, FlowCommitMetrics, TableCommitMetrics};
 use super::report::{self, CommitReport};
-use super::{new_input, now_micros, sort_rows, Options, Quarantined};
+use super::{new_input, now_micros, sort_rows, OnInvalid, Options, Quarantined};
 use crate::engine::changefeed::ChangeType;
 use crate::io::{self, OutputFormat};
 use crate::persist::ShardRecords;
@@ -112,6 +112,7 @@ impl<'p> Driver<'p> {
                 .iter_mut()
                 .for_each(|t| t.tombstone_gc_seconds = seconds);
         }
+        let flows = flows::all(pipeline);
         let engine = Engine::open(
             &targets,
             EngineConfig {
@@ -125,6 +126,8 @@ impl<'p> Driver<'p> {
                 restore: resume.restore,
                 track_changes: resume.track_changes,
                 files: Some(Arc::new(ShardRecords)),
+                stages: pipeline.stages(),
+                feeder: super::feeds::feeder(pipeline, &flows, resume.base > 0),
             },
         )?;
         let mut live_tombstones = resume.live_tombstones;
@@ -132,7 +135,7 @@ impl<'p> Driver<'p> {
         Ok(Driver {
             pipeline,
             options: options.clone(),
-            flows: flows::all(pipeline),
+            flows,
             engine,
             next: resume.base + 1,
             skip_once: resume.base > 0,
@@ -278,6 +281,13 @@ impl<'p> Driver<'p> {
         let mut report = reports.pop().unwrap_or_default();
         for other in reports {
             report.absorb(other);
+        }
+        // Reading a target's feed for a later stage failed (see `feeds`).
+        if let Some(why) = report.failed.take() {
+            return Err(Error::new(ErrorKind::InvalidRow, why));
+        }
+        if let (OnInvalid::Fail, Some(first)) = (self.options.on_invalid, report.invalid.first()) {
+            return Err(first.error.clone().into_error(&first.file));
         }
         let partitioned = self.options.partitioned_output && self.options.cluster.is_some();
         let mut entries = report.metrics;

@@ -13,6 +13,7 @@
 use super::deal::deal;
 use super::mesh::Mesh;
 use super::shards::ShardFiles;
+use super::stages::Feeder;
 use super::tables::{RenderRows, RenderedTable, RenderedTables};
 use super::worker::{self, Command, Done, Edits, Feed, Message, Shared};
 use super::{Checkpoint, Cluster, CommitEvents};
@@ -55,6 +56,12 @@ pub struct EngineConfig {
     pub track_changes: bool,
     /// Where shards are saved and restored from: needed by `restore` and [`Engine::save`].
     pub files: Option<Arc<dyn ShardFiles>>,
+    /// Per target: the stage of a commit it is applied in ([`super::stages`]; empty: every
+    /// target in stage 0).
+    pub stages: Vec<usize>,
+    /// Makes later stages' input from an earlier stage's changes (needed when a stage is
+    /// above 0).
+    pub feeder: Option<Feeder>,
 }
 
 /// What one commit produced in this process.
@@ -74,7 +81,8 @@ pub struct Outcome {
     /// With partitioned outputs, in process 0: per target, every process's change-feed rows,
     /// `(upserted, deleted)`.
     pub changed: Vec<(u64, u64)>,
-    /// In process 0 of a cluster: the other processes' reports of the commit.
+    /// In process 0 of a cluster: the other processes' reports of the commit; and everywhere
+    /// (in a cluster, in process 0) the [`Feeder`]'s reports of it.
     pub reports: Vec<String>,
     /// When the last worker finished the commit.
     pub completed: Instant,
@@ -107,6 +115,12 @@ impl Engine {
     /// When timely cannot start (an address of the cluster that cannot be bound).
     pub fn open(targets: &[Target], config: EngineConfig) -> Result<Engine> {
         let workers = config.workers.max(1);
+        let mut stages = config.stages.clone();
+        stages.resize(targets.len(), 0);
+        if stages.iter().any(|&s| s > 0) && config.feeder.is_none() {
+            let message = "targets in a later stage of a commit need a feeder";
+            return Err(Error::new(ErrorKind::Internal, message));
+        }
         let process = config.cluster.as_ref().map_or(0, |c| c.process);
         let (messages_in, messages) = mpsc::channel();
         let mut commands = Vec::with_capacity(workers);
@@ -131,6 +145,8 @@ impl Engine {
             restore: config.restore,
             track_changes: config.track_changes,
             files: config.files,
+            stages,
+            feeder: config.feeder,
         });
         if let Some(mesh) = &mesh {
             mesh.watch()?;

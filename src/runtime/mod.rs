@@ -24,8 +24,8 @@
 //! with [`crate::operators::TargetState`]), `deal` (a commit's input split among workers),
 //! `control` (collective rounds), `mesh` (the cluster's connections, handshake and heartbeats),
 //! `held` (the states a worker holds, restored, saved and read),
-//! `shards` (the trait through which the caller stores them), `tables` (tables rendered key by
-//! key from the states).
+//! `shards` (the trait through which the caller stores them), `stages` (targets fed by other
+//! targets' changes in the same commit), `tables` (tables rendered key by key from the states).
 
 mod control;
 mod deal;
@@ -33,12 +33,14 @@ mod engine;
 mod held;
 mod mesh;
 mod shards;
+mod stages;
 mod tables;
 mod worker;
 
 pub use engine::{Engine, EngineConfig, Outcome, WINDOW};
 pub use mesh::{Timeouts, BEAT, MAGIC};
 pub use shards::{shard_name, ShardFiles, ShardWriter};
+pub use stages::{Feeder, FeederFn, StageChanges};
 pub use tables::{RenderRows, RenderedTable, RenderedTables};
 pub use worker::Edits;
 

@@ -13,8 +13,9 @@ use super::control::{tell_everyone, Announcement, Control, Note};
 use super::deal::TargetShare;
 use super::held::Held;
 use super::shards::ShardFiles;
+use super::stages::{Feeder, StageChanges};
 use super::tables::{RenderRows, RenderedTable};
-use super::Checkpoint;
+use super::{Checkpoint, CommitEvents};
 use crate::engine::changefeed::{self, ChangeType};
 use crate::engine::{worker_of, CommitStats, HistoryRules, KeyEdit};
 use crate::event::Event;
@@ -139,6 +140,10 @@ pub(super) struct Shared {
     pub(super) track_changes: bool,
     /// Where shards are saved and restored from.
     pub(super) files: Option<Arc<dyn ShardFiles>>,
+    /// Per target: the stage of a commit it is applied in ([`super::stages`]).
+    pub(super) stages: Vec<usize>,
+    /// Makes later stages' input from an earlier stage's changes.
+    pub(super) feeder: Option<Feeder>,
 }
 
 impl Shared {
@@ -192,7 +197,8 @@ impl Inputs {
 struct Dataflow {
     held: Vec<TargetState>,
     inputs: Vec<Inputs>,
-    probe: ProbeHandle<u64>,
+    /// Per stage: the probe its targets' outputs pass.
+    probes: Vec<ProbeHandle<u64>>,
     /// Per target: updates captured since the last commit.
     captured: Rc<RefCell<Vec<Vec<(Row, u64, isize)>>>>,
     /// Per target: counters by commit.
@@ -223,7 +229,7 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
         held.iter().for_each(Held::track_changes);
     }
     let gather_rows = shared.gather_rows;
-    let mut flow = build(worker, held, gather_rows);
+    let mut flow = build(worker, held, &shared.stages, gather_rows);
     let mut control = shared.cluster.then(|| Control::new(worker));
     let mut last_timestamp = i64::MIN;
     let targets = shared.targets.len();
@@ -290,7 +296,7 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
     }
     // Both dataflows complete before the worker leaves, so that nothing this process sent is
     // still on its way when it exits.
-    let mut probes = vec![flow.probe.clone()];
+    let mut probes = flow.probes.clone();
     probes.extend(control.as_ref().map(Control::probe));
     drop(control);
     drop(flow);
@@ -343,14 +349,20 @@ fn restore(worker: &mut Worker, shared: &Shared, held: &[TargetState]) -> Result
     }
 }
 
-/// Builds every target's operators over `held`.
-fn build(worker: &mut Worker, held: Vec<TargetState>, gather_rows: bool) -> Dataflow {
+/// Builds every target's operators over `held`, each followed by its stage's probe.
+fn build(
+    worker: &mut Worker,
+    held: Vec<TargetState>,
+    stages: &[usize],
+    gather_rows: bool,
+) -> Dataflow {
     let targets = held.len();
     let captured = Rc::new(RefCell::new(vec![Vec::new(); targets]));
     let stats: Rc<RefCell<Vec<BTreeMap<u64, CommitStats>>>> =
         Rc::new(RefCell::new(vec![BTreeMap::new(); targets]));
     let clock: Rc<RefCell<BTreeMap<u64, i64>>> = Rc::new(RefCell::new(BTreeMap::new()));
-    let probe: ProbeHandle<u64> = ProbeHandle::new();
+    let last = stages.iter().copied().max().unwrap_or(0);
+    let probes: Vec<ProbeHandle<u64>> = (0..=last).map(|_| ProbeHandle::new()).collect();
     let inputs = worker.dataflow::<u64, _, _>(|scope| {
         held.iter()
             .enumerate()
@@ -401,7 +413,7 @@ fn build(worker: &mut Worker, held: Vec<TargetState>, gather_rows: bool) -> Data
                             }
                         },
                     )
-                    .probe_with(&probe);
+                    .probe_with(&probes[stages[t]]);
                 Inputs {
                     events,
                     snapshot,
@@ -414,7 +426,7 @@ fn build(worker: &mut Worker, held: Vec<TargetState>, gather_rows: bool) -> Data
     Dataflow {
         held,
         inputs,
-        probe,
+        probes,
         captured,
         stats,
         clock,
@@ -490,7 +502,8 @@ fn gather(
             notes.push(Note::Changed(t, up, down));
         }
     }
-    notes.extend(report.map(Note::Report));
+    let reports = report.into_iter().chain(std::mem::take(&mut done.reports));
+    notes.extend(reports.map(Note::Report));
     done.stats = vec![CommitStats::default(); targets];
     done.changed = vec![(0, 0); targets];
     for note in control.gather(worker, notes) {
@@ -519,25 +532,39 @@ fn finish_commit(
     let timestamp = timestamp.max(*last_timestamp);
     *last_timestamp = timestamp;
     flow.clock.borrow_mut().insert(version, timestamp);
-    for input in &mut flow.inputs {
-        input.advance_to(version + 1);
-    }
-    // Park rather than spin while other workers finish the commit: with more workers than
-    // cores, spinning steals the cores that would finish it.
-    while flow.probe.less_than(&(version + 1)) {
-        worker.step_or_park(None);
+    let mut changes: Vec<Vec<Keyed>> = vec![Vec::new(); shared.targets.len()];
+    let mut reports = Vec::new();
+    let last = flow.probes.len() - 1;
+    for stage in 0..=last {
+        let in_stage = |t: &usize| shared.stages[*t] == stage;
+        for t in (0..flow.inputs.len()).filter(in_stage) {
+            flow.inputs[t].advance_to(version + 1);
+        }
+        // Park rather than spin while other workers finish the commit: with more workers than
+        // cores, spinning steals the cores that would finish it.
+        while flow.probes[stage].less_than(&(version + 1)) {
+            worker.step_or_park(None);
+        }
+        let mut captured = flow.captured.borrow_mut();
+        for t in (0..shared.targets.len()).filter(in_stage) {
+            let updates = captured[t].drain(..).map(|(row, _, diff)| (row, diff));
+            let identity = changefeed::identity(&shared.targets[t]);
+            changes[t] = changefeed::label_keyed(identity, updates);
+        }
+        drop(captured);
+        if let (Some(feeder), true) = (&shared.feeder, stage < last) {
+            let made = StageChanges {
+                version,
+                timestamp,
+                stage,
+                changes: &changes,
+            };
+            let (input, report) = (feeder.0)(&made);
+            reports.extend(report);
+            feed_later(flow, &shared.stages, stage, input)?;
+        }
     }
     flow.clock.borrow_mut().remove(&version);
-    let changes = flow
-        .captured
-        .borrow_mut()
-        .iter_mut()
-        .zip(&shared.targets)
-        .map(|(captured, target)| {
-            let updates = captured.drain(..).map(|(row, _, diff)| (row, diff));
-            changefeed::label_keyed(changefeed::identity(target), updates)
-        })
-        .collect();
     let stats = flow
         .stats
         .borrow_mut()
@@ -550,7 +577,40 @@ fn finish_commit(
         changes,
         stats,
         changed: Vec::new(),
-        reports: Vec::new(),
+        reports,
         at: Some(Instant::now()),
     })
+}
+
+/// Inserts what the feeder made of stage `stage`'s changes into the inputs of later stages'
+/// targets (still open at the commit).
+fn feed_later(
+    flow: &mut Dataflow,
+    stages: &[usize],
+    stage: usize,
+    input: CommitEvents,
+) -> Result<()> {
+    let misplaced = |t: usize| stages.get(t).is_none_or(|&s| s <= stage);
+    let events_at = (input.events.iter().enumerate()).filter(|(_, e)| !e.is_empty());
+    let rows_at = (input.rows.iter().enumerate()).filter(|(_, r)| !r.is_empty());
+    let wrong = (events_at.map(|(t, _)| t))
+        .chain(rows_at.map(|(t, _)| t))
+        .any(misplaced);
+    if wrong || input.snapshots.iter().any(Option::is_some) {
+        return Err(Error::new(
+            ErrorKind::Internal,
+            format!("stage {stage}'s changes made input for a target not in a later stage"),
+        ));
+    }
+    let events = input.events.into_iter().enumerate();
+    let rows = input.rows.into_iter().enumerate();
+    for (t, events) in events {
+        events
+            .into_iter()
+            .for_each(|e| flow.inputs[t].events.insert(e));
+    }
+    for (t, rows) in rows {
+        rows.into_iter().for_each(|r| flow.inputs[t].rows.insert(r));
+    }
+    Ok(())
 }

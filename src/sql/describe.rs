@@ -63,6 +63,14 @@ fn source(out: &mut String, t: &SourceTable, p: &Pipeline, base: &Path) {
             let name = p.tables.get(*i).map_or("?", |u| u.name.as_str());
             let _ = writeln!(out, "  input: stream of {name}");
         }
+        SourceInput::TargetFeed(target) => {
+            let name = p.targets.get(*target).map_or("?", |u| u.name.as_str());
+            let stage = p.stages().get(*target).map_or(0, |s| s + 1);
+            let _ = writeln!(
+                out,
+                "  input: the change data feed of target {name}, in the same commit (stage {stage})"
+            );
+        }
         SourceInput::Union(parents) => {
             let names: Vec<&str> = (parents.iter())
                 .map(|&i| p.tables.get(i).map_or("?", |u| u.name.as_str()))

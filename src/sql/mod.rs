@@ -36,6 +36,7 @@ mod snapshots;
 mod sources;
 mod statement;
 pub(crate) mod syntax;
+mod target_feeds;
 pub(crate) mod targets;
 mod versioned;
 mod warehouse_tables;
@@ -85,10 +86,12 @@ fn build(text: &str, given: &Path, warehouse: Option<&Warehouse>) -> Result<Pipe
     let mut statements = statement::parse_statements(text)?;
     declared_names::canonicalize(&mut statements, warehouse)?;
     let mut catalog = catalog::Catalog::new(statements)?;
+    target_feeds::declare(&mut catalog)?;
     warehouse_tables::declare(&mut catalog, warehouse)?;
     append_flows::fold(&mut catalog)?;
     let paths = paths::Paths { base, warehouse };
-    let (tables, sources) = sources::build_sources(&catalog, paths)?;
+    let feeds = target_feeds::schemas(&mut catalog, paths)?;
+    let (tables, sources) = sources::build_sources(&catalog, paths, &feeds)?;
     let mut warnings = Vec::new();
     let built = targets::build_targets(&catalog, &tables, &sources, paths, &mut warnings)?;
     for table in &catalog.tables {
@@ -113,7 +116,7 @@ fn build(text: &str, given: &Path, warehouse: Option<&Warehouse>) -> Result<Pipe
         .into_iter()
         .map(|(line, message)| format!("{}:{line}: {message}", given.display()))
         .collect();
-    Ok(Pipeline {
+    let pipeline = Pipeline {
         file,
         tables,
         targets: built.targets,
@@ -121,5 +124,7 @@ fn build(text: &str, given: &Path, warehouse: Option<&Warehouse>) -> Result<Pipe
         snapshot_flows: built.snapshot_flows,
         replace_flows: built.replace_flows,
         warnings,
-    })
+    };
+    target_feeds::check(&pipeline)?;
+    Ok(pipeline)
 }

@@ -98,9 +98,9 @@ fn streaming_source(cx: &Context, query: &Query) -> Result<usize> {
             );
             Err(invalid(name.line, message))
         }
-        From::Warehouse { .. } => Err(crate::Error::new(
+        From::Warehouse { .. } | From::Feed(_) => Err(crate::Error::new(
             crate::ErrorKind::Internal,
-            "a flow reads a warehouse table directly, not through its implicit table",
+            "a flow reads a warehouse table or a feed directly, not through its implicit table",
         )),
         From::Values { line, .. } => {
             let message = "FROM: REPLACE USING needs a streaming source: FROM STREAM(src); declare the VALUES as a streaming table src (an INSERT INTO ONCE src BY NAME SELECT * FROM VALUES ... flow)";

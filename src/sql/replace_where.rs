@@ -112,9 +112,9 @@ fn batch_source(cx: &Context, query: &super::syntax::Query, kind: &str) -> Resul
         }
         From::ReadFiles(spec) => refused(spec.line, "read_files(...)"),
         From::Values { line, .. } => refused(*line, "VALUES"),
-        From::Warehouse { .. } => Err(crate::Error::new(
+        From::Warehouse { .. } | From::Feed(_) => Err(crate::Error::new(
             crate::ErrorKind::Internal,
-            "a flow reads a warehouse table directly, not through its implicit table",
+            "a flow reads a warehouse table or a feed directly, not through its implicit table",
         )),
     }
 }

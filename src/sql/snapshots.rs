@@ -173,8 +173,8 @@ fn resolve(cx: &Context, query: &Located<Query>) -> Result<Resolved> {
             let (source, file_schema) = snapshot_files(spec, cx.paths)?;
             (source, file_schema, spec.path.clone())
         }
-        From::Warehouse { .. } => {
-            let message = "a snapshot flow reads a warehouse table directly";
+        From::Warehouse { .. } | From::Feed(_) => {
+            let message = "a snapshot flow reads a warehouse table or a feed directly";
             return Err(crate::Error::new(crate::ErrorKind::Internal, message));
         }
         From::Values { line, .. } => {

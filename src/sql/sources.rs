@@ -9,6 +9,7 @@ use super::expectations::compile_expectations;
 use super::paths::Paths;
 use super::schema::{check_declared, parse_schema_text, stored_by_name};
 use super::syntax::{From, Located, Query, ReadFiles, SelectItem, TableKind};
+use super::target_feeds::Feeds;
 use crate::engine::changefeed::with_feed_columns;
 use crate::expr::{compile, Expr};
 use crate::plan::{DeltaRead, Format, SourceInput, SourceTable};
@@ -16,10 +17,13 @@ use crate::value::{Column, DataType, Schema};
 use crate::Result;
 use std::path::Path;
 
-/// Builds every table with a query, dependencies first; `read_files` paths resolve by `paths`. Returns the tables and, per table, its index in the catalog.
+/// Builds every table with a query, dependencies first; `read_files` paths resolve by `paths`,
+/// a target's change data feed takes its columns from `feeds` (by the target's name,
+/// [`super::target_feeds`]). Returns the tables and, per table, its index in the catalog.
 pub(crate) fn build_sources(
     catalog: &Catalog,
     paths: Paths,
+    feeds: &Feeds,
 ) -> Result<(Vec<SourceTable>, Vec<usize>)> {
     let mut order = Vec::new();
     let mut visiting = Vec::new();
@@ -28,7 +32,7 @@ pub(crate) fn build_sources(
     }
     let mut tables: Vec<SourceTable> = Vec::with_capacity(order.len());
     for &i in &order {
-        let table = build_one(catalog, i, &tables, &order, paths)?;
+        let table = build_one(catalog, i, (&tables, &order), paths, feeds)?;
         tables.push(table);
     }
     Ok((tables, order))
@@ -64,8 +68,8 @@ fn visit(
                     (CREATE VIEW) over its published table, not yet in its pipeline"
                 }
                 TableKind::StreamingTable => {
-                    "; read its source instead, or its published \
-                    table's change data feed from another pipeline"
+                    "; read its source instead, or its change data feed: \
+                    STREAM(t) WITH (readChangeFeed = true)"
                 }
             };
             let message = format!(
@@ -91,6 +95,20 @@ fn visit(
     visiting.pop();
     order.push(i);
     Ok(())
+}
+
+/// The input reading the change data feed of the pipeline's target `name`, and its columns:
+/// the target's, then the feed's three.
+fn feed(catalog: &Catalog, name: &Name, feeds: &Feeds) -> Result<(SourceInput, Schema)> {
+    let j = catalog.resolve(name, "FROM")?;
+    let schema = (feeds.get(&catalog.tables[j].name.text))
+        .ok_or_else(|| internal("a change data feed is read before its target is planned"))?;
+    // Targets are the catalog's tables without a query, in catalog order.
+    let target = catalog.tables[..j]
+        .iter()
+        .filter(|t| !t.is_source())
+        .count();
+    Ok((SourceInput::TargetFeed(target), with_feed_columns(schema)))
 }
 
 /// The input reading Delta table `name` at `dir` as `read` says, and its columns: the
@@ -144,9 +162,9 @@ fn warehouse_table(
 fn build_one(
     catalog: &Catalog,
     i: usize,
-    built: &[SourceTable],
-    order: &[usize],
+    (built, order): (&[SourceTable], &[usize]),
     paths: Paths,
+    feeds: &Feeds,
 ) -> Result<SourceTable> {
     let stmt = &catalog.tables[i];
     let Some(query) = stmt.query.as_ref() else {
@@ -155,6 +173,7 @@ fn build_one(
     let (input, input_schema) = match &query.from {
         From::ReadFiles(spec) => read_files(spec, paths)?,
         From::Warehouse { name, dir, read } => warehouse_table(name, dir, *read, stmt.line)?,
+        From::Feed(name) => feed(catalog, name, feeds)?,
         From::Values {
             rows,
             columns,

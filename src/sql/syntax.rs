@@ -146,6 +146,9 @@ pub(crate) enum From {
         dir: std::path::PathBuf,
         read: DeltaRead,
     },
+    /// The change data feed of target `name` of the pipeline, which an implicit source table
+    /// reads ([`super::target_feeds`]); never written by the user.
+    Feed(Name),
     /// `VALUES (...), (...) [AS] t(a, b, ...)`: rows written in the pipeline.
     Values {
         rows: Vec<Vec<ast::Expr>>,

@@ -67,6 +67,10 @@ pub(crate) fn versioned(
             };
             (input, table.schema().clone(), name.clone())
         }
+        From::Feed(_) => {
+            let message = "a versioned snapshot flow reads a feed directly";
+            return Err(crate::Error::new(crate::ErrorKind::Internal, message));
+        }
         From::Values { line, .. } => {
             let message = "WITH VERSION: the snapshot query reads VALUES; a versioned snapshot reads a warehouse table or read_files(...) whole";
             return Err(invalid(*line, message));

@@ -14,7 +14,7 @@
 //! appends, or its change data feed with `WITH (readChangeFeed = true)` (Spark's reader
 //! options, [`DeltaRead`]); one pipeline reading a table in two ways is refused, since the two
 //! implicit tables would share its name. Reader options on a table of the pipeline itself are
-//! refused. A qualified name without a warehouse is refused. A `WITH VERSION`
+//! refused, but for a target's change data feed ([`super::target_feeds`], renamed before). A qualified name without a warehouse is refused. A `WITH VERSION`
 //! snapshot flow reads its table itself, when its version query chooses a version, so its query
 //! names the table directly instead.
 
@@ -102,9 +102,8 @@ pub(crate) fn declare(catalog: &mut Catalog, warehouse: Option<&Warehouse>) -> R
             if options.line != 0 {
                 let message = format!(
                     "STREAM({}) WITH (...): reader options apply to Delta tables of the \
-                     warehouse, and `{}` is this pipeline's table (reading the change data \
-                     feed of a target in the pipeline that maintains it is not supported yet: \
-                     read its published table from another pipeline)",
+                     warehouse, and `{}` is this pipeline's table (of its own targets, \
+                     STREAM(t) WITH (readChangeFeed = true) reads the change data feed)",
                     name.text, name.text
                 );
                 return Err(invalid(options.line, message));

@@ -16,6 +16,10 @@ mod cluster;
 mod cluster_faults;
 // Snapshot and REPLACE USING flows vs the model.
 mod prop_snapshot;
+// A target's change data feed read in its own pipeline: copies equal the target at every commit.
+mod prop_target_feed;
+// The same through the binary: plain, durable, rewound, published; refusals.
+mod target_feeds;
 // Tombstone retention through the dataflow.
 mod tombstones;
 // `scdflow generate`'s files through its own pipelines vs the model.

@@ -1,0 +1,258 @@
+//! A target's change data feed read in its own pipeline, through the binary: a copy rebuilt
+//! from an SCD2 target's feed in the same commit equals it — in a plain run, a durable run fed
+//! one file per step (and rewound), and a published run whose Delta tables `scdflow sql`
+//! reads — an append flow and a failing expectation read the feed too, and what cannot work is
+//! refused saying why.
+
+use crate::durable::{scdflow, stderr, succeed};
+use crate::warehouse::sql;
+use std::path::Path;
+
+/// The generated SCD2 pipeline, plus a copy of its target rebuilt from its feed: an SCD1
+/// table keyed by the key and `__START_AT` (renamed: the source of a flow may not have
+/// `__START_AT`), deletes applied, sequenced by the commit.
+const COPY: &str = "
+CREATE OR REFRESH STREAMING TABLE feed AS
+SELECT k, c0, c1, __START_AT AS started, __END_AT AS ended, _change_type, _commit_version
+FROM STREAM(scd2) WITH (readChangeFeed = true)
+WHERE _change_type <> 'update_preimage';
+
+CREATE OR REFRESH STREAMING TABLE copy;
+
+CREATE FLOW copy_flow AS AUTO CDC INTO copy
+FROM STREAM(feed)
+KEYS (k, started)
+APPLY AS DELETE WHEN _change_type = 'delete'
+SEQUENCE BY _commit_version
+COLUMNS * EXCEPT (_change_type, _commit_version)
+STORED AS SCD TYPE 1;
+";
+
+/// `scdflow generate` of four commits into `g`, and `p/copy.sql` (the SCD2 pipeline and
+/// [`COPY`]) whose input directory gets them as [`arrive`] says.
+fn workload(cwd: &Path) {
+    let args = [
+        "generate",
+        "--out",
+        "g",
+        "--events",
+        "3000",
+        "--keys",
+        "200",
+        "--commits",
+        "4",
+        "--seed",
+        "5",
+    ];
+    succeed(cwd, &args);
+    std::fs::create_dir_all(cwd.join("p/events")).unwrap();
+    let scd2 = std::fs::read_to_string(cwd.join("g/scd2.sql")).unwrap();
+    std::fs::write(cwd.join("p/copy.sql"), scd2 + COPY).unwrap();
+}
+
+fn arrive(cwd: &Path, n: usize) {
+    let name = format!("events/commit_{n:06}.csv");
+    std::fs::copy(cwd.join("g").join(&name), cwd.join("p").join(&name)).unwrap();
+}
+
+/// A table file's rows without its header.
+fn body(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().skip(1).map(str::to_string).collect()
+}
+
+fn assert_copies(out: &Path) {
+    let table = body(&out.join("scd2.csv"));
+    assert!(table.len() > 100, "{}", table.len());
+    assert_eq!(body(&out.join("copy.csv")), table);
+}
+
+#[test]
+fn a_copy_from_the_feed_equals_the_target_plain_durable_and_rewound() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    workload(cwd);
+    for n in 1..=4 {
+        arrive(cwd, n);
+    }
+    succeed(cwd, &["run", "p/copy.sql", "--out", "plain", "-w", "2"]);
+    assert_copies(&cwd.join("plain"));
+    let metrics = std::fs::read_to_string(cwd.join("plain/metrics.json")).unwrap();
+    assert!(
+        metrics.contains("\"source_file\": \"the change data feed of `scd2`\""),
+        "{metrics}"
+    );
+
+    std::fs::remove_dir_all(cwd.join("p/events")).unwrap();
+    std::fs::create_dir(cwd.join("p/events")).unwrap();
+    let run = ["run", "p/copy.sql", "--state", "st", "--out", "o"];
+    for n in 1..=4 {
+        arrive(cwd, n);
+        succeed(cwd, &run);
+        assert_copies(&cwd.join("o"));
+    }
+    assert_eq!(
+        body(&cwd.join("o/copy.csv")),
+        body(&cwd.join("plain/copy.csv"))
+    );
+    let rewind = [
+        "rewind",
+        "p/copy.sql",
+        "--state",
+        "st",
+        "--out",
+        "o",
+        "--to",
+        "4",
+    ];
+    let out = succeed(cwd, &rewind);
+    assert!(out.contains("state: at commit 4"), "{out}");
+    assert_copies(&cwd.join("o"));
+}
+
+#[test]
+fn published_copies_from_the_feed_equal_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    workload(cwd);
+    std::fs::create_dir(cwd.join("w")).unwrap();
+    sql(cwd, "CREATE SCHEMA main.s");
+    let run = [
+        "run",
+        "p/copy.sql",
+        "--state",
+        "st",
+        "--out",
+        "o",
+        "--warehouse",
+        "w",
+        "--catalog",
+        "main",
+        "--schema",
+        "s",
+    ];
+    for n in 1..=4 {
+        arrive(cwd, n);
+        succeed(cwd, &run);
+    }
+    let table = |query: &str| {
+        let text = sql(cwd, query);
+        text.lines().skip(1).map(str::to_string).collect::<Vec<_>>()
+    };
+    let copy = table("SELECT * FROM main.s.copy ORDER BY k, started");
+    assert!(copy.len() > 100, "{}", copy.len());
+    assert_eq!(
+        copy,
+        table("SELECT * FROM main.s.scd2 ORDER BY k, __START_AT")
+    );
+    // Each commit is one version of the copy, made in the same commit as the target's.
+    let mut versions = table("SELECT _commit_version FROM table_changes('main.s.copy', 1)");
+    versions.dedup();
+    assert_eq!(versions, ["1", "2", "3", "4"]);
+}
+
+#[test]
+fn append_flows_and_expectations_read_the_feed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    workload(cwd);
+    arrive(cwd, 1);
+    arrive(cwd, 2);
+    let scd2 = std::fs::read_to_string(cwd.join("g/scd2.sql")).unwrap();
+    // An append flow reads the feed directly, keeping the versions that began, as a log.
+    let log = "
+CREATE OR REFRESH STREAMING TABLE began (CONSTRAINT known EXPECT (k >= 0) ON VIOLATION FAIL UPDATE);
+CREATE FLOW began_flow AS INSERT INTO began BY NAME
+SELECT k, __START_AT AS started, _commit_version AS at FROM STREAM(scd2) WITH (readChangeFeed = true)
+WHERE _change_type = 'insert';
+CREATE OR REFRESH STREAMING TABLE versions;
+CREATE FLOW v AS AUTO CDC INTO versions FROM STREAM(began) KEYS (k, started) SEQUENCE BY at
+STORED AS SCD TYPE 1;
+";
+    std::fs::write(cwd.join("p/log.sql"), format!("{scd2}{log}")).unwrap();
+    succeed(cwd, &["run", "p/log.sql", "--out", "o"]);
+    let changes = std::fs::read_to_string(cwd.join("o/scd2.changes.csv")).unwrap();
+    let mut began: Vec<(&str, &str)> = (changes.lines())
+        .filter(|l| l.contains(",insert,"))
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            (fields[0], fields[3])
+        })
+        .collect();
+    began.sort_unstable();
+    began.dedup();
+    assert!(began.len() > 100, "{}", began.len());
+    assert_eq!(body(&cwd.join("o/versions.csv")).len(), began.len());
+
+    // A FAIL UPDATE expectation on the feed's rows fails the run and writes nothing.
+    let failing = log.replace("k >= 0", "k < 0");
+    std::fs::write(cwd.join("p/fail.sql"), format!("{scd2}{failing}")).unwrap();
+    let out = scdflow(cwd, &["run", "p/fail.sql", "--out", "failed"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the change data feed of `scd2`") && err.contains("known"),
+        "{err}"
+    );
+    assert!(!cwd.join("failed/scd2.csv").exists());
+}
+
+/// A run of `scd2` plus `extra` that must be refused; its error.
+fn refused(extra: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    workload(cwd);
+    let scd2 = std::fs::read_to_string(cwd.join("g/scd2.sql")).unwrap();
+    std::fs::write(cwd.join("p/bad.sql"), format!("{scd2}{extra}")).unwrap();
+    let out = scdflow(cwd, &["check", "p/bad.sql"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn what_a_feed_in_its_own_pipeline_cannot_do_is_refused() {
+    let cycle = "
+CREATE OR REFRESH STREAMING TABLE echo;
+CREATE OR REFRESH STREAMING TABLE f AS SELECT k, c0, c1, _commit_version AS v
+FROM STREAM(echo) WITH (readChangeFeed = true);
+CREATE FLOW e AS AUTO CDC INTO echo FROM STREAM(f) KEYS (k) SEQUENCE BY v
+COLUMNS * EXCEPT (v) STORED AS SCD TYPE 1;
+";
+    let err = refused(cycle);
+    assert!(err.contains("`echo`") && err.contains("(a cycle)"), "{err}");
+
+    let starting = "
+CREATE OR REFRESH STREAMING TABLE f AS SELECT * FROM STREAM(scd2)
+WITH (readChangeFeed = true, startingVersion = 2);
+";
+    let err = refused(starting);
+    assert!(
+        err.contains("bad.sql:") && err.contains("startingVersion"),
+        "{err}"
+    );
+
+    let once = "
+CREATE OR REFRESH STREAMING TABLE f;
+CREATE FLOW o AS INSERT INTO ONCE f BY NAME SELECT k, _commit_version AS v
+FROM STREAM(scd2) WITH (readChangeFeed = true);
+";
+    let err = refused(once);
+    assert!(err.contains("drop ONCE"), "{err}");
+
+    let snapshot = "
+CREATE OR REFRESH STREAMING TABLE f AS SELECT k, c0 FROM STREAM(scd2)
+WITH (readChangeFeed = true) WHERE _change_type = 'insert';
+CREATE OR REFRESH STREAMING TABLE snap;
+CREATE FLOW s AS AUTO CDC INTO snap FROM SNAPSHOT f KEYS (k) STORED AS SCD TYPE 1;
+";
+    let err = refused(snapshot);
+    assert!(err.contains("takes snapshots of `f`"), "{err}");
+
+    let plain_stream = "
+CREATE OR REFRESH STREAMING TABLE f AS SELECT * FROM STREAM(scd2);
+";
+    let err = refused(plain_stream);
+    assert!(err.contains("WITH (readChangeFeed = true)"), "{err}");
+}
