@@ -25,6 +25,7 @@ Polars (run by .ci/run with a virtual environment that has them).
 usage: python .ci/delta_readers.py path/to/scdflow
 """
 import datetime
+import re
 import pathlib
 import subprocess
 import sys
@@ -238,15 +239,67 @@ def published(scdflow, tmp):
     (tmp / "d/events").mkdir(parents=True)
     for flow in ["scd1", "scd2"]:
         (tmp / "d" / f"{flow}.sql").write_text((tmp / "g" / f"{flow}.sql").read_text())
+    steps = []
     for part in range(3):
         for f in events[part * len(events) // 3:(part + 1) * len(events) // 3]:
             (tmp / "d/events" / f.name).write_bytes(f.read_bytes())
         for flow in ["scd1", "scd2"]:
-            run(scdflow, "run", f"d/{flow}.sql", "--warehouse", "w", "--schema", "durable",
-                "--state", f"state-{flow}", "--out", f"out-{flow}", cwd=tmp)
+            out = run(scdflow, "run", f"d/{flow}.sql", "--warehouse", "w", "--schema", "durable",
+                      "--state", f"state-{flow}", "--out", f"out-{flow}", cwd=tmp)
+        commit = int(re.search(r"state: (\d+) commits", out).group(1))
+        steps.append((commit, pl.read_delta(str(tmp / "w/main/durable/scd2"))))
     for flow in ["scd1", "scd2"]:
         check(tmp, flow, "durable")
     erase(scdflow, tmp)
+    rewind(scdflow, tmp, steps)
+    copy_from_feed(scdflow, tmp)
+
+
+def rewind(scdflow, tmp, steps):
+    # scdflow rewind of the durable SCD2 target to the oldest step's commit the state retains
+    # (each base and delta keeps the manifest that committed it), undoing what came after, the
+    # erasure included: the readers see the table as it was then, deltalake's history a
+    # RESTORE, load_cdf the undo; the next run goes on.
+    state = tmp / "state-scd2"
+    retained = sorted(int(d.name.split("-")[1]) for d in state.iterdir()
+                      if d.is_dir() and (d / "MANIFEST").exists())
+    commit, then = next(s for s in steps if s[0] in retained)
+    path = str(tmp / "w/main/durable/scd2")
+    version = DeltaTable(path).version()
+    run(scdflow, "rewind", "d/scd2.sql", "--warehouse", "w", "--schema", "durable",
+        "--state", "state-scd2", "--out", "out-scd2", "--to", str(commit), cwd=tmp)
+    columns = then.columns
+    assert pl.read_delta(path).sort(columns).equals(then.sort(columns)), "polars read the rewind otherwise"
+    assert DeltaTable(path).history(1)[0]["operation"] == "RESTORE", DeltaTable(path).history(1)
+    undo = pl.from_arrow(pa.table(DeltaTable(path).load_cdf(starting_version=version + 1).read_all()))
+    kinds = set(undo["_change_type"])
+    assert kinds <= {"insert", "delete"} and undo.height > 0, undo
+    run(scdflow, "run", "d/scd2.sql", "--warehouse", "w", "--schema", "durable",
+        "--state", "state-scd2", "--out", "out-scd2", cwd=tmp)
+    # The input after the commit is read again: the table is the last step's, without the
+    # erasure (the rewind undid it).
+    final = steps[-1][1]
+    assert pl.read_delta(path).sort(columns).equals(final.sort(columns)), "the run after the rewind"
+    print(f"durable.scd2: rewound to commit {commit} (retained: {retained}); polars read its "
+          f"{then.height} rows, load_cdf the RESTORE's {undo.height} changes, and the next run "
+          "went on")
+
+
+def copy_from_feed(scdflow, tmp):
+    # A pipeline reading its own SCD2 target's change data feed in the same commit: the copy
+    # it publishes is, read by polars, the SCD2 table.
+    run(scdflow, "sql", "--warehouse", "w", "CREATE SCHEMA main.feeds", cwd=tmp)
+    copy = (ROOT / "tests/integration/target_feeds.rs").read_text()
+    copy = copy.split('const COPY: &str = "', 1)[1].split('";', 1)[0]
+    (tmp / "g/copy.sql").write_text((tmp / "g/scd2.sql").read_text() + copy)
+    run(scdflow, "run", "g/copy.sql", "--warehouse", "w", "--schema", "feeds", "--out", "out-copy",
+        cwd=tmp)
+    scd2 = pl.read_delta(str(tmp / "w/main/feeds/scd2"))
+    copied = pl.read_delta(str(tmp / "w/main/feeds/copy"))
+    copied = copied.rename({"started": "__START_AT", "ended": "__END_AT"})
+    assert copied.sort(scd2.columns).equals(scd2.sort(scd2.columns)), "the copy differs"
+    print(f"feeds.copy: polars read the copy of scd2 made from its feed in the same pipeline, "
+          f"{copied.height} rows")
 
 
 def erase(scdflow, tmp):

@@ -9,8 +9,8 @@
 //! and prepared for their flows as a file's rows are ([`commit::prepare_read`]): projections,
 //! expectations, invalid rows and metrics alike. What preparing learns travels as a
 //! [`CommitReport`] with the commit's outcome. A failure (a `FAIL UPDATE` expectation, an
-//! invalid row under [`OnInvalid::Fail`]) fails the commit when its outcome arrives, after
-//! every worker finished it, so that no worker waits for one that stopped.
+//! invalid row under [`super::OnInvalid::Fail`]) fails the commit when its outcome arrives,
+//! after every worker finished it, so that no worker waits for one that stopped.
 //!
 //! Limits: a row's number in messages counts the feed's rows on the worker that read it.
 

@@ -44,7 +44,8 @@ pub struct StageChanges<'a> {
     pub timestamp: i64,
     /// The stage that made the changes.
     pub stage: usize,
-    /// Per target: the changes this worker captured (empty for other stages' targets).
+    /// Per target: the changes this worker captured of the commit so far (empty for targets of
+    /// later stages); the feeder reads those of `stage`'s targets.
     pub(super) changes: &'a [Vec<Keyed>],
 }
 
@@ -55,7 +56,7 @@ impl StageChanges<'_> {
         changes.iter().map(|(_, kind, row)| (*kind, row))
     }
 
-    /// Whether this worker captured no change of the stage.
+    /// Whether this worker captured no change of the commit so far.
     pub fn is_empty(&self) -> bool {
         self.changes.iter().all(Vec::is_empty)
     }

@@ -4,9 +4,12 @@
 //! 1. `cursor` + `statement`/`query`/`clauses`: tokens (sqlparser's tokenizer, Databricks
 //!    dialect: `"..."` and `'...'` are strings, `` `...` `` quotes names) → `syntax` statements.
 //!    Embedded expressions are parsed by sqlparser; the statement grammar is ours.
-//! 2. `catalog`: statements → tables and flows by (case-insensitive) name; `warehouse_tables`
-//!    adds an implicit source table for each table of the warehouse the pipeline reads.
-//! 3. `sources`: source tables in dependency order, with files and schemas resolved.
+//! 2. `catalog`: statements → tables and flows by (case-insensitive) name; `target_feeds` and
+//!    `warehouse_tables` add an implicit source table for each feed of the pipeline's targets
+//!    and each table of the warehouse the pipeline reads.
+//! 3. `sources`: source tables in dependency order, with files and schemas resolved (a target's
+//!    feed takes the target's columns, so a pipeline reading one is planned in rounds,
+//!    `target_feeds`).
 //! 4. `targets`: every flow checked against its source (`flows` for change feeds, `snapshots` +
 //!    `snapshot_files` for AUTO CDC FROM SNAPSHOT, `replace` for REPLACE USING), targets derived
 //!    from flows, and constraints compiled by `expectations`.

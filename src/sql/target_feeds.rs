@@ -131,6 +131,9 @@ fn feed_table(target: &str, name: &str, line: u64) -> TableStmt {
 /// (see the module docs).
 pub(crate) fn schemas(catalog: &mut Catalog, paths: Paths) -> Result<Feeds> {
     let mut feeds = Feeds::new();
+    if !catalog.tables.iter().any(|t| feed_of(t).is_some()) {
+        return Ok(feeds);
+    }
     loop {
         let waiting = waiting(catalog, &feeds)?;
         if !waiting.tables.contains(&true) {
@@ -189,13 +192,9 @@ fn waiting(catalog: &Catalog, feeds: &Feeds) -> Result<Waiting> {
     let n = catalog.tables.len();
     let mut tables = vec![false; n];
     let mut flows = vec![false; catalog.flows.len()];
-    let reads = |names: Vec<&Name>, tables: &[bool]| -> Result<bool> {
-        for name in names {
-            if tables[catalog.resolve(name, "FROM")?] {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+    // A name that resolves to nothing waits for nothing: planning reports it, in its clause.
+    let reads = |names: Vec<&Name>, tables: &[bool]| {
+        (names.iter()).any(|name| catalog.table(&name.text).is_some_and(|t| tables[t]))
     };
     loop {
         let mut changed = false;
@@ -206,7 +205,7 @@ fn waiting(catalog: &Catalog, feeds: &Feeds) -> Result<Waiting> {
                     let j = catalog.resolve(target, "FROM")?;
                     tables[j] || !feeds.contains_key(&catalog.tables[j].name.text)
                 }
-                None if table.is_source() => reads(upstream(table), &tables)?,
+                None if table.is_source() => reads(upstream(table), &tables),
                 // A target waits when one of its flows does.
                 None => flows.iter().zip(&catalog.flows).any(|(&waits, flow)| {
                     waits && flow.target.text.eq_ignore_ascii_case(&table.name.text)
@@ -216,8 +215,8 @@ fn waiting(catalog: &Catalog, feeds: &Feeds) -> Result<Waiting> {
             tables[t] |= waits;
         }
         for (f, flow) in catalog.flows.iter().enumerate() {
-            let target = catalog.resolve(&flow.target, "INTO")?;
-            let waits = tables[target] || reads(flow_sources(&flow.body), &tables)?;
+            let target = catalog.table(&flow.target.text).is_some_and(|t| tables[t]);
+            let waits = target || reads(flow_sources(&flow.body), &tables);
             changed |= waits && !flows[f];
             flows[f] |= waits;
         }

@@ -1,8 +1,8 @@
 //! A target's change data feed read in its own pipeline, through the binary: a copy rebuilt
 //! from an SCD2 target's feed in the same commit equals it — in a plain run, a durable run fed
-//! one file per step (and rewound), and a published run whose Delta tables `scdflow sql`
-//! reads — an append flow and a failing expectation read the feed too, and what cannot work is
-//! refused saying why.
+//! one file per step (and rewound), a published run whose Delta tables `scdflow sql` reads,
+//! and a cluster of two processes (gathered and partitioned) — an append flow and a failing
+//! expectation read the feed too, and what cannot work is refused saying why.
 
 use crate::durable::{scdflow, stderr, succeed};
 use crate::warehouse::sql;
@@ -255,4 +255,41 @@ CREATE OR REFRESH STREAMING TABLE f AS SELECT * FROM STREAM(scd2);
 ";
     let err = refused(plain_stream);
     assert!(err.contains("WITH (readChangeFeed = true)"), "{err}");
+}
+
+#[test]
+fn two_processes_copy_from_the_feed_as_one_does() {
+    use crate::cluster::{finish, hostfile, member};
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    workload(cwd);
+    for n in 1..=4 {
+        arrive(cwd, n);
+    }
+    let pipeline = cwd.join("p/copy.sql");
+    let pipeline = pipeline.to_str().unwrap();
+    let out = |name: &str| cwd.join(name).to_str().unwrap().to_string();
+    succeed(cwd, &["run", pipeline, "--out", &out("single")]);
+    let single = body(&cwd.join("single/copy.csv"));
+    // Gathered: process 0 captures every change of `scd2` and makes all of `copy`'s input.
+    let hosts = hostfile(cwd);
+    let first = member(pipeline, &out("p0"), "0", &hosts, &["-w", "2"]);
+    let second = member(pipeline, &out("p1"), "1", &hosts, &["-w", "2"]);
+    finish(first, "process 0");
+    finish(second, "process 1");
+    assert_copies(&cwd.join("p0"));
+    assert_eq!(body(&cwd.join("p0/copy.csv")), single);
+    // Partitioned: each process makes the input of the changes it owns.
+    let hosts = hostfile(cwd);
+    let parted = ["-w", "2", "--partitioned-output"];
+    let first = member(pipeline, &out("q0"), "0", &hosts, &parted);
+    let second = member(pipeline, &out("q1"), "1", &hosts, &parted);
+    finish(first, "process 0");
+    finish(second, "process 1");
+    let mut copy = body(&cwd.join("q0/copy.part-0.csv"));
+    copy.extend(body(&cwd.join("q1/copy.part-1.csv")));
+    copy.sort();
+    let mut expected = single;
+    expected.sort();
+    assert_eq!(copy, expected);
 }
