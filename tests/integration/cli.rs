@@ -58,6 +58,22 @@ fn t2_example_writes_the_spec_table() {
 }
 
 #[test]
+fn t3_feed_example_keeps_the_versions_from_the_historys_feed() {
+    let out = run_example("t3_scd2_feed.sql", &["--workers", "2"]);
+    assert_eq!(
+        read(out.path(), "versions.csv"),
+        "userId,name,city,valid_from,valid_to,changed_in\n\
+         123,Isabel,Monterrey,1,5,2\n\
+         123,Isabel,Chihuahua,5,6,2\n\
+         124,Raul,Oaxaca,1,,1\n\
+         125,Mercedes,Tijuana,2,5,2\n\
+         125,Mercedes,Mexicali,5,6,2\n\
+         125,Mercedes,Guadalajara,6,,1\n\
+         126,Lily,Cancun,2,,1\n"
+    );
+}
+
+#[test]
 fn t3_example_writes_the_spec_table() {
     let out = run_example("t3_scd2.sql", &[]);
     assert_eq!(
