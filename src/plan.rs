@@ -55,6 +55,30 @@ impl Pipeline {
     /// feeding it. A commit applies its stages in order, each stage's changes feeding the
     /// later ones' flows in the same commit. The SQL front end refuses cycles; a cycle here
     /// (a pipeline built by hand) leaves its targets at the number of targets.
+    ///
+    /// ```
+    /// use scdflow::driver::{evaluate, Options};
+    /// use scdflow::value::{Row, Value};
+    ///
+    /// // `latest` keeps, per key, the version of `hist` that began last, from `hist`'s change
+    /// // data feed in the same commit.
+    /// let sql = "
+    ///   CREATE STREAMING TABLE src AS SELECT * FROM VALUES (1, 'a', 1), (1, 'b', 2), (2, 'c', 1)
+    ///     AS t(k, v, s);
+    ///   CREATE STREAMING TABLE hist;
+    ///   CREATE FLOW h AS AUTO CDC INTO hist FROM STREAM(src) KEYS (k) SEQUENCE BY s
+    ///     COLUMNS * EXCEPT (s) STORED AS SCD TYPE 2;
+    ///   CREATE STREAMING TABLE began AS SELECT k, v, __START_AT AS at
+    ///     FROM STREAM(hist) WITH (readChangeFeed = true) WHERE _change_type = 'insert';
+    ///   CREATE STREAMING TABLE latest;
+    ///   CREATE FLOW l AS AUTO CDC INTO latest FROM STREAM(began) KEYS (k) SEQUENCE BY at
+    ///     STORED AS SCD TYPE 1;";
+    /// let pipeline = scdflow::sql::parse(sql, std::path::Path::new("example.sql")).unwrap();
+    /// assert_eq!(pipeline.stages(), vec![0, 1]);
+    /// let run = evaluate(&pipeline, &Options { workers: 2, ..Options::default() }, None).unwrap();
+    /// let row = |k, v: &str, at| Row::from([Value::Int(k), Value::Str(v.into()), Value::Int(at)]);
+    /// assert_eq!(run.targets[1].rows, vec![row(1, "b", 2), row(2, "c", 1)]);
+    /// ```
     pub fn stages(&self) -> Vec<usize> {
         let n = self.targets.len();
         let mut sources: Vec<Vec<usize>> = vec![Vec::new(); n];

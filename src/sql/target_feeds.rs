@@ -3,8 +3,9 @@
 //! source.
 //!
 //! Each target read so gets one implicit source table, `t+feed`, whose input is the target's
-//! changes of each commit in the same commit ([`SourceInput::TargetFeed`](crate::plan::SourceInput)),
-//! and every such reference is renamed to it; from there on it is a source table like any other.
+//! changes of each commit in the same commit
+//! ([`SourceInput::TargetFeed`](crate::plan::SourceInput)), and every such reference is renamed
+//! to it; from there on it is a source table like any other.
 //! Its columns are the target's, which come from the target's flows: so a pipeline is planned in
 //! rounds ([`schemas`]), each planning the statements that do not wait for a feed not planned
 //! yet, until every feed read has its columns. A feed that waits, directly or through other

@@ -163,8 +163,8 @@ fn append_flows_and_expectations_read_the_feed() {
     let log = "
 CREATE OR REFRESH STREAMING TABLE began (CONSTRAINT known EXPECT (k >= 0) ON VIOLATION FAIL UPDATE);
 CREATE FLOW began_flow AS INSERT INTO began BY NAME
-SELECT k, __START_AT AS started, _commit_version AS at FROM STREAM(scd2) WITH (readChangeFeed = true)
-WHERE _change_type = 'insert';
+SELECT k, __START_AT AS started, _commit_version AS at
+FROM STREAM(scd2) WITH (readChangeFeed = true) WHERE _change_type = 'insert';
 CREATE OR REFRESH STREAMING TABLE versions;
 CREATE FLOW v AS AUTO CDC INTO versions FROM STREAM(began) KEYS (k, started) SEQUENCE BY at
 STORED AS SCD TYPE 1;
