@@ -56,8 +56,8 @@ pub struct EngineConfig {
     pub track_changes: bool,
     /// Where shards are saved and restored from: needed by `restore` and [`Engine::save`].
     pub files: Option<Arc<dyn ShardFiles>>,
-    /// Per target: the stage of a commit it is applied in ([`crate::plan::Pipeline::stages`]; empty: every
-    /// target in stage 0).
+    /// Per target: the stage of a commit it is applied in
+    /// ([`crate::plan::Pipeline::stages`]; empty: every target in stage 0).
     pub stages: Vec<usize>,
     /// Makes later stages' input from an earlier stage's changes (needed when a stage is
     /// above 0).
