@@ -98,6 +98,17 @@ fn batch_source(cx: &Context, query: &super::syntax::Query, kind: &str) -> Resul
     };
     match &query.from {
         From::Table(name) => {
+            let target = cx.catalog.table(&name.text);
+            if target.is_some_and(|t| !cx.catalog.tables[t].is_source()) {
+                let message = format!(
+                    "FROM: `{}` is a target of this pipeline; {kind} over it is not supported \
+                     yet: keep a table from its change data feed instead (STREAM({}) WITH \
+                     (readChangeFeed = true)), or read its published table from another \
+                     pipeline",
+                    name.text, name.text
+                );
+                return Err(invalid(name.line, message));
+            }
             let t = cx.source_table(name, "FROM")?;
             match cx.tables[t].input {
                 SourceInput::Delta {

@@ -250,6 +250,15 @@ CREATE FLOW s AS AUTO CDC INTO snap FROM SNAPSHOT f KEYS (k) STORED AS SCD TYPE 
     let err = refused(snapshot);
     assert!(err.contains("takes snapshots of `f`"), "{err}");
 
+    let view = "
+CREATE MATERIALIZED VIEW mv AS SELECT k, c0 FROM scd2 WHERE c0 IS NOT NULL;
+";
+    let err = refused(view);
+    assert!(
+        err.contains("not supported yet") && err.contains("change data feed"),
+        "{err}"
+    );
+
     let plain_stream = "
 CREATE OR REFRESH STREAMING TABLE f AS SELECT * FROM STREAM(scd2);
 ";
