@@ -168,6 +168,24 @@ pub fn prepare(
     skip_once: bool,
     metrics: &mut [Vec<FlowCommitMetrics>],
 ) -> Result<Prepared> {
+    let (flow, v, skipped) = match source {
+        CommitSource::Table { table, file, span } => {
+            let commit = ingest::read_commit(pipeline, *table, file.clone(), *span)?;
+            let read = prepare_read(
+                pipeline, flows, *table, &commit, version, skip_once, metrics,
+            );
+            return read.map(|prepared| Prepared {
+                end: commit.end,
+                ..prepared
+            });
+        }
+        CommitSource::Snapshot {
+            flow,
+            version: v,
+            skipped,
+            ..
+        } => (*flow, *v, *skipped),
+    };
     let mut prepared = Prepared::empty(pipeline);
     let mut step = Step {
         pipeline,
@@ -176,40 +194,26 @@ pub fn prepare(
         skip_once,
         prepared: &mut prepared,
     };
-    match source {
-        CommitSource::Table { table, file, span } => {
-            let commit = ingest::read_commit(pipeline, *table, file.clone(), *span)?;
-            step.prepared.end = commit.end;
-            step.table_commit(flows, *table, &commit, metrics)?;
-        }
-        CommitSource::Snapshot {
-            flow,
-            version: v,
-            skipped,
-            ..
-        } => {
-            let f = position(flows, FlowKind::Snapshot(*flow));
-            let entry = step.entry(0);
-            if skip_once && pipeline.snapshot_flows[*flow].once {
-                // Nothing to do: the flow ran once, in an earlier run.
-            } else if *skipped {
-                step.prepared.skipped.push((*flow, *v));
-                metrics[f].push(FlowCommitMetrics {
-                    num_skipped_snapshots: 1,
-                    ..entry
-                });
-            } else {
-                let rows = step.snapshot_rows(*flow, *v)?;
-                metrics[f].push(step.snapshot(*flow, *v, rows, entry)?);
-            }
-        }
+    let f = position(flows, FlowKind::Snapshot(flow));
+    let entry = step.entry(0);
+    if skip_once && pipeline.snapshot_flows[flow].once {
+        // Nothing to do: the flow ran once, in an earlier run.
+    } else if skipped {
+        step.prepared.skipped.push((flow, v));
+        metrics[f].push(FlowCommitMetrics {
+            num_skipped_snapshots: 1,
+            ..entry
+        });
+    } else {
+        let rows = step.snapshot_rows(flow, v)?;
+        metrics[f].push(step.snapshot(flow, v, rows, entry)?);
     }
     prepared.invalid.sort_by_key(|q| q.error.line);
     Ok(prepared)
 }
 
-/// Prepares commit `version`'s rows of table `table` (`commit`, already read and derived:
-/// a target's change data feed in its own pipeline) as [`prepare`] does a file's.
+/// Prepares commit `version`'s rows of table `table` (`commit`, already read and derived: a
+/// file's, a Delta version's, or a target's change data feed in its own pipeline).
 pub fn prepare_read(
     pipeline: &Pipeline,
     flows: &[FlowRef],

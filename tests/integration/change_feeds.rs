@@ -19,7 +19,7 @@ fn without_timestamps(csv: &str) -> Vec<String> {
 }
 
 /// `scdflow generate --out g` with `[events, keys, displacement, commits, seed]`.
-fn generate(cwd: &Path, [events, keys, displacement, commits, seed]: [&str; 5]) {
+pub(crate) fn generate(cwd: &Path, [events, keys, displacement, commits, seed]: [&str; 5]) {
     let args = [
         "generate",
         "--out",

@@ -11,26 +11,13 @@ use std::path::Path;
 
 /// `scdflow generate` of four commits, and a pipeline directory `p` that gets them one by one.
 fn workload(cwd: &Path) {
-    let args = [
-        "generate",
-        "--out",
-        "g",
-        "--events",
-        "2000",
-        "--keys",
-        "300",
-        "--commits",
-        "4",
-        "--seed",
-        "11",
-    ];
-    succeed(cwd, &args);
+    crate::change_feeds::generate(cwd, ["2000", "300", "1000", "4", "11"]);
     std::fs::create_dir_all(cwd.join("p/events")).unwrap();
     std::fs::copy(cwd.join("g/scd2.sql"), cwd.join("p/scd2.sql")).unwrap();
 }
 
-/// Adds commit file `n` to the pipeline's input.
-fn arrive(cwd: &Path, n: usize) {
+/// Adds commit file `n` of `g` to the input of the pipeline in `p`.
+pub(crate) fn arrive(cwd: &Path, n: usize) {
     let name = format!("events/commit_{n:06}.csv");
     std::fs::copy(cwd.join("g").join(&name), cwd.join("p").join(&name)).unwrap();
 }

@@ -5,6 +5,7 @@
 //! expectation read the feed too, and what cannot work is refused saying why.
 
 use crate::durable::{scdflow, stderr, succeed};
+use crate::rewind::arrive;
 use crate::warehouse::sql;
 use std::path::Path;
 
@@ -31,28 +32,10 @@ STORED AS SCD TYPE 1;
 /// `scdflow generate` of four commits into `g`, and `p/copy.sql` (the SCD2 pipeline and
 /// [`COPY`]) whose input directory gets them as [`arrive`] says.
 fn workload(cwd: &Path) {
-    let args = [
-        "generate",
-        "--out",
-        "g",
-        "--events",
-        "3000",
-        "--keys",
-        "200",
-        "--commits",
-        "4",
-        "--seed",
-        "5",
-    ];
-    succeed(cwd, &args);
+    crate::change_feeds::generate(cwd, ["3000", "200", "1000", "4", "5"]);
     std::fs::create_dir_all(cwd.join("p/events")).unwrap();
     let scd2 = std::fs::read_to_string(cwd.join("g/scd2.sql")).unwrap();
     std::fs::write(cwd.join("p/copy.sql"), scd2 + COPY).unwrap();
-}
-
-fn arrive(cwd: &Path, n: usize) {
-    let name = format!("events/commit_{n:06}.csv");
-    std::fs::copy(cwd.join("g").join(&name), cwd.join("p").join(&name)).unwrap();
 }
 
 /// A table file's rows without its header.
