@@ -18,7 +18,11 @@ Polars (run by .ci/run with a virtual environment that has them).
    a warehouse writes it to files, and deltalake's load_cdf reads its change data feed as that
    run's `<target>.changes.csv`, version for commit; deltalake's history shows each version's
    flow progress (the event log) in its commitInfo.
-5. `scdflow sql` erases one key of the durable SCD2 target (DML on a published target, files
+5. The generated pipelines' source streaming table (`events`), published by the same runs: polars
+   reads every input row, deltalake's load_cdf each commit's rows as one version of inserts
+   (its versions have no change-data files: readers take the files they add, never the files
+   compaction merged).
+6. `scdflow sql` erases one key of the durable SCD2 target (DML on a published target, files
    with deletion vectors): the readers see the table without it, load_cdf reads the deletes,
    and the next durable run keeps the erasure.
 
@@ -229,11 +233,15 @@ def published(scdflow, tmp):
     run(scdflow, "generate", "--out", "g", "--events", "20000", "--keys", "2000",
         "--displacement", "300", "--commits", "40", "--seed", "5", cwd=tmp)
     run(scdflow, "sql", "--warehouse", "w", "CREATE SCHEMA main.default", cwd=tmp)
-    run(scdflow, "sql", "--warehouse", "w", "CREATE SCHEMA main.durable", cwd=tmp)
+    # The two pipelines publish a streaming table of the same name: durable, each its own schema.
+    schemas = {"scd1": "durable1", "scd2": "durable"}
+    for schema in schemas.values():
+        run(scdflow, "sql", "--warehouse", "w", f"CREATE SCHEMA main.{schema}", cwd=tmp)
     for flow in ["scd1", "scd2"]:
         run(scdflow, "run", f"g/{flow}.sql", "--out", "files", cwd=tmp)
         run(scdflow, "run", f"g/{flow}.sql", "--warehouse", "w", "--out", "out", cwd=tmp)
         check(tmp, flow, "default")
+    streaming_table(tmp)
     # Durable runs as the files arrive, a third of them at a time.
     events = sorted((tmp / "g/events").iterdir())
     (tmp / "d/events").mkdir(parents=True)
@@ -244,12 +252,12 @@ def published(scdflow, tmp):
         for f in events[part * len(events) // 3:(part + 1) * len(events) // 3]:
             (tmp / "d/events" / f.name).write_bytes(f.read_bytes())
         for flow in ["scd1", "scd2"]:
-            out = run(scdflow, "run", f"d/{flow}.sql", "--warehouse", "w", "--schema", "durable",
-                      "--state", f"state-{flow}", "--out", f"out-{flow}", cwd=tmp)
+            out = run(scdflow, "run", f"d/{flow}.sql", "--warehouse", "w", "--schema",
+                      schemas[flow], "--state", f"state-{flow}", "--out", f"out-{flow}", cwd=tmp)
         commit = int(re.search(r"state: (\d+) commits", out).group(1))
         steps.append((commit, pl.read_delta(str(tmp / "w/main/durable/scd2"))))
     for flow in ["scd1", "scd2"]:
-        check(tmp, flow, "durable")
+        check(tmp, flow, schemas[flow])
     erase(scdflow, tmp)
     rewind(scdflow, tmp, steps)
     copy_from_feed(scdflow, tmp)
@@ -327,6 +335,24 @@ def erase(scdflow, tmp):
     assert pl.read_delta(path).sort(before.columns).equals(want), "the next run undid the erasure"
     print(f"durable.scd2: DELETE of key {key} erased its {gone} versions; polars, deltalake and "
           "load_cdf read it, and the next durable run kept it")
+
+
+def streaming_table(tmp):
+    # The generated pipelines' source streaming table, which the plain SCD2 run published last.
+    path = str(tmp / "w/main/default/events")
+    got = pl.read_delta(path)
+    files = sorted((tmp / "g/events").iterdir())
+    read = [pl.read_csv(f, schema=got.schema) for f in files]
+    want = pl.concat(read)
+    assert got.sort(got.columns).equals(want.sort(got.columns)), "polars read events otherwise"
+    dt = DeltaTable(path)
+    feed = pl.from_arrow(pa.table(dt.load_cdf(starting_version=0).read_all()))
+    assert set(feed["_change_type"]) == {"insert"}, set(feed["_change_type"])
+    per = feed.group_by("_commit_version").len().sort("_commit_version")
+    assert per["_commit_version"].to_list() == list(range(1, len(files) + 1)), per
+    assert per["len"].to_list() == [f.height for f in read], per
+    print(f"default.events: polars read the {got.height} input rows of {len(files)} commits, "
+          f"load_cdf each commit's as inserts ({len(dt.file_uris())} files after compaction)")
 
 
 def check(tmp, flow, schema):

@@ -359,9 +359,10 @@ fn derive(pipeline: &Pipeline, first: usize, commit: &mut SourceCommit) -> Resul
     let raw = std::mem::take(&mut commit.rows[first]);
     commit.rows[first] = shape(pipeline, first, raw, commit)?;
     // Per table, the reads of its rows still to come: one per table reading it, and one for
-    // the flows reading it after this. The last read takes the rows rather than a copy.
+    // the flows reading it, or publishing it, after this. The last read takes the rows rather
+    // than a copy.
     let mut reads: Vec<usize> = (0..pipeline.tables.len())
-        .map(|t| usize::from(read_by_flows(pipeline, t)))
+        .map(|t| usize::from(read_by_flows(pipeline, t) || pipeline.tables[t].published.is_some()))
         .collect();
     for table in &pipeline.tables {
         for &parent in table.input.parents() {

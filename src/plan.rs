@@ -50,6 +50,31 @@ impl Pipeline {
         feeding
     }
 
+    /// The tables a run publishes in a warehouse, in the order runs, states and their
+    /// manifests list them: every target, then every streaming table the pipeline declares
+    /// ([`SourceTable::published`]), whose Delta table gets each commit's rows appended.
+    pub fn published(&self) -> Vec<PublishedTable<'_>> {
+        let targets = self
+            .targets
+            .iter()
+            .enumerate()
+            .map(|(t, target)| PublishedTable {
+                name: &target.name,
+                schema: &target.schema,
+                properties: &target.properties,
+                of: Publishes::Target(t),
+            });
+        let tables = self.tables.iter().enumerate().filter_map(|(t, table)| {
+            Some(PublishedTable {
+                name: &table.name,
+                schema: &table.schema,
+                properties: table.published.as_ref()?,
+                of: Publishes::Table(t),
+            })
+        });
+        targets.chain(tables).collect()
+    }
+
     /// Per target, the stage of a commit in which it is applied: 0 for a target whose flows
     /// read no target's change data feed, else one more than the latest stage of the targets
     /// feeding it. A commit applies its stages in order, each stage's changes feeding the
@@ -120,6 +145,28 @@ impl Pipeline {
         }
         stages
     }
+}
+
+/// A table a run publishes ([`Pipeline::published`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PublishedTable<'p> {
+    /// Its name in the pipeline (as declared: qualified names are full).
+    pub name: &'p str,
+    /// Its columns.
+    pub schema: &'p Schema,
+    /// The `TBLPROPERTIES` its Delta table takes.
+    pub properties: &'p std::collections::BTreeMap<String, String>,
+    /// What it holds.
+    pub of: Publishes,
+}
+
+/// What a published table holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Publishes {
+    /// Target `t`'s rows, maintained from its change feed.
+    Target(usize),
+    /// Source table `t`'s rows: each commit's appended.
+    Table(usize),
 }
 
 /// Input file format of `read_files`.
@@ -242,6 +289,11 @@ pub struct SourceTable {
     pub filter: Option<Expr>,
     /// An `INSERT INTO ONCE` flow's table: read only until a durable state has committed.
     pub once: bool,
+    /// For a streaming table the pipeline declares, planned with a warehouse: the
+    /// `TBLPROPERTIES` of the Delta table a run publishes it as, each commit's rows appended
+    /// ([`Pipeline::published`]). `None` without a warehouse, and for views and the implicit
+    /// tables planning adds.
+    pub published: Option<std::collections::BTreeMap<String, String>>,
     /// `CONSTRAINT ... EXPECT` on the table, compiled against [`SourceTable::schema`] and
     /// checked on every row after projection.
     pub expectations: Vec<Expectation>,

@@ -16,7 +16,7 @@ pub fn rewind(args: RewindArgs) -> anyhow::Result<ExitCode> {
         split_bytes: 0,
     };
     let published = match args.warehouse.open()? {
-        Some(warehouse) => warehouse.target_dirs(&pipeline)?,
+        Some(warehouse) => warehouse.published_dirs(&pipeline)?,
         None => Vec::new(),
     };
     let durability = Durability {
@@ -29,17 +29,18 @@ pub fn rewind(args: RewindArgs) -> anyhow::Result<ExitCode> {
     let mut session = Session::open_for_rewind(&pipeline, &options, &durability)?;
     let rewound = session.rewind(args.to)?;
     let mut stdout = std::io::stdout().lock();
-    for (target, restored) in pipeline.targets.iter().zip(&rewound.restored) {
+    let tables = pipeline.published();
+    for (table, restored) in tables.iter().zip(&rewound.restored) {
         if let Some(r) = restored {
             writeln!(
                 stdout,
                 "{}: Delta version {} returns it to commit {} ({} rows deleted, {} inserted)",
-                target.name, r.version, rewound.to, r.deleted, r.inserted
+                table.name, r.version, rewound.to, r.deleted, r.inserted
             )?;
         }
     }
-    for (target, (path, rows)) in pipeline.targets.iter().zip(&rewound.tables) {
-        writeln!(stdout, "{}: {rows} rows -> {}", target.name, path.display())?;
+    for (table, (path, rows)) in tables.iter().zip(&rewound.tables) {
+        writeln!(stdout, "{}: {rows} rows -> {}", table.name, path.display())?;
     }
     for path in &rewound.cut {
         writeln!(stdout, "cut back: {}", path.display())?;

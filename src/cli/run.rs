@@ -46,7 +46,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                  in a --warehouse are written whole by process 0 (drop --partitioned-output)"
             );
         }
-        layout = layout.publish(warehouse.target_dirs(&pipeline)?);
+        layout = layout.publish(warehouse.published_dirs(&pipeline)?);
     }
     let progress = Progress::start();
     let written = scdflow::output::run(
@@ -75,11 +75,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         false => String::new(),
     };
     let mut stdout = std::io::stdout().lock();
-    for (target, (path, rows)) in pipeline.targets.iter().zip(&written.tables) {
+    for (table, (path, rows)) in pipeline.published().iter().zip(&written.tables) {
         writeln!(
             stdout,
             "{}: {rows} rows{part} -> {}",
-            target.name,
+            table.name,
             path.display()
         )?;
     }
@@ -93,7 +93,7 @@ fn run_durable(
     args: &RunArgs,
 ) -> anyhow::Result<ExitCode> {
     let published = match args.warehouse.open()? {
-        Some(warehouse) => warehouse.target_dirs(pipeline)?,
+        Some(warehouse) => warehouse.published_dirs(pipeline)?,
         None => Vec::new(),
     };
     let durability = Durability {
@@ -168,15 +168,16 @@ fn print_step(run: &DurableRun) -> std::io::Result<()> {
     stdout.flush()
 }
 
-/// One line per target, then the state's line.
+/// One line per published table (the targets, then the streaming tables), then the state's
+/// line.
 fn print_run(
     pipeline: &scdflow::plan::Pipeline,
     run: &DurableRun,
     state: &Path,
 ) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
-    for (target, (path, rows)) in pipeline.targets.iter().zip(&run.tables) {
-        writeln!(stdout, "{}: {rows} rows -> {}", target.name, path.display())?;
+    for (table, (path, rows)) in pipeline.published().iter().zip(&run.tables) {
+        writeln!(stdout, "{}: {rows} rows -> {}", table.name, path.display())?;
     }
     let last = run.base + run.commits;
     let new = match run.commits {

@@ -29,6 +29,14 @@
 //! a removal the index cannot place means the feed and the table disagree and fails the commit
 //! before anything is written. Memory: about 40 bytes per live row.
 //!
+//! A table of appends ([`Kept::Appends`]: a published streaming table, whose commits only add
+//! rows) keeps no index, and opening it reads no rows, only the log's file list and row counts.
+//!
+//! A version whose changes are all inserts writes no change-data file: readers take the rows
+//! of the file it adds (with `dataChange`) as its inserts, as the protocol says and as Spark's
+//! own appends do, so the rows are written once, not twice — unless compaction merged that
+//! file away in the same version (the merged file's `add` has no `dataChange`).
+//!
 //! Limits: the table's writer must be the only one (versions are made by this writer in
 //! sequence: another writer's version makes the next commit fail); files merged away and
 //! superseded DV files stay on disk until a vacuum deletes them after the retention period
@@ -39,7 +47,7 @@ use super::dv::{self, DvFile};
 use super::files::{self, as_add, remove};
 use super::table::{failed, read_parquet};
 use super::upkeep::{self, Schedule};
-use crate::engine::changefeed::ChangeType;
+use crate::engine::changefeed::{ChangeType, FEED_COLUMN_NAMES};
 use crate::value::{Row, Schema};
 use crate::{Error, ErrorKind, Result};
 use deltalake::arrow::datatypes::SchemaRef;
@@ -62,6 +70,15 @@ pub const FANOUT: u64 = 8;
 /// The `commitInfo` field holding a version's flow progress: per flow into the table, its name
 /// and its metrics for the commit (`event_log(TABLE(t))` in `scdflow sql` reads them).
 pub const FLOW_PROGRESS: &str = "flowProgress";
+
+/// What a maintained table's commits may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kept {
+    /// Insert and remove rows (a target's change feed).
+    Changes,
+    /// Only insert rows (a streaming table's appends): no index is kept.
+    Appends,
+}
 
 /// Where a live row is: file id and position in it.
 #[derive(Clone, Copy, Debug)]
@@ -120,6 +137,7 @@ pub struct MaintainedTable {
     cdc_schema: Schema,
     cdc_arrow: SchemaRef,
     app_id: String,
+    kept: Kept,
     version: u64,
     schedule: Schedule,
     files: Vec<Option<LiveFile>>,
@@ -135,18 +153,58 @@ impl MaintainedTable {
         properties: &BTreeMap<String, String>,
         app_id: &str,
     ) -> Result<MaintainedTable> {
+        Self::create_as(dir, schema, properties, app_id, Kept::Changes)
+    }
+
+    /// [`MaintainedTable::create`] of a table whose commits do what `kept` says. The change
+    /// data feed is not enabled for a table with a column of a name the feed reserves
+    /// ([`FEED_COLUMN_NAMES`]; only a table of appends may have one).
+    pub fn create_as(
+        dir: &Path,
+        schema: &Schema,
+        properties: &BTreeMap<String, String>,
+        app_id: &str,
+        kept: Kept,
+    ) -> Result<MaintainedTable> {
         let mut properties = properties.clone();
-        for key in [super::FEED_PROPERTY, "delta.enableDeletionVectors"] {
-            properties.insert(key.to_string(), "true".to_string());
+        let reserved =
+            (schema.columns.iter()).any(|c| FEED_COLUMN_NAMES.contains(&c.name.as_str()));
+        if reserved && kept == Kept::Changes {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!(
+                    "Delta table {}: a target with a column the change data feed reserves",
+                    dir.display()
+                ),
+            ));
+        }
+        properties.insert(
+            "delta.enableDeletionVectors".to_string(),
+            "true".to_string(),
+        );
+        if !reserved {
+            properties.insert(super::FEED_PROPERTY.to_string(), "true".to_string());
         }
         let table = super::Table::create(dir, schema, &properties, &[], false)?;
         drop(table);
-        Self::open(dir, schema, app_id)
+        Self::open_as(dir, schema, app_id, kept)
     }
 
     /// Opens the maintained table at `dir`: its files, deletion vectors and live rows are read
     /// to build the index. Its columns must be `schema`'s.
     pub fn open(dir: &Path, schema: &Schema, app_id: &str) -> Result<MaintainedTable> {
+        Self::open_as(dir, schema, app_id, Kept::Changes)
+    }
+
+    /// [`MaintainedTable::open`] of a table whose commits do what `kept` says: a table of
+    /// appends reads only its files' row counts (from their statistics, else their footers'
+    /// data) and deletion vectors, not their rows.
+    pub fn open_as(
+        dir: &Path,
+        schema: &Schema,
+        app_id: &str,
+        kept: Kept,
+    ) -> Result<MaintainedTable> {
         let (runtime, url) = super::table::existing(dir)?;
         let table = runtime
             .block_on(deltalake::open_table(url.clone()))
@@ -180,6 +238,7 @@ impl MaintainedTable {
             cdc_schema,
             cdc_arrow,
             app_id: app_id.to_string(),
+            kept,
             schedule,
             files: Vec::new(),
             index: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
@@ -190,18 +249,21 @@ impl MaintainedTable {
                 Some(d) => dv::read(dir, d, &where_)?,
                 None => RoaringTreemap::new(),
             };
-            let rows = maintained.read(&add)?;
             let file = maintained.files.len() as u32;
-            for (i, row) in rows.iter().enumerate() {
-                if !deleted.contains(i as u64) {
-                    maintained.place(row, file, i as u32);
+            let counted = stats_rows(&add).filter(|_| kept == Kept::Appends);
+            let rows = match counted {
+                Some(n) => n,
+                None => {
+                    let rows = maintained.read(&add)?;
+                    for (i, row) in rows.iter().enumerate() {
+                        if kept == Kept::Changes && !deleted.contains(i as u64) {
+                            maintained.place(row, file, i as u32);
+                        }
+                    }
+                    rows.len() as u64
                 }
-            }
-            maintained.files.push(Some(LiveFile {
-                rows: rows.len() as u64,
-                add,
-                deleted,
-            }));
+            };
+            maintained.files.push(Some(LiveFile { rows, add, deleted }));
         }
         Ok(maintained)
     }
@@ -305,7 +367,22 @@ impl MaintainedTable {
         // Rows the commit adds, and by hash the ones a later change of it may take back.
         let mut inserted: Vec<Option<&Row>> = Vec::new();
         let mut new_rows: HashMap<u128, Vec<usize>> = HashMap::new();
+        let appends = self.kept == Kept::Appends;
         for (kind, row) in changes {
+            if appends {
+                if *kind != ChangeType::Insert {
+                    return Err(Error::new(
+                        ErrorKind::Internal,
+                        format!(
+                            "Delta table {}: commit {commit} removes a row from a table of \
+                             appends",
+                            self.dir.display()
+                        ),
+                    ));
+                }
+                inserted.push(Some(row));
+                continue;
+            }
             let hash = self.hash(row);
             match kind {
                 ChangeType::Insert | ChangeType::UpdatePostimage => {
@@ -333,11 +410,13 @@ impl MaintainedTable {
         }
         let inserted: Vec<Row> = inserted.into_iter().flatten().cloned().collect();
         let mut actions = Vec::new();
+        let mut added = None;
         if !inserted.is_empty() {
             let add = self.write_file(&inserted, true)?;
+            added = Some(add.path.clone());
             written.bytes += add.size as u64;
             let file = self.files.len() as u32;
-            for (i, row) in inserted.iter().enumerate() {
+            for (i, row) in inserted.iter().enumerate().filter(|_| !appends) {
                 self.place(row, file, i as u32);
             }
             actions.push(Action::Add(add.clone()));
@@ -369,7 +448,13 @@ impl MaintainedTable {
             written.bytes += vectors.bytes().len() as u64;
             self.put(&vectors.name(), vectors.bytes().to_vec())?;
         }
-        if !changes.is_empty() {
+        // Inserts alone are the added file's rows (see the module docs), unless compaction
+        // merged that file away in this version.
+        let added_kept = added.is_some_and(|path| {
+            (actions.iter()).any(|a| matches!(a, Action::Add(add) if add.path == path))
+        });
+        let from_added = added_kept && changes.iter().all(|(kind, _)| *kind == ChangeType::Insert);
+        if !from_added && !changes.is_empty() {
             let cdc = self.write_feed(changes)?;
             written.bytes += cdc.size as u64;
             actions.push(Action::Cdc(cdc));
@@ -440,7 +525,11 @@ impl MaintainedTable {
             bytes += add.size as u64;
             moved += rows.len() as u64;
             let file = self.files.len() as u32;
-            for (i, row) in rows.iter().enumerate() {
+            for (i, row) in rows
+                .iter()
+                .enumerate()
+                .filter(|_| self.kept == Kept::Changes)
+            {
                 let hash = self.hash(row);
                 if let Some(at) = self.index.get_mut(&hash).and_then(|ats| {
                     ats.iter_mut()
@@ -565,6 +654,12 @@ impl MaintainedTable {
         }
         Some(at)
     }
+}
+
+/// The rows of a data file as its `add`'s statistics count them (`numRecords`), if they do.
+fn stats_rows(add: &Add) -> Option<u64> {
+    let stats: serde_json::Value = serde_json::from_str(add.stats.as_deref()?).ok()?;
+    stats.get("numRecords")?.as_u64()
 }
 
 /// Publishes the versions of `prepared` (in order) that the table at `dir` does not hold yet:

@@ -155,6 +155,9 @@ pub struct Prepared {
     pub skipped: Vec<(usize, i64)>,
     /// For a [`ReadFrom`] read: where the complete lines read end.
     pub end: Option<ReadFrom>,
+    /// The rows of published source tables ([`crate::plan::SourceTable::published`]):
+    /// `(table, rows)`.
+    pub appended: Vec<(usize, Vec<Row>)>,
 }
 
 /// Reads and prepares commit `version` from `source`; metrics entries go to `metrics`
@@ -250,6 +253,7 @@ impl Prepared {
             tables: Vec::new(),
             skipped: Vec::new(),
             end: None,
+            appended: Vec::new(),
         }
     }
 }
@@ -359,6 +363,12 @@ impl Step<'_> {
                 expectations: counts.clone(),
             };
             self.prepared.tables.push((t, entry));
+        }
+        for (t, rows) in commit.rows.iter().enumerate() {
+            if self.pipeline.tables[t].published.is_some() && !rows.is_empty() {
+                let rows = rows.iter().map(|r| r.row.clone()).collect();
+                self.prepared.appended.push((t, rows));
+            }
         }
         let involved = involved(self.pipeline, table);
         for (f, flow) in flows.iter().enumerate() {

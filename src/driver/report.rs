@@ -31,6 +31,8 @@ pub(super) struct CommitReport {
     /// Why making a later stage's input from a target's change data feed failed
     /// ([`super::feeds`]); the commit fails with it.
     pub(super) failed: Option<String>,
+    /// The rows of published source tables: `(table, rows)`.
+    pub(super) appended: Vec<(usize, Vec<crate::value::Row>)>,
 }
 
 impl CommitReport {
@@ -60,6 +62,12 @@ impl CommitReport {
         self.events += other.events;
         self.end = self.end.or(other.end);
         self.failed = self.failed.take().or(other.failed);
+        for (t, rows) in other.appended {
+            match self.appended.iter_mut().find(|(u, _)| *u == t) {
+                Some((_, mine)) => mine.extend(rows),
+                None => self.appended.push((t, rows)),
+            }
+        }
     }
 }
 
@@ -132,6 +140,7 @@ pub(super) fn reported(
         events: events as u64,
         end: prepared.end,
         failed: None,
+        appended: prepared.appended,
     };
     (input, report)
 }

@@ -59,6 +59,9 @@ pub struct CommitOutput {
     pub timestamp: i64,
     /// Per target: the change-feed rows, in feed order.
     pub changes: Vec<Vec<(ChangeType, Row)>>,
+    /// The rows the commit appends to published source tables
+    /// ([`crate::plan::SourceTable::published`]): `(table, rows)`, each table once.
+    pub appended: Vec<(usize, Vec<Row>)>,
     /// The metrics entries of the flows that had input: `(flow, metrics)`, flows indexed like
     /// [`flows::all`].
     pub metrics: Vec<(usize, FlowCommitMetrics)>,
@@ -308,6 +311,7 @@ impl<'p> Driver<'p> {
             version: outcome.version,
             timestamp: outcome.timestamp,
             changes,
+            appended: report.appended,
             metrics: entries,
             table_metrics: report.tables,
             quarantined: report.invalid,

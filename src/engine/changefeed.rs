@@ -82,16 +82,22 @@ pub fn schema(target: &Target) -> Schema {
 /// How many columns a change data feed adds to its table's ([`with_feed_columns`]).
 pub const FEED_COLUMNS: usize = 3;
 
+/// The names of the columns a change data feed adds, which Delta reserves: a table with one
+/// of them cannot record its feed.
+pub const FEED_COLUMN_NAMES: [&str; FEED_COLUMNS] =
+    ["_change_type", "_commit_version", "_commit_timestamp"];
+
 /// `schema`'s columns, then the change data feed's `_change_type`, `_commit_version`,
 /// `_commit_timestamp` (Delta's names and types, which every reader of a feed shows).
 pub fn with_feed_columns(schema: &Schema) -> Schema {
     let mut schema = schema.clone();
     schema.columns.extend(
-        Schema::new([
-            ("_change_type".to_string(), DataType::String),
-            ("_commit_version".to_string(), DataType::BigInt),
-            ("_commit_timestamp".to_string(), DataType::Timestamp),
-        ])
+        Schema::new(
+            FEED_COLUMN_NAMES
+                .iter()
+                .zip([DataType::String, DataType::BigInt, DataType::Timestamp])
+                .map(|(name, ty)| (name.to_string(), ty)),
+        )
         .columns,
     );
     schema

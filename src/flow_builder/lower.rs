@@ -49,6 +49,7 @@ impl AutoCdcFlow {
         // Only the name and schema of the source are read; its rows come from the caller.
         let source = SourceTable {
             expectations: Vec::new(),
+            published: None,
             name: self.source_name.clone(),
             schema: self.source_schema.clone(),
             input: SourceInput::Files {

@@ -51,8 +51,8 @@ pub fn pipeline(w: &Workload, scd: ScdType, format: OutputFormat) -> String {
     }
     if scd.has_history() {
         sql.push_str(
-            "-- Truncate rows are not valid here (APPLY AS TRUNCATE is SCD1-only), so they are\n\
-             -- filtered out before the flow.\n",
+            "-- Truncate rows are not valid here (APPLY AS TRUNCATE is SCD1-only), so a view\n\
+             -- (not a table: nothing to keep) filters them out before the flow.\n",
         );
     }
     let _ = write!(
@@ -67,7 +67,7 @@ pub fn pipeline(w: &Workload, scd: ScdType, format: OutputFormat) -> String {
     );
     let source = if scd.has_history() {
         sql.push_str(
-            "CREATE OR REFRESH STREAMING TABLE events_without_truncates\n\
+            "CREATE TEMPORARY VIEW events_without_truncates\n\
              AS SELECT * FROM STREAM(events) WHERE op <> 'TRUNCATE';\n\n",
         );
         "events_without_truncates"

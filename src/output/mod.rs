@@ -14,15 +14,19 @@
 //! completes a group that was moving in).
 //!
 //! With a warehouse ([`Layout::publish`]) each target is a Delta table there instead, its
-//! change feed the table's change data feed ([`published`]); `DIR` keeps `metrics.json` and
-//! the set-aside rows, and the tables move in with them as one group.
+//! change feed the table's change data feed, and each streaming table the pipeline declares is
+//! one too, each commit's rows appended ([`published`]); `DIR` keeps `metrics.json` and the
+//! set-aside rows, and the tables move in with them as one group.
 //!
 //! Limits: into an existing `DIR`, a reader listing it during the renames (microseconds per
 //! file) can see some files new and others old.
 
 mod published;
 
-pub use published::{flow_progress, refuse_foreign, table_properties, TARGET_PROPERTY};
+pub use published::{
+    appended_changes, flow_progress, kept, refuse_foreign, table_properties, APPENDS_PROPERTY,
+    TARGET_PROPERTY,
+};
 
 use crate::driver::{CommitLatency, CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};
 use crate::engine::changefeed;
@@ -46,7 +50,8 @@ pub struct Layout {
     pub format: OutputFormat,
     /// Before the extension of tables and change feeds: `.part-<p>` for a partition.
     pub suffix: String,
-    /// Per target, the Delta table it is published as; empty: tables are files in `dir`.
+    /// Per published table ([`Pipeline::published`]: the targets, then the streaming
+    /// tables), the Delta table it is published as; empty: targets are files in `dir`.
     pub published: Vec<PathBuf>,
 }
 
@@ -61,7 +66,8 @@ impl Layout {
         }
     }
 
-    /// The targets published as the Delta tables `dirs` (one per target) instead of files.
+    /// The tables published as the Delta tables `dirs` (one per [`Pipeline::published`]
+    /// table) instead of files.
     pub fn publish(self, dirs: Vec<PathBuf>) -> Layout {
         Layout {
             published: dirs,
@@ -183,6 +189,8 @@ pub struct StagedRun<'p> {
     run_files: bool,
     /// Per target: its change feed's schema and staged file, or its staged Delta table.
     feeds: Vec<Feed>,
+    /// The published streaming tables' staged Delta tables, with their tables' indices.
+    streams: Vec<(usize, published::Published)>,
     quarantine: BTreeMap<String, BufWriter<File>>,
     metrics: RunMetrics,
     /// The pipeline's flows, as commits' metrics index them.
@@ -230,11 +238,12 @@ impl<'p> StagedRun<'p> {
         let stage = layout.within(&stage_dir);
         let mut feeds = Vec::new();
         let mut text = String::new();
+        let publications = pipeline.published();
         for (t, target) in pipeline.targets.iter().enumerate() {
             if let Some(dir) = layout.published.get(t) {
-                feeds.push(Feed::Delta(Box::new(published::Published::create(
-                    target, dir,
-                )?)));
+                let table = &publications[t];
+                let staged = published::Published::create(pipeline, table, dir)?;
+                feeds.push(Feed::Delta(Box::new(staged)));
                 continue;
             }
             let path = stage.changes(&target.name);
@@ -247,12 +256,19 @@ impl<'p> StagedRun<'p> {
             text.clear();
             feeds.push(Feed::File(schema, file));
         }
+        let mut streams = Vec::new();
+        for (table, dir) in publications.iter().zip(&layout.published) {
+            if let crate::plan::Publishes::Table(t) = table.of {
+                streams.push((t, published::Published::create(pipeline, table, dir)?));
+            }
+        }
         Ok(StagedRun {
             pipeline,
             layout,
             stage,
             run_files,
             feeds,
+            streams,
             quarantine: BTreeMap::new(),
             metrics: RunMetrics::new(pipeline),
             flows: crate::driver::flows::all(pipeline),
@@ -290,6 +306,7 @@ impl<'p> StagedRun<'p> {
             })?;
             staged.push((path, self.layout.table(&target.name)));
         }
+        staged.extend(self.streams.iter().map(|(_, table)| table.staged()));
         if self.run_files {
             for (owner, file) in &mut self.quarantine {
                 let path = self.stage.quarantine(owner);
@@ -304,6 +321,7 @@ impl<'p> StagedRun<'p> {
         }
         // A new `DIR` appears whole; another process may create it first (partitions).
         let whole = published.is_empty()
+            && self.streams.is_empty()
             && !self.layout.dir.exists()
             && std::fs::rename(&self.stage.dir, &self.layout.dir).is_ok();
         if !whole {
@@ -319,6 +337,7 @@ impl<'p> StagedRun<'p> {
         for (t, table) in published {
             written[t] = table;
         }
+        written.extend(self.streams.iter().map(|(_, table)| table.published()));
         Ok(written)
     }
 }
@@ -331,7 +350,11 @@ impl Drop for StagedRun<'_> {
 }
 
 impl Sink for StagedRun<'_> {
-    fn commit(&mut self, commit: CommitOutput) -> Result<()> {
+    fn commit(&mut self, mut commit: CommitOutput) -> Result<()> {
+        for (t, table) in &mut self.streams {
+            let changes = appended_changes(&mut commit.appended, *t);
+            table.commit(commit.version, commit.timestamp, &changes, &[])?;
+        }
         for (t, target) in self.pipeline.targets.iter().enumerate() {
             let changes = commit.changes.get(t).map_or(&[][..], Vec::as_slice);
             let (schema, file) = match &mut self.feeds[t] {
@@ -383,7 +406,8 @@ impl Sink for StagedRun<'_> {
 /// What a plain run wrote, and what it has to say.
 #[derive(Debug)]
 pub struct Written {
-    /// Every target's table file and its rows (none outside process 0 of a gathering cluster).
+    /// Every published table's ([`Pipeline::published`]) file or Delta table and its rows
+    /// (none outside process 0 of a gathering cluster).
     pub tables: Vec<(PathBuf, usize)>,
     /// Rows set aside.
     pub quarantined: Vec<crate::driver::Quarantined>,

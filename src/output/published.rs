@@ -1,6 +1,8 @@
-//! A plain run's targets published as Delta tables in a warehouse, with their change data feed.
+//! A plain run's tables published as Delta tables in a warehouse, with their change data feed:
+//! its targets, and the streaming tables it declares (each commit's rows appended, as
+//! Lakeflow publishes a streaming table).
 //!
-//! Each target's table is built afresh in a staging directory beside it
+//! Each table is built afresh in a staging directory beside it
 //! (`.<table>.scdflow-staging-<pid>/table`, on the same file system): version 0 creates it,
 //! and scdflow commit `n` is Delta version `n` ([`MaintainedTable`]: the commit's rows,
 //! deletion vectors, change-data file and `txn` in one log entry). When the run succeeds the
@@ -15,30 +17,52 @@
 //! another `--out` removes the staged table instead (the old table stays, or, if it had moved
 //! aside, is gone until the first run is repeated).
 
-use crate::delta::{MaintainedTable, Table};
+use crate::delta::{Kept, MaintainedTable, Table};
 use crate::driver::{FlowCommitMetrics, FlowRef};
 use crate::engine::changefeed::ChangeType;
 use crate::engine::HistoryRules;
-use crate::plan::Target;
+use crate::plan::{Pipeline, PublishedTable, Publishes};
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-/// The table property that marks a table as a published target.
+/// The table property that marks a table as published by a pipeline (a target or a streaming
+/// table), its value the table's name in the pipeline.
 pub const TARGET_PROPERTY: &str = "scdflow.target";
 
-/// The properties a published table of `target` is created with: the target's own Delta ones
-/// (its `TBLPROPERTIES`), [`TARGET_PROPERTY`] and, for a target whose rows DML may edit, the
-/// rules its history keeps ([`HistoryRules::PROPERTY`]; `scdflow sql` checks edits by them).
-pub fn table_properties(target: &Target) -> BTreeMap<String, String> {
-    let mut properties = target.properties.clone();
-    properties.insert(TARGET_PROPERTY.to_string(), target.name.clone());
-    if let Ok(rules) = HistoryRules::of(target) {
-        properties.insert(HistoryRules::PROPERTY.to_string(), rules.recorded());
+/// The table property that marks a published table as a streaming table's, which runs append
+/// rows to and nothing else writes.
+pub const APPENDS_PROPERTY: &str = "scdflow.appends";
+
+/// The properties published `table` of `pipeline` is created with: its own Delta ones (its
+/// `TBLPROPERTIES`), [`TARGET_PROPERTY`] and, for a target whose rows DML may edit, the rules
+/// its history keeps ([`HistoryRules::PROPERTY`]; `scdflow sql` checks edits by them), for a
+/// streaming table [`APPENDS_PROPERTY`].
+pub fn table_properties(pipeline: &Pipeline, table: &PublishedTable) -> BTreeMap<String, String> {
+    let mut properties = table.properties.clone();
+    properties.insert(TARGET_PROPERTY.to_string(), table.name.to_string());
+    match table.of {
+        Publishes::Target(t) => {
+            if let Ok(rules) = HistoryRules::of(&pipeline.targets[t]) {
+                properties.insert(HistoryRules::PROPERTY.to_string(), rules.recorded());
+            }
+        }
+        Publishes::Table(_) => {
+            properties.insert(APPENDS_PROPERTY.to_string(), "true".to_string());
+        }
     }
     properties
+}
+
+/// What a published table's commits do to it: a target's apply its change feed, a streaming
+/// table's append rows.
+pub fn kept(table: &PublishedTable) -> Kept {
+    match table.of {
+        Publishes::Target(_) => Kept::Changes,
+        Publishes::Table(_) => Kept::Appends,
+    }
 }
 
 /// Target `t`'s flow progress in one commit, as its Delta version records it
@@ -55,10 +79,24 @@ pub fn flow_progress(
         .collect()
 }
 
+/// Takes published streaming table `table`'s rows out of a commit's `appended` rows
+/// ([`crate::driver::CommitOutput::appended`]), as the inserts its Delta version holds.
+pub fn appended_changes(
+    appended: &mut [(usize, Vec<Row>)],
+    table: usize,
+) -> Vec<(ChangeType, Row)> {
+    let rows = (appended.iter_mut())
+        .find(|(t, _)| *t == table)
+        .map(|(_, rows)| std::mem::take(rows));
+    (rows.into_iter().flatten())
+        .map(|row| (ChangeType::Insert, row))
+        .collect()
+}
+
 /// What follows `.<table>` in the name of a table's staging directory.
 const STAGING: &str = ".scdflow-staging-";
 
-/// One target's table, staged; see the module docs.
+/// One published table, staged; see the module docs.
 pub(super) struct Published {
     table: MaintainedTable,
     /// The staging directory (the new table is its `table`).
@@ -70,11 +108,15 @@ pub(super) struct Published {
 }
 
 impl Published {
-    /// Stages `target`'s table for `dir`, after checking that `dir` is free or holds a table
-    /// scdflow published. Staging directories left by crashed runs are removed.
-    pub(super) fn create(target: &Target, dir: &Path) -> Result<Published> {
+    /// Stages published `table` of `pipeline` for `dir`, after checking that `dir` is free or
+    /// holds a table scdflow published. Staging directories left by crashed runs are removed.
+    pub(super) fn create(
+        pipeline: &Pipeline,
+        table: &PublishedTable,
+        dir: &Path,
+    ) -> Result<Published> {
         let lock = super::lock(dir, "")?;
-        refuse_foreign(target, dir)?;
+        refuse_foreign(table.name, dir)?;
         let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
             return Err(Error::new(
                 ErrorKind::Internal,
@@ -90,10 +132,11 @@ impl Published {
             }
         }
         let stage = parent.join(format!("{prefix}{}", std::process::id()));
-        let properties = table_properties(target);
-        let app_id = format!("scdflow:{}", target.name);
+        let properties = table_properties(pipeline, table);
+        let app_id = format!("scdflow:{}", table.name);
+        let (schema, kept) = (table.schema, kept(table));
         let table =
-            MaintainedTable::create(&stage.join("table"), &target.schema, &properties, &app_id)?;
+            MaintainedTable::create_as(&stage.join("table"), schema, &properties, &app_id, kept)?;
         Ok(Published {
             table,
             stage,
@@ -133,9 +176,9 @@ impl Published {
     }
 }
 
-/// Fails when `dir` (where `target` is published) holds something scdflow did not publish: a
-/// run replaces only a table with [`TARGET_PROPERTY`].
-pub fn refuse_foreign(target: &Target, dir: &Path) -> Result<()> {
+/// Fails when `dir` (where table `name` is published) holds something scdflow did not
+/// publish: a run replaces only a table with [`TARGET_PROPERTY`].
+pub fn refuse_foreign(name: &str, dir: &Path) -> Result<()> {
     if !dir.exists() {
         return Ok(());
     }
@@ -147,9 +190,9 @@ pub fn refuse_foreign(target: &Target, dir: &Path) -> Result<()> {
         return Ok(());
     }
     let message = format!(
-        "target `{}` is published as {}, where a table or folder scdflow did not publish is; \
-         drop it (`DROP TABLE`) or rename the target",
-        target.name,
+        "`{}` is published as {}, where a table or folder scdflow did not publish is; drop it \
+         (`DROP TABLE`) or rename the table in the pipeline",
+        name,
         dir.display()
     );
     Err(Error::new(ErrorKind::Validation, message))

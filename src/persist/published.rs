@@ -1,4 +1,5 @@
-//! A durable run's targets published as Delta tables: opened at a session's start (rolling
+//! A durable run's published tables ([`Pipeline::published`]: its targets, then its streaming
+//! tables) as Delta tables: opened at a session's start (rolling
 //! forward what the last commit prepared), prepared commit by commit during a step, and
 //! published once the step's manifest is committed.
 //!
@@ -16,7 +17,7 @@
 //! over, publishing afresh, and only replaces a table scdflow published).
 
 use crate::delta::{roll_forward, MaintainedTable, Table};
-use crate::output::table_properties;
+use crate::output::{kept, table_properties};
 use crate::persist::Manifest;
 use crate::plan::Pipeline;
 use crate::{Error, ErrorKind, Result};
@@ -27,7 +28,7 @@ pub fn app_id(target: &str, state: &str) -> String {
     format!("scdflow:{target}:{state}")
 }
 
-/// Checks `dirs` (per target, empty: files) against a committed `manifest` and rolls forward
+/// Checks `dirs` (per published table, empty: files) against a committed `manifest` and rolls forward
 /// the versions it prepared. With `rewinding`, a table may hold commits after the manifest's
 /// (a rewind that stopped before returning it; the rewind does).
 pub fn resume(
@@ -37,6 +38,19 @@ pub fn resume(
     rewinding: bool,
 ) -> Result<()> {
     let bound = &manifest.publishing.tables;
+    if !bound.is_empty() && bound.len() < dirs.len() && dirs.starts_with(bound) {
+        let tables = pipeline.published();
+        let name = tables.get(bound.len()).map_or("", |t| t.name);
+        return Err(Error::new(
+            ErrorKind::State,
+            format!(
+                "the state publishes the pipeline's targets but not its streaming tables (it \
+                 was written before scdflow published them): `{name}` would miss the rows of \
+                 its {} commits; start over with --full-refresh to publish every table",
+                manifest.version
+            ),
+        ));
+    }
     if bound != dirs {
         let shown = |dirs: &[PathBuf]| match dirs.first() {
             None => "as files in --out".to_string(),
@@ -55,13 +69,13 @@ pub fn resume(
             ),
         ));
     }
-    for (t, dir) in dirs.iter().enumerate() {
-        let target = &pipeline.targets[t].name;
+    for (t, (table, dir)) in pipeline.published().iter().zip(dirs).enumerate() {
+        let target = table.name;
         if !Table::exists(dir) {
             return Err(Error::new(
                 ErrorKind::State,
                 format!(
-                    "target `{target}` was published as {} by this state, and that table is \
+                    "`{target}` was published as {} by this state, and that table is \
                      gone; start over with --full-refresh to publish it afresh",
                     dir.display()
                 ),
@@ -80,7 +94,7 @@ pub fn resume(
             return Err(Error::new(
                 ErrorKind::State,
                 format!(
-                    "target `{target}`'s table {} holds commit {held}, after the state's last \
+                    "`{target}`'s table {} holds commit {held}, after the state's last \
                      ({}): a rewind stopped before returning the table (run `scdflow rewind \
                      ... --to {}` again), or the state is older than the table",
                     dir.display(),
@@ -93,7 +107,7 @@ pub fn resume(
             return Err(Error::new(
                 ErrorKind::State,
                 format!(
-                    "target `{target}`'s table {} does not hold this state's {} commits (another \
+                    "`{target}`'s table {} does not hold this state's {} commits (another \
                      run wrote it since); start over with --full-refresh to publish it afresh",
                     dir.display(),
                     manifest.version
@@ -109,11 +123,11 @@ pub fn resume(
 /// commit yet (a first run that died) is kept; one with commits is refused, unless
 /// `full_refresh`, when it is removed (never a table scdflow did not publish).
 pub fn start(pipeline: &Pipeline, dirs: &[PathBuf], full_refresh: bool) -> Result<()> {
-    for (target, dir) in pipeline.targets.iter().zip(dirs) {
+    for (table, dir) in pipeline.published().iter().zip(dirs) {
         if !dir.exists() {
             continue;
         }
-        crate::output::refuse_foreign(target, dir)?;
+        crate::output::refuse_foreign(table.name, dir)?;
         // A first run that died left the table as it created it: version 0.
         let empty = crate::delta::Log::open(dir)?.latest_version()? == 0;
         if empty {
@@ -123,9 +137,9 @@ pub fn start(pipeline: &Pipeline, dirs: &[PathBuf], full_refresh: bool) -> Resul
             return Err(Error::new(
                 ErrorKind::State,
                 format!(
-                    "target `{}` is published as {} by another run already; this state has no \
+                    "`{}` is published as {} by another run already; this state has no \
                      commit: start over with --full-refresh to publish it afresh",
-                    target.name,
+                    table.name,
                     dir.display()
                 ),
             ));
@@ -135,16 +149,17 @@ pub fn start(pipeline: &Pipeline, dirs: &[PathBuf], full_refresh: bool) -> Resul
     Ok(())
 }
 
-/// Opens (creating it when missing) each published target's table, written by state `id`.
+/// Opens (creating it when missing) each published table, written by state `id`.
 pub fn open(pipeline: &Pipeline, dirs: &[PathBuf], id: &str) -> Result<Vec<MaintainedTable>> {
     let mut tables = Vec::new();
-    for (target, dir) in pipeline.targets.iter().zip(dirs) {
-        let app = app_id(&target.name, id);
+    for (published, dir) in pipeline.published().iter().zip(dirs) {
+        let app = app_id(published.name, id);
+        let (schema, kept) = (published.schema, kept(published));
         let table = match Table::exists(dir) {
-            true => MaintainedTable::open(dir, &target.schema, &app)?,
+            true => MaintainedTable::open_as(dir, schema, &app, kept)?,
             false => {
-                let properties = table_properties(target);
-                MaintainedTable::create(dir, &target.schema, &properties, &app)?
+                let properties = table_properties(pipeline, published);
+                MaintainedTable::create_as(dir, schema, &properties, &app, kept)?
             }
         };
         tables.push(table);

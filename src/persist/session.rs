@@ -20,8 +20,9 @@
 //! 4. commit: the staged delta or base and a new manifest (new input offsets, appended
 //!    lengths) replace the old ones atomically (a new base removes the old one and its deltas);
 //! 5. rewrite the target tables (read from the engine's states) and `metrics.json` — or, for
-//!    targets published as Delta tables (`published`), put the versions the step prepared and
-//!    its manifest names into the tables' logs.
+//!    tables published as Delta tables (`published`: the targets, and the streaming tables
+//!    each commit appends to), put the versions the step prepared and its manifest names into
+//!    the tables' logs.
 //!
 //! A crash before 4 leaves the previous commit: the next run cuts the appended files back and
 //! reads the same input again. A crash after 4 leaves the new commit, and the next run rewrites
@@ -51,7 +52,7 @@ use crate::persist::table_edits::{self, Absorbed};
 use crate::persist::{
     appended, published, Appended, Checks, Fingerprint, Manifest, Publishing, StateDir,
 };
-use crate::plan::Pipeline;
+use crate::plan::{Pipeline, Publishes};
 use crate::runtime::{Checkpoint, Progress};
 use crate::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
@@ -70,8 +71,9 @@ pub struct Durability {
     pub format: OutputFormat,
     /// Forget every earlier run first: reprocess all input (and rerun ONCE flows).
     pub full_refresh: bool,
-    /// Per target, the Delta table it is published as (see `published`); empty: the targets
-    /// are files in `out`.
+    /// Per published table ([`Pipeline::published`]: the targets, then the streaming tables),
+    /// the Delta table it is published as (see `published`); empty: the targets are files in
+    /// `out`.
     pub published: Vec<PathBuf>,
 }
 
@@ -157,7 +159,7 @@ pub struct Session<'a> {
     driver: Option<Driver<'a>>,
     /// Known input files verified unchanged, so that a poll does not read them again.
     checked: std::cell::RefCell<driver::new_input::Checked>,
-    /// Per target, its Delta table's directory (absolute); empty: files in `out`.
+    /// Per published table, its Delta table's directory (absolute); empty: files in `out`.
     published: Vec<PathBuf>,
     /// The published tables, from the first step on (opened again after a failed step).
     tables: Option<Vec<MaintainedTable>>,
@@ -536,8 +538,8 @@ struct Appender<'p> {
     /// Per commit, once appended: its latency.
     latencies: Vec<CommitLatency>,
     written: Vec<PathBuf>,
-    /// The published targets' tables (none when the targets are files), whose versions the
-    /// step prepares into `next`.
+    /// The published tables (none when the targets are files), whose versions the step
+    /// prepares into `next`.
     tables: Vec<MaintainedTable>,
 }
 
@@ -614,14 +616,23 @@ impl<'p> Appender<'p> {
 }
 
 impl Sink for Appender<'_> {
-    fn commit(&mut self, commit: CommitOutput) -> Result<()> {
+    fn commit(&mut self, mut commit: CommitOutput) -> Result<()> {
         self.inputs.push((commit.version, commit.input_complete));
         let (version, timestamp) = (commit.version, commit.timestamp);
-        for (t, table) in self.tables.iter_mut().enumerate() {
-            let changes = commit.changes.get(t).map_or(&[][..], Vec::as_slice);
-            let progress = output::flow_progress(&self.flows, t, &commit.metrics);
-            let (prepared, _) = table.prepare(version, timestamp, changes, &progress)?;
-            self.next.publishing.prepared[t].push(prepared);
+        let publications = self.pipeline.published();
+        for (p, table) in self.tables.iter_mut().enumerate() {
+            let (prepared, _) = match publications[p].of {
+                Publishes::Target(t) => {
+                    let changes = commit.changes.get(t).map_or(&[][..], Vec::as_slice);
+                    let progress = output::flow_progress(&self.flows, t, &commit.metrics);
+                    table.prepare(version, timestamp, changes, &progress)?
+                }
+                Publishes::Table(t) => {
+                    let changes = output::appended_changes(&mut commit.appended, t);
+                    table.prepare(version, timestamp, &changes, &[])?
+                }
+            };
+            self.next.publishing.prepared[p].push(prepared);
         }
         // Published targets' change feeds are their tables' change data feeds.
         if self.tables.is_empty() {

@@ -83,18 +83,19 @@ pub struct Manifest {
     pub publishing: Publishing,
 }
 
-/// Targets published as Delta tables: where, and the versions the last commit prepared, which
+/// Tables published as Delta tables ([`crate::plan::Pipeline::published`]: the targets, then
+/// the streaming tables): where, and the versions the last commit prepared, which
 /// are published after the manifest naming them is committed (so a crash between the two is
 /// completed by the next run, [`crate::delta::roll_forward`]). States written before it
 /// existed, and states whose targets are files, have none.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Publishing {
-    /// Per target: its table's directory; empty when the targets are files.
+    /// Per published table: its directory; empty when the targets are files.
     pub tables: Vec<PathBuf>,
     /// The state's own name in the tables' `txn` actions (random, made with the state), so
     /// that a table another state or run wrote since is told apart.
     pub id: String,
-    /// Per target: the Delta versions the last commit prepared, in order.
+    /// Per published table: the Delta versions the last commit prepared, in order.
     pub prepared: Vec<Vec<crate::delta::Prepared>>,
 }
 

@@ -417,6 +417,7 @@ fn source(name: &str) -> SourceTable {
         projection: None,
         filter: None,
         once: false,
+        published: None,
         expectations: vec![],
         line: 1,
     }

@@ -76,7 +76,7 @@ pub(crate) fn fold(catalog: &mut Catalog) -> Result<()> {
                     qualifier: Vec::new(),
                 },
                 line,
-                kind: TableKind::StreamingTable,
+                kind: TableKind::Implicit,
                 columns: table.columns.clone(),
                 constraints: Vec::new(),
                 properties: Vec::new(),

@@ -6,7 +6,7 @@
 //! Invariant: after [`canonicalize`], every declared table has one name text, and every
 //! reference to it — qualified or not — has that text: the table's own name when it lies in the
 //! run's default catalog and schema (so such pipelines behave as before), else
-//! `catalog.schema.table`, which [`crate::warehouse::Warehouse::target_dirs`] splits again.
+//! `catalog.schema.table`, which [`crate::warehouse::Warehouse::published_dirs`] splits again.
 //! With a warehouse, declared names with a dot in a part are refused here, so that split is
 //! exact. A qualified declared name needs a warehouse; qualified references to anything else
 //! are left for the warehouse's tables ([`super::warehouse_tables`]).

@@ -8,13 +8,14 @@ use super::cursor::{in_clause, invalid, syntax, Name};
 use super::expectations::compile_expectations;
 use super::paths::Paths;
 use super::schema::{check_declared, parse_schema_text, stored_by_name};
-use super::syntax::{From, Located, Query, ReadFiles, SelectItem, TableKind};
+use super::syntax::{From, Located, Query, ReadFiles, SelectItem, TableKind, TableStmt};
 use super::target_feeds::Feeds;
-use crate::engine::changefeed::with_feed_columns;
+use crate::engine::changefeed::{with_feed_columns, FEED_COLUMN_NAMES};
 use crate::expr::{compile, Expr};
 use crate::plan::{DeltaRead, Format, SourceInput, SourceTable};
 use crate::value::{Column, DataType, Schema};
 use crate::Result;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Builds every table with a query, dependencies first; `read_files` paths resolve by `paths`,
@@ -67,7 +68,7 @@ fn visit(
                     "; a view over a target is created with `scdflow sql` \
                     (CREATE VIEW) over its published table, not yet in its pipeline"
                 }
-                TableKind::StreamingTable => {
+                TableKind::StreamingTable | TableKind::Implicit => {
                     "; read its source instead, or its change data feed: \
                     STREAM(t) WITH (readChangeFeed = true)"
                 }
@@ -168,7 +169,7 @@ fn build_one(
 ) -> Result<SourceTable> {
     let stmt = &catalog.tables[i];
     let Some(query) = stmt.query.as_ref() else {
-        return union(catalog, i, built, order);
+        return union(catalog, i, built, order, paths);
     };
     let (input, input_schema) = match &query.from {
         From::ReadFiles(spec) => read_files(spec, paths)?,
@@ -216,6 +217,7 @@ fn build_one(
     let rows = format!("the rows of `{}`", stmt.name.text);
     Ok(SourceTable {
         expectations: compile_expectations(&stmt.constraints, &schema, &rows)?,
+        published: publication(stmt, &schema, paths)?,
         name: stmt.name.text.clone(),
         schema,
         input,
@@ -260,6 +262,7 @@ fn union(
     i: usize,
     built: &[SourceTable],
     order: &[usize],
+    paths: Paths,
 ) -> Result<SourceTable> {
     let stmt = &catalog.tables[i];
     if stmt.appended.is_empty() {
@@ -286,6 +289,7 @@ fn union(
     let rows = format!("the rows of `{}`", stmt.name.text);
     Ok(SourceTable {
         expectations: compile_expectations(&stmt.constraints, &schema, &rows)?,
+        published: publication(stmt, &schema, paths)?,
         name: stmt.name.text.clone(),
         schema,
         input: SourceInput::Union(parents),
@@ -294,6 +298,33 @@ fn union(
         once: false,
         line: stmt.line,
     })
+}
+
+/// The properties of a declared streaming table's published Delta table, when the pipeline
+/// runs in a warehouse (`None` without one, and for views and implicit tables, which are
+/// never published). Delta reserves the change data feed's
+/// column names, so a table that has one cannot record its feed: asking for it is an error.
+fn publication(
+    stmt: &TableStmt,
+    schema: &Schema,
+    paths: Paths,
+) -> Result<Option<BTreeMap<String, String>>> {
+    if stmt.kind != TableKind::StreamingTable {
+        return Ok(None);
+    }
+    let reserved = (schema.columns.iter()).find(|c| FEED_COLUMN_NAMES.contains(&c.name.as_str()));
+    let feed = (stmt.properties.iter())
+        .find(|(key, value, _)| key == crate::delta::FEED_PROPERTY && value.trim() == "true");
+    if let (Some(column), Some((key, _, line))) = (reserved, feed) {
+        let message = format!(
+            "TBLPROPERTIES: `{}` has a column `{}`, a name Delta reserves for the change data \
+             feed, so it cannot record one ({key}); rename the column with SELECT ... AS",
+            stmt.name.text, column.name
+        );
+        return Err(invalid(*line, message));
+    }
+    let properties = super::targets::published_properties(&stmt.properties)?;
+    Ok(paths.warehouse.map(|_| properties))
 }
 
 fn internal(message: &str) -> crate::Error {

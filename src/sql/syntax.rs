@@ -53,8 +53,11 @@ pub(crate) struct TableStmt {
 /// What a `CREATE` statement declares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TableKind {
-    /// `CREATE STREAMING TABLE` (and the implicit tables planning adds).
+    /// `CREATE STREAMING TABLE`: published in a warehouse, a source's rows as they come.
     StreamingTable,
+    /// A table planning adds (an append flow's, a warehouse table's, a target feed's): read by
+    /// the pipeline's flows, never published.
+    Implicit,
     /// `CREATE [TEMPORARY] VIEW v AS SELECT ...`: a query the pipeline's flows read, never
     /// written by a flow; `temporary` as written (neither kind is published yet).
     View { temporary: bool },
@@ -64,7 +67,7 @@ impl TableKind {
     /// How messages say that a table with a query is defined by it.
     pub(crate) fn defined_by(self) -> &'static str {
         match self {
-            TableKind::StreamingTable => "defined by its AS SELECT query",
+            TableKind::StreamingTable | TableKind::Implicit => "defined by its AS SELECT query",
             TableKind::View { .. } => "a view, defined by its query",
         }
     }

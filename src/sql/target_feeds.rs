@@ -110,7 +110,7 @@ fn feed_table(target: &str, name: &str, line: u64) -> TableStmt {
     TableStmt {
         name: named(name),
         line,
-        kind: TableKind::StreamingTable,
+        kind: TableKind::Implicit,
         columns: None,
         constraints: Vec::new(),
         properties: Vec::new(),

@@ -340,37 +340,39 @@ fn target(catalog: &Catalog, t: usize, first: Option<First>) -> Result<Target> {
 
 /// Warns of each `TBLPROPERTIES` key of `table` that scdflow does not act on: a Lakeflow
 /// pipeline's settings (`pipelines.channel`, ...) parse, but only [`TOMBSTONE_PROPERTY`] and,
-/// on targets, the Delta table properties their published tables take change what scdflow
-/// does, and a silently ignored key reads as one that took effect.
+/// on streaming tables, the Delta table properties their published tables take change what
+/// scdflow does, and a silently ignored key reads as one that took effect.
 pub(crate) fn unknown_properties(
     table: &super::syntax::TableStmt,
     warnings: &mut Vec<(u64, String)>,
 ) {
-    let target = !table.is_source();
+    let published = table.kind == super::syntax::TableKind::StreamingTable;
     for (key, value, line) in &table.properties {
         if key.eq_ignore_ascii_case(TOMBSTONE_PROPERTY) {
             continue;
         }
         let name = &table.name.text;
         let warning = match crate::delta::target_property(key, value) {
-            Ok(TargetProperty::Published) | Err(_) if target => continue,
-            Ok(TargetProperty::AlwaysOn(what)) if target => format!(
-                "TBLPROPERTIES `{key}` of `{name}` changes nothing: a published target always \
+            Ok(TargetProperty::Published) | Err(_) if published => continue,
+            Ok(TargetProperty::AlwaysOn(what)) if published => format!(
+                "TBLPROPERTIES `{key}` of `{name}` changes nothing: a published table always \
                  has {what}"
             ),
             _ => format!(
                 "TBLPROPERTIES `{key}` of `{name}` has no effect in scdflow (it reads \
-                 {TOMBSTONE_PROPERTY}, and targets pass Delta's table properties to their \
-                 published tables); ignored"
+                 {TOMBSTONE_PROPERTY}, and streaming tables pass Delta's table properties to \
+                 their published tables); ignored"
             ),
         };
         warnings.push((*line, warning));
     }
 }
 
-/// The target properties its published Delta table takes; a bad value or an unknown `delta.`
-/// key is an error naming its line.
-fn published_properties(properties: &[(String, String, u64)]) -> Result<BTreeMap<String, String>> {
+/// The properties a streaming table's published Delta table takes; a bad value or an unknown
+/// `delta.` key is an error naming its line.
+pub(crate) fn published_properties(
+    properties: &[(String, String, u64)],
+) -> Result<BTreeMap<String, String>> {
     let mut published = BTreeMap::new();
     for (key, value, line) in properties {
         match crate::delta::target_property(key, value) {

@@ -244,7 +244,7 @@ fn implicit(name: &str, dir: std::path::PathBuf, line: u64, read: DeltaRead) -> 
             qualifier: Vec::new(),
         },
         line,
-        kind: TableKind::StreamingTable,
+        kind: TableKind::Implicit,
         columns: None,
         constraints: Vec::new(),
         properties: Vec::new(),

@@ -203,21 +203,22 @@ impl Warehouse {
             .join(&name.table)
     }
 
-    /// Where `pipeline`'s targets are published: each target's table, in the default catalog
-    /// and schema unless its name is qualified (`catalog.schema.table`, as the pipeline's
-    /// declared names give it), in a schema that must exist (as Lakeflow requires of a
-    /// pipeline's target schema). A target may not be a table the pipeline reads: a run would
-    /// replace its own input.
-    pub fn target_dirs(&self, pipeline: &crate::plan::Pipeline) -> Result<Vec<PathBuf>> {
+    /// Where `pipeline`'s tables are published, in [`crate::plan::Pipeline::published`]'s
+    /// order (its targets, then its streaming tables): each in the default catalog and schema
+    /// unless its name is qualified (`catalog.schema.table`, as the pipeline's declared names
+    /// give it), in a schema that must exist (as Lakeflow requires of a pipeline's target
+    /// schema). A published table may not be one the pipeline reads: a run would replace its
+    /// own input.
+    pub fn published_dirs(&self, pipeline: &crate::plan::Pipeline) -> Result<Vec<PathBuf>> {
         let mut dirs = Vec::new();
-        for target in &pipeline.targets {
+        for target in pipeline.published() {
             let parts: Vec<&str> = target.name.split('.').collect();
             let name = self
                 .table_name(&parts)
                 .map_err(|why| Error::new(ErrorKind::Validation, why))?;
             if !self.has_schema(&name.catalog, &name.schema) {
                 let message = format!(
-                    "the pipeline publishes target `{}` in schema {}.{}, which does not exist in \
+                    "the pipeline publishes `{}` in schema {}.{}, which does not exist in \
                      the warehouse {}; create it first (`scdflow sql --warehouse {} \"CREATE \
                      SCHEMA {}.{}\"`) or choose another with --catalog and --schema",
                     target.name,
@@ -236,7 +237,7 @@ impl Warehouse {
             );
             if let Some(source) = read {
                 let message = format!(
-                    "target `{}` would be published as {name}, which the pipeline reads as \
+                    "`{}` would be published as {name}, which the pipeline reads as \
                      `{}`; a run would replace its own input",
                     target.name, source.name
                 );

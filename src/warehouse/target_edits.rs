@@ -14,8 +14,8 @@
 //! gone, as on Databricks.
 //!
 //! Limits: the check reads the whole table once (the rows of the keys touched are needed, and
-//! the table has no index by key); bitemporal and REPLACE USING targets, and targets published
-//! before their rules were recorded, take no DML.
+//! the table has no index by key); bitemporal and REPLACE USING targets, targets published
+//! before their rules were recorded, and published streaming tables take no DML.
 
 use super::{TableName, Warehouse};
 use crate::delta::Table;
@@ -49,6 +49,14 @@ impl EditCheck {
         let Some(target) = properties.get(crate::output::TARGET_PROPERTY) else {
             return Ok(EditCheck { target: None });
         };
+        if properties.contains_key(crate::output::APPENDS_PROPERTY) {
+            let message = format!(
+                "table {name} is streaming table `{target}` of a pipeline, which appends each \
+                 commit's rows to it: it takes no DML (edit the pipeline's input, or the \
+                 tables its flows maintain)"
+            );
+            return Err(Error::new(ErrorKind::Validation, message));
+        }
         let recorded = properties.get(HistoryRules::PROPERTY);
         let Some(rules) = recorded.and_then(|r| HistoryRules::parse(r, table.schema())) else {
             let message = format!(

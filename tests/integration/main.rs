@@ -54,5 +54,7 @@ mod replace_where;
 mod rewind;
 // Parquet files as a source (read_files format => parquet).
 mod parquet_input;
+// Streaming tables published in the warehouse: plain, durable, rewound, in a cluster.
+mod streaming_tables;
 // Mutated pipelines, inputs and states: no panic or hang, one error line, outputs untouched.
 mod fuzz;

@@ -23,7 +23,7 @@ pub(crate) fn arrive(cwd: &Path, n: usize) {
 }
 
 /// The commits the state retains: its base's and its deltas'.
-fn retained(state: &Path) -> Vec<u64> {
+pub(crate) fn retained(state: &Path) -> Vec<u64> {
     let mut versions: Vec<u64> = std::fs::read_dir(state)
         .unwrap()
         .filter_map(|e| {

@@ -282,6 +282,14 @@ fn seed_003_statements_run_verbatim_on_its_tables() {
     // A streaming table over my_mv's change data feed (the channel property warned about).
     let warned = run(cwd, &seed("003_sales.sql"), "default", Some("st_sales"));
     assert!(warned.contains("pipelines.channel"), "{warned}");
+    // Published as Lakeflow publishes it: my_mv's rows as its feed read them (my_mv's one
+    // row), the feed's columns included, so `sales` records no feed of its own.
+    assert_eq!(
+        sql(cwd, &["SELECT id, name, _change_type FROM sales"]),
+        "id,name,_change_type\n2,Bobby,insert\n"
+    );
+    let shown = sql(cwd, &["SHOW TBLPROPERTIES sales"]);
+    assert!(!shown.contains("enableChangeDataFeed"), "{shown}");
 
     // COLUMNS TO UPDATE: each event sets the columns it lists; the others keep their values.
     run(cwd, &seed("003_columns_to_update.sql"), "default", None);
@@ -306,5 +314,10 @@ fn seed_003_statements_run_verbatim_on_its_tables() {
          1,x10,y10,10,100,10,,100,200\n\
          1,x10,y10,10,100,10,20,200,\n\
          1,x20,y20,20,200,20,,200,\n"
+    );
+    // Its source streaming table, published with the rows its INSERT INTO ONCE flow wrote.
+    assert_eq!(
+        sql(cwd, &["SELECT * FROM cdc_source_sql ORDER BY bt"]),
+        "id,x,y,bt,st\n1,x10,y10,10,100\n1,x20,y20,20,200\n"
     );
 }

@@ -36,7 +36,7 @@ pub struct Rewound {
     pub to: u64,
     /// Appended files cut back or removed.
     pub cut: Vec<PathBuf>,
-    /// Per published target: the version that returned it (`None`: it held nothing after).
+    /// Per published table: the version that returned it (`None`: it held nothing after).
     pub restored: Vec<Option<Restored>>,
     /// Every target's table file and its rows, and `metrics.json`, rewritten.
     pub tables: Vec<(PathBuf, usize)>,
@@ -60,8 +60,8 @@ impl<'a> Session<'a> {
         let mut rewound = self.dir.manifest_of(&self.manifest, to)?;
         absolute_paths(&mut rewound, self.dir.path())?;
         let id = &self.manifest.publishing.id;
-        let restores = (self.pipeline.targets.iter().zip(&self.published))
-            .map(|(target, dir)| Restore::check(dir, &published::app_id(&target.name, id), to))
+        let restores = (self.pipeline.published().iter().zip(&self.published))
+            .map(|(table, dir)| Restore::check(dir, &published::app_id(table.name, id), to))
             .collect::<Result<Vec<_>>>()?;
         self.dir.rewind(&rewound)?;
         self.driver = None;

@@ -233,7 +233,33 @@ CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(s) KEYS (id) SEQUENCE BY seq;";
     assert_eq!(
         p.warnings,
         ["/p/pipeline.sql:2: TBLPROPERTIES `delta.enableChangeDataFeed` of `t` changes nothing: a \
-          published target always has the change data feed"]
+          published table always has the change data feed"]
+    );
+}
+
+/// A streaming table publishes Delta's properties as a target does; one with a column of a
+/// name the change data feed reserves cannot record a feed, so asking for one is an error.
+#[test]
+fn streaming_tables_take_delta_properties_and_reserved_columns_refuse_a_feed() {
+    let sql = "CREATE STREAMING TABLE s TBLPROPERTIES ('delta.logRetentionDuration' = 'forever')\n\
+  AS SELECT * FROM STREAM read_files('s.csv', schema => 'id INT, seq INT');";
+    assert_error(
+        sql,
+        Validation,
+        1,
+        "TBLPROPERTIES: delta.logRetentionDuration must be an interval such as 'interval 7 days', \
+         found `forever`",
+    );
+    let sql = "CREATE STREAMING TABLE s\n\
+  TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', 'pipelines.channel' = 'preview')\n\
+  AS SELECT id AS _change_type FROM STREAM read_files('s.csv', schema => 'id INT, seq INT');";
+    assert_error(
+        sql,
+        Validation,
+        2,
+        "TBLPROPERTIES: `s` has a column `_change_type`, a name Delta reserves for the change \
+         data feed, so it cannot record one (delta.enableChangeDataFeed); rename the column with \
+         SELECT ... AS",
     );
 }
 
