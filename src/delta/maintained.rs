@@ -197,8 +197,8 @@ impl MaintainedTable {
     }
 
     /// [`MaintainedTable::open`] of a table whose commits do what `kept` says: a table of
-    /// appends reads only its files' row counts (from their statistics, else their footers'
-    /// data) and deletion vectors, not their rows.
+    /// appends reads its files' row counts from their statistics (a file without them is
+    /// read) and their deletion vectors, not their rows.
     pub fn open_as(
         dir: &Path,
         schema: &Schema,
