@@ -114,16 +114,8 @@ fn a_plain_run_publishes_each_streaming_table_with_every_commits_rows() {
 fn durable_runs_append_each_new_commit_and_a_rewind_returns_the_table() {
     let dir = setup(1);
     let cwd = dir.path();
-    let run = [
-        "run",
-        "p.sql",
-        "--warehouse",
-        "w",
-        "--state",
-        "st",
-        "--out",
-        "o",
-    ];
+    let durable = ["p.sql", "--warehouse", "w", "--state", "st", "--out", "o"];
+    let run = [&["run"][..], &durable].concat();
     succeed(cwd, &run);
     for n in 2..=4 {
         arrive(cwd, n);
@@ -140,17 +132,9 @@ fn durable_runs_append_each_new_commit_and_a_rewind_returns_the_table() {
     // Back to the oldest commit the state retains: one version removes the later rows.
     let to = crate::rewind::retained(&cwd.join("st"))[0];
     assert!(to < 4, "the state retains only its last commit");
-    let rewind = [
-        "rewind",
-        "p.sql",
-        "--warehouse",
-        "w",
-        "--state",
-        "st",
-        "--out",
-        "o",
-    ];
-    let out = succeed(cwd, &[&rewind[..], &["--to", &to.to_string()]].concat());
+    let to_arg = to.to_string();
+    let rewind = [&["rewind"][..], &durable, &["--to", &to_arg]].concat();
+    let out = succeed(cwd, &rewind);
     let undone = format!(
         "bronze: Delta version 5 returns it to commit {to} ({} rows deleted, 0 inserted)",
         2 * (4 - to)
