@@ -61,6 +61,7 @@ fn target() -> Target {
         partial: false,
         tombstone_gc_seconds: 0,
         replace_where: None,
+        view_of: None,
         properties: Default::default(),
         line: 1,
     }

@@ -50,6 +50,34 @@ impl Pipeline {
         feeding
     }
 
+    /// The published tables (targets and streaming tables) whose rows come from target `t`'s
+    /// change data feed in this pipeline, directly or through other tables and targets.
+    pub fn feed_readers(&self, t: usize) -> Vec<&str> {
+        let mut sources: Vec<(usize, usize)> = Vec::new();
+        sources.extend(self.flows.iter().map(|f| (f.target, f.source)));
+        sources.extend(self.replace_flows.iter().map(|f| (f.target, f.source)));
+        let mut readers: Vec<usize> = vec![t];
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for &(target, source) in &sources {
+                let fed = self.feeding_targets(source);
+                if !readers.contains(&target) && fed.iter().any(|f| readers.contains(f)) {
+                    readers.push(target);
+                    grew = true;
+                }
+            }
+        }
+        let feeds = |table: usize| self.feeding_targets(table);
+        let targets = readers[1..].iter().map(|&r| self.targets[r].name.as_str());
+        let tables = (self.tables.iter().enumerate())
+            .filter(|(i, table)| {
+                table.published.is_some() && feeds(*i).iter().any(|f| readers.contains(f))
+            })
+            .map(|(_, table)| table.name.as_str());
+        targets.chain(tables).collect()
+    }
+
     /// The tables a run publishes in a warehouse, in the order runs, states and their
     /// manifests list them: every target, then every streaming table the pipeline declares
     /// ([`SourceTable::published`]), whose Delta table gets each commit's rows appended.
@@ -396,6 +424,10 @@ pub struct Target {
     /// the rows each update replaces. Its rows are a multiset (`keys` are all image columns,
     /// and equal rows may repeat).
     pub replace_where: Option<ReplaceWhere>,
+    /// A materialized view over a target of the pipeline (`CREATE MATERIALIZED VIEW v AS
+    /// SELECT ... FROM t`): `t`'s name. Its flow reads `t`'s change data feed; the view takes
+    /// no DML.
+    pub view_of: Option<String>,
     /// The `TBLPROPERTIES` a published Delta table of the target takes (Delta's own, such as
     /// `delta.checkpointInterval`, and scdflow's `scdflow.vacuumInterval`).
     pub properties: std::collections::BTreeMap<String, String>,

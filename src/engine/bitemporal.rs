@@ -544,6 +544,7 @@ mod tests {
             partial,
             tombstone_gc_seconds: 0,
             replace_where: None,
+            view_of: None,
             properties: Default::default(),
             line: 1,
         }

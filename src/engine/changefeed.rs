@@ -261,6 +261,7 @@ mod tests {
             partial: false,
             tombstone_gc_seconds: 0,
             replace_where: None,
+            view_of: None,
             properties: Default::default(),
             line: 1,
         }

@@ -443,6 +443,7 @@ fn target(scd: ScdType, tracked: Vec<bool>, partial: bool) -> Target {
         partial,
         tombstone_gc_seconds: 0,
         replace_where: None,
+        view_of: None,
         properties: Default::default(),
         line: 1,
     }

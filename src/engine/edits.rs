@@ -88,6 +88,7 @@ impl HistoryRules {
         let kind = match (&target.kind, target.scd) {
             (TargetKind::ReplaceUsing { .. }, _) => Some("a REPLACE USING target"),
             _ if target.replace_where.is_some() => Some("a REPLACE WHERE target"),
+            _ if target.view_of.is_some() => Some("a materialized view"),
             (_, ScdType::Bitemporal) => Some("a bitemporal target"),
             _ => None,
         };

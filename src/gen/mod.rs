@@ -294,6 +294,7 @@ pub fn target(w: &Workload, scd: ScdType) -> Target {
         partial: w.partial > 0.0,
         tombstone_gc_seconds: DEFAULT_TOMBSTONE_GC_SECONDS,
         replace_where: None,
+        view_of: None,
         properties: Default::default(),
         line: 1,
     }

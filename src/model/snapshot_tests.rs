@@ -36,6 +36,7 @@ fn target(
         partial: false,
         tombstone_gc_seconds: DEFAULT_TOMBSTONE_GC_SECONDS,
         replace_where: None,
+        view_of: None,
         properties: Default::default(),
         line: 1,
     }

@@ -45,6 +45,7 @@ fn target(
         partial,
         tombstone_gc_seconds: DEFAULT_TOMBSTONE_GC_SECONDS,
         replace_where: None,
+        view_of: None,
         properties: Default::default(),
         line: 1,
     }

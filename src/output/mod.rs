@@ -25,7 +25,7 @@ mod published;
 
 pub use published::{
     appended_changes, flow_progress, kept, refuse_foreign, table_properties, APPENDS_PROPERTY,
-    TARGET_PROPERTY,
+    FEED_READERS_PROPERTY, TARGET_PROPERTY,
 };
 
 use crate::driver::{CommitLatency, CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};

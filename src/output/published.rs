@@ -36,10 +36,16 @@ pub const TARGET_PROPERTY: &str = "scdflow.target";
 /// rows to and nothing else writes.
 pub const APPENDS_PROPERTY: &str = "scdflow.appends";
 
+/// The table property of a published target whose change data feed other published tables
+/// of its pipeline are kept from in the same commit ([`Pipeline::feed_readers`], by name): DML
+/// on it would not reach them, so `scdflow sql` refuses it.
+pub const FEED_READERS_PROPERTY: &str = "scdflow.feedReaders";
+
 /// The properties published `table` of `pipeline` is created with: its own Delta ones (its
 /// `TBLPROPERTIES`), [`TARGET_PROPERTY`] and, for a target whose rows DML may edit, the rules
-/// its history keeps ([`HistoryRules::PROPERTY`]; `scdflow sql` checks edits by them), for a
-/// streaming table [`APPENDS_PROPERTY`].
+/// its history keeps ([`HistoryRules::PROPERTY`]; `scdflow sql` checks edits by them) and the
+/// tables kept from its feed ([`FEED_READERS_PROPERTY`]), for a streaming table
+/// [`APPENDS_PROPERTY`].
 pub fn table_properties(pipeline: &Pipeline, table: &PublishedTable) -> BTreeMap<String, String> {
     let mut properties = table.properties.clone();
     properties.insert(TARGET_PROPERTY.to_string(), table.name.to_string());
@@ -47,6 +53,10 @@ pub fn table_properties(pipeline: &Pipeline, table: &PublishedTable) -> BTreeMap
         Publishes::Target(t) => {
             if let Ok(rules) = HistoryRules::of(&pipeline.targets[t]) {
                 properties.insert(HistoryRules::PROPERTY.to_string(), rules.recorded());
+            }
+            let readers = pipeline.feed_readers(t);
+            if !readers.is_empty() {
+                properties.insert(FEED_READERS_PROPERTY.to_string(), readers.join(", "));
             }
         }
         Publishes::Table(_) => {

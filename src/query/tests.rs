@@ -40,6 +40,7 @@ fn company(scd: ScdType, seq: DataType) -> Target {
         partial: false,
         tombstone_gc_seconds: DEFAULT_TOMBSTONE_GC_SECONDS,
         replace_where: None,
+        view_of: None,
         properties: Default::default(),
         line: 1,
     }

@@ -162,7 +162,11 @@ pub(super) fn names(schema: &Schema, indices: impl IntoIterator<Item = usize>) -
 
 fn target_text(out: &mut String, t: &Target) {
     let _ = writeln!(out, "\ntarget {} (line {})", t.name, t.line);
+    let over = t.view_of.as_ref().map(|over| {
+        format!("MATERIALIZED VIEW over `{over}` (its query's rows, kept from `{over}`'s change data feed)")
+    });
     let kind = match t.kind {
+        TargetKind::AutoCdc if over.is_some() => over.as_deref().unwrap_or_default(),
         TargetKind::AutoCdc => "AUTO CDC",
         TargetKind::Snapshot
             if t.replace_where
@@ -181,7 +185,9 @@ fn target_text(out: &mut String, t: &Target) {
     if let Some(r) = t.replace_where.as_ref().filter(|r| !r.materialized_view) {
         let _ = writeln!(out, "  replace where: {}", r.condition);
     }
-    let replace = matches!(t.kind, TargetKind::ReplaceUsing { .. }) || t.replace_where.is_some();
+    let replace = matches!(t.kind, TargetKind::ReplaceUsing { .. })
+        || t.replace_where.is_some()
+        || t.view_of.is_some();
     if !replace {
         let _ = writeln!(out, "  stored as: {}", scd_name(t.scd));
     }
@@ -194,7 +200,7 @@ fn target_text(out: &mut String, t: &Target) {
     if t.scd.has_history() {
         let _ = writeln!(out, "  tracked columns: {}", tracked_columns(t));
     }
-    if t.kind == TargetKind::AutoCdc {
+    if t.kind == TargetKind::AutoCdc && t.view_of.is_none() {
         let partial = if t.partial { "yes" } else { "no" };
         let _ = writeln!(out, "  partial updates: {partial}");
     }

@@ -52,7 +52,9 @@ pub(crate) fn build_flow(
         let message = "WITH VERSION: only AUTO CDC FROM SNAPSHOT flows have snapshot versions; a change feed is sequenced with SEQUENCE BY";
         return Err(invalid(version.line, message));
     }
-    if let Some(column) = reserved_column(schema) {
+    // A materialized view over an SCD2 target selects its interval columns as its own.
+    let reserved = reserved_column(schema).filter(|_| clauses.view_of.is_none());
+    if let Some(column) = reserved {
         let line = clauses.source.as_ref().map_or(flow.line, |s| s.line);
         let message = format!(
             "FROM: source `{}` has a column named `{}`, which is reserved for AUTO CDC targets; rename it in the source's query",

@@ -6,7 +6,8 @@
 //!    Embedded expressions are parsed by sqlparser; the statement grammar is ours.
 //! 2. `catalog`: statements → tables and flows by (case-insensitive) name; `target_feeds` and
 //!    `warehouse_tables` add an implicit source table for each feed of the pipeline's targets
-//!    and each table of the warehouse the pipeline reads.
+//!    and each table of the warehouse the pipeline reads; `target_views` rewrites a
+//!    materialized view over a target into a flow from the target's feed first.
 //! 3. `sources`: source tables in dependency order, with files and schemas resolved (a target's
 //!    feed takes the target's columns, so a pipeline reading one is planned in rounds,
 //!    `target_feeds`).
@@ -40,6 +41,7 @@ mod sources;
 mod statement;
 pub(crate) mod syntax;
 mod target_feeds;
+mod target_views;
 pub(crate) mod targets;
 mod versioned;
 mod warehouse_tables;
@@ -89,6 +91,7 @@ fn build(text: &str, given: &Path, warehouse: Option<&Warehouse>) -> Result<Pipe
     let mut statements = statement::parse_statements(text)?;
     declared_names::canonicalize(&mut statements, warehouse)?;
     let mut catalog = catalog::Catalog::new(statements)?;
+    target_views::declare(&mut catalog)?;
     target_feeds::declare(&mut catalog)?;
     warehouse_tables::declare(&mut catalog, warehouse)?;
     append_flows::fold(&mut catalog)?;

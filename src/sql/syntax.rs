@@ -257,4 +257,7 @@ pub(crate) struct CdcClauses {
     pub(crate) columns_to_update: Option<Name>,
     /// `SYSTEM SEQUENCE BY` (bitemporal flows).
     pub(crate) system_sequence_by: Option<Located<ast::Expr>>,
+    /// The flow of a materialized view over this target of the pipeline, read from its change
+    /// data feed ([`super::target_views`]); never written by the user.
+    pub(crate) view_of: Option<String>,
 }

@@ -90,6 +90,7 @@ pub(crate) fn build_targets(
         .filter(|&i| !catalog.tables[i].is_source())
         .collect();
     let mut firsts: Vec<Option<First>> = target_tables.iter().map(|_| None).collect();
+    let mut views: Vec<(usize, String)> = Vec::new();
     let mut built = Built {
         targets: Vec::new(),
         flows: Vec::new(),
@@ -112,6 +113,11 @@ pub(crate) fn build_targets(
             check_exclusive(first, exclusive, stmt)?;
         }
         let (kind, shape) = build_one(&cx, stmt, (t, target), &mut built, warnings)?;
+        if let FlowBody::AutoCdc(clauses) = &stmt.body {
+            if let Some(over) = &clauses.view_of {
+                views.push((target, over.clone()));
+            }
+        }
         match &mut firsts[target] {
             slot @ None => {
                 let partial = shape.partial;
@@ -137,6 +143,9 @@ pub(crate) fn build_targets(
         .collect::<Result<_>>()?;
     for (target, condition) in std::mem::take(&mut built.replace_wheres) {
         built.targets[target].replace_where = Some(condition);
+    }
+    for (target, over) in views {
+        built.targets[target].view_of = Some(over);
     }
     Ok(built)
 }
@@ -333,6 +342,7 @@ fn target(catalog: &Catalog, t: usize, first: Option<First>) -> Result<Target> {
         partial: first.partial,
         tombstone_gc_seconds: tombstone_gc(&stmt.properties)?,
         replace_where: None,
+        view_of: None,
         properties: published_properties(&stmt.properties)?,
         line: stmt.line,
     })

@@ -14,8 +14,12 @@
 //! gone, as on Databricks.
 //!
 //! Limits: the check reads the whole table once (the rows of the keys touched are needed, and
-//! the table has no index by key); bitemporal and REPLACE USING targets, targets published
-//! before their rules were recorded, and published streaming tables take no DML.
+//! the table has no index by key); bitemporal, REPLACE USING and REPLACE WHERE targets,
+//! materialized views, targets published before their rules were recorded, and published
+//! streaming tables take no DML. Nor does a target whose change data feed other tables of its
+//! pipeline are kept from in the same commit (table property
+//! [`crate::output::FEED_READERS_PROPERTY`]): the pipeline takes an edit into the target's
+//! state, not into theirs, so they would silently disagree with it.
 
 use super::{TableName, Warehouse};
 use crate::delta::Table;
@@ -61,11 +65,21 @@ impl EditCheck {
         let Some(rules) = recorded.and_then(|r| HistoryRules::parse(r, table.schema())) else {
             let message = format!(
                 "table {name} is target `{target}` of a pipeline, which takes no DML: it is \
-                 bitemporal or REPLACE USING, or it was published before scdflow recorded its \
-                 history rules (publish it afresh: scdflow run --full-refresh)"
+                 bitemporal, REPLACE USING, REPLACE WHERE or a materialized view, or it was \
+                 published before scdflow recorded its history rules (publish it afresh: \
+                 scdflow run --full-refresh)"
             );
             return Err(Error::new(ErrorKind::Validation, message));
         };
+        if let Some(readers) = properties.get(crate::output::FEED_READERS_PROPERTY) {
+            let message = format!(
+                "table {name} is target `{target}` of a pipeline whose tables {readers} are \
+                 kept from its change data feed in the pipeline: DML on it would not reach \
+                 them, so it takes none (edit the pipeline's input, or read the feed from \
+                 another pipeline)"
+            );
+            return Err(Error::new(ErrorKind::Validation, message));
+        }
         let what = format!("table {name} (a pipeline run is writing it; try again after it)");
         let dir = warehouse.table_dir(name);
         let lock = crate::output::lock_as(&dir, "", &what, warehouse.lock_wait())?;

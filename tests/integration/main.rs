@@ -18,8 +18,12 @@ mod cluster_faults;
 mod prop_snapshot;
 // A target's change data feed read in its own pipeline: copies equal the target at every commit.
 mod prop_target_feed;
+// Materialized views over targets of their own pipeline equal their queries at every commit.
+mod prop_target_view;
 // The same through the binary: plain, durable, rewound, published; refusals.
 mod target_feeds;
+// Materialized views over a target of their own pipeline: plain, durable, rewound, published.
+mod target_views;
 // Tombstone retention through the dataflow.
 mod tombstones;
 // `scdflow generate`'s files through its own pipelines vs the model.

@@ -32,6 +32,7 @@ pub fn target(scd: ScdType, values: usize, tracked: Vec<bool>, partial: bool) ->
         partial,
         tombstone_gc_seconds: 0,
         replace_where: None,
+        view_of: None,
         properties: Default::default(),
         line: 1,
     }

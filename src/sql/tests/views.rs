@@ -1,6 +1,7 @@
 //! Views in a pipeline: `CREATE [TEMPORARY] VIEW v AS SELECT ...` is a query the flows read,
 //! with expectations as a streaming table's, never written by a flow; views over targets, and
-//! materialized views over the pipeline's own tables, are refused naming why.
+//! materialized views over the pipeline's source tables, are refused naming why. A
+//! materialized view over a target is kept from the target's feed, or refused saying why.
 
 use super::{assert_error, parse_ok, USERS};
 use crate::plan::{OnViolation, SourceInput};
@@ -88,4 +89,55 @@ fn views_are_refused_where_they_cannot_be() {
         2,
         "a materialized view reads a table of the warehouse, whole at each new version",
     );
+}
+
+#[test]
+fn a_materialized_view_over_a_target_is_kept_from_its_feed() {
+    let cities = format!(
+        "{USERS}{VIEW}\nCREATE MATERIALIZED VIEW cities AS SELECT city, userId AS id FROM t WHERE city IS NOT NULL;"
+    );
+    let p = parse_ok(&cities);
+    let view = p.targets.iter().find(|t| t.name == "cities").unwrap();
+    assert_eq!(view.view_of.as_deref(), Some("t"));
+    assert_eq!(view.schema.names().collect::<Vec<_>>(), ["city", "id"]);
+    assert_eq!(view.keys, [1]);
+    let why = crate::engine::HistoryRules::of(view).err().unwrap();
+    assert!(why.contains("a materialized view"), "{why}");
+    let text = crate::sql::describe(&p);
+    assert!(
+        text.contains("maintained by: MATERIALIZED VIEW over `t`"),
+        "{text}"
+    );
+
+    let unkeyed = format!("{USERS}{VIEW}\nCREATE MATERIALIZED VIEW c AS SELECT city FROM t;");
+    assert_error(
+        &unkeyed,
+        Validation,
+        9,
+        "keeps each of its rows by the row's identity (userId), so it must select `userId`",
+    );
+    let expectation = format!(
+        "{USERS}{VIEW}\nCREATE MATERIALIZED VIEW c (\n  CONSTRAINT named EXPECT (city IS NOT NULL)\n) AS SELECT * FROM t;"
+    );
+    assert_error(&expectation, Validation, 10, "takes no expectations yet");
+    let replaced = format!(
+        "{USERS}CREATE OR REFRESH STREAMING TABLE r FLOW REPLACE USING (userId) SEQUENCE BY seq BY NAME SELECT userId, sequenceNum AS seq FROM STREAM(users_cdf);\nCREATE MATERIALIZED VIEW m AS SELECT * FROM r;"
+    );
+    assert_error(&replaced, Validation, 3, "kept by a REPLACE USING flow");
+    let cycle = format!(
+        "{USERS}CREATE MATERIALIZED VIEW a AS SELECT * FROM b;\nCREATE MATERIALIZED VIEW b AS SELECT * FROM a;"
+    );
+    assert_error(&cycle, Validation, 2, "(a cycle)");
+}
+
+#[test]
+fn a_materialized_view_over_a_target_without_a_flow_says_what_the_target_lacks() {
+    let bare = format!(
+        "{USERS}CREATE OR REFRESH STREAMING TABLE t;\nCREATE MATERIALIZED VIEW m AS SELECT * FROM t;"
+    );
+    assert_error(&bare, Validation, 2, "no flow writes into it");
+    let keyless = format!(
+        "{USERS}CREATE OR REFRESH STREAMING TABLE t;\nCREATE FLOW f AS AUTO CDC INTO t FROM STREAM(users_cdf) SEQUENCE BY sequenceNum;\nCREATE MATERIALIZED VIEW m AS SELECT * FROM t;"
+    );
+    assert_error(&keyless, Validation, 3, "the KEYS clause is required");
 }
