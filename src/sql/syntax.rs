@@ -83,6 +83,23 @@ pub(crate) struct ConstraintDecl {
 }
 
 impl TableStmt {
+    /// A table planning adds ([`TableKind::Implicit`]), named `name`, whose rows are `query`'s.
+    pub(crate) fn implicit(name: Name, query: Query) -> TableStmt {
+        TableStmt {
+            line: name.line,
+            name,
+            kind: TableKind::Implicit,
+            columns: None,
+            constraints: Vec::new(),
+            properties: Vec::new(),
+            query: Some(query),
+            once: false,
+            append_flow: None,
+            appended: Vec::new(),
+            flow: None,
+        }
+    }
+
     /// Whether the table is an append-only source (its rows come from a query or append
     /// flows), not a target of AUTO CDC or REPLACE USING flows.
     pub(crate) fn is_source(&self) -> bool {

@@ -19,7 +19,7 @@
 use super::catalog::Catalog;
 use super::cursor::{invalid, Name};
 use super::paths::Paths;
-use super::syntax::{FlowBody, From, Query, ReadOptions, TableKind, TableStmt};
+use super::syntax::{FlowBody, From, Query, ReadOptions, TableStmt};
 use super::{sources, targets};
 use crate::plan::{Pipeline, SnapshotSource};
 use crate::value::Schema;
@@ -107,25 +107,14 @@ fn feed_table(target: &str, name: &str, line: u64) -> TableStmt {
         line,
         qualifier: Vec::new(),
     };
-    TableStmt {
-        name: named(name),
-        line,
-        kind: TableKind::Implicit,
-        columns: None,
-        constraints: Vec::new(),
-        properties: Vec::new(),
-        query: Some(Query {
-            projection: None,
-            from: From::Feed(named(target)),
-            streamed: true,
-            options: ReadOptions::default(),
-            filter: None,
-        }),
-        once: false,
-        append_flow: None,
-        appended: Vec::new(),
-        flow: None,
-    }
+    let query = Query {
+        projection: None,
+        from: From::Feed(named(target)),
+        streamed: true,
+        options: ReadOptions::default(),
+        filter: None,
+    };
+    TableStmt::implicit(named(name), query)
 }
 
 /// The columns of every target whose feed the pipeline reads, planning the pipeline in rounds

@@ -28,8 +28,7 @@ use super::catalog::Catalog;
 use super::cursor::{invalid, Cursor, Name};
 use super::flows::required;
 use super::syntax::{
-    CdcClauses, FlowBody, From, Located, Query, ReadOptions, SelectItem, Selection, TableKind,
-    TableStmt,
+    CdcClauses, FlowBody, From, Located, Query, ReadOptions, SelectItem, Selection, TableStmt,
 };
 use crate::engine::changefeed::FEED_COLUMN_NAMES;
 use crate::plan::ScdType;
@@ -197,29 +196,18 @@ fn rewrite(catalog: &mut Catalog, f: usize, t: usize, identity: Vec<String>) -> 
         });
     }
     let rows = format!("{view}{ROWS}");
-    let source = TableStmt {
-        name: named(&rows),
-        line,
-        kind: TableKind::Implicit,
-        columns: None,
-        constraints: Vec::new(),
-        properties: Vec::new(),
-        query: Some(Query {
-            projection: Some(projection),
-            from: From::Table(named(&target)),
-            streamed: true,
-            options: ReadOptions {
-                change_feed: true,
-                line,
-                ..ReadOptions::default()
-            },
-            filter: query.filter,
-        }),
-        once: false,
-        append_flow: None,
-        appended: Vec::new(),
-        flow: None,
+    let feed = Query {
+        projection: Some(projection),
+        from: From::Table(named(&target)),
+        streamed: true,
+        options: ReadOptions {
+            change_feed: true,
+            line,
+            ..ReadOptions::default()
+        },
+        filter: query.filter,
     };
+    let source = TableStmt::implicit(named(&rows), feed);
     let mut excluded: Vec<Name> = Vec::new();
     if wildcard {
         excluded.extend(FEED_COLUMN_NAMES.iter().map(|c| named(c)));

@@ -20,7 +20,7 @@
 
 use super::catalog::Catalog;
 use super::cursor::{invalid, Name};
-use super::syntax::{FlowBody, From, Query, ReadOptions, TableKind, TableStmt};
+use super::syntax::{FlowBody, From, Query, ReadOptions, TableStmt};
 use crate::delta::Table;
 use crate::plan::DeltaRead;
 use crate::warehouse::Warehouse;
@@ -237,31 +237,21 @@ fn read_of(table: &TableStmt) -> Option<DeltaRead> {
 
 /// The implicit source table reading the warehouse table `name` at `dir`.
 fn implicit(name: &str, dir: std::path::PathBuf, line: u64, read: DeltaRead) -> TableStmt {
-    TableStmt {
-        name: Name {
-            text: name.to_string(),
-            line,
-            qualifier: Vec::new(),
-        },
+    let named = Name {
+        text: name.to_string(),
         line,
-        kind: TableKind::Implicit,
-        columns: None,
-        constraints: Vec::new(),
-        properties: Vec::new(),
-        query: Some(Query {
-            projection: None,
-            from: From::Warehouse {
-                name: name.to_string(),
-                dir,
-                read,
-            },
-            streamed: true,
-            options: ReadOptions::default(),
-            filter: None,
-        }),
-        once: false,
-        append_flow: None,
-        appended: Vec::new(),
-        flow: None,
-    }
+        qualifier: Vec::new(),
+    };
+    let query = Query {
+        projection: None,
+        from: From::Warehouse {
+            name: name.to_string(),
+            dir,
+            read,
+        },
+        streamed: true,
+        options: ReadOptions::default(),
+        filter: None,
+    };
+    TableStmt::implicit(named, query)
 }

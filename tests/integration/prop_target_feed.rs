@@ -32,7 +32,7 @@ CREATE FLOW c2 AS AUTO CDC INTO copy2 FROM STREAM(feed2) KEYS (k, started)
 ";
 
 /// `(key, value, delete, sequence)`.
-type Change = (i64, Option<u8>, bool, i64);
+pub(crate) type Change = (i64, Option<u8>, bool, i64);
 
 fn change() -> impl Strategy<Value = Change> {
     (
@@ -44,7 +44,7 @@ fn change() -> impl Strategy<Value = Change> {
 }
 
 /// Changes in arrival order, cut into files (commits), and a worker count.
-fn feeds() -> impl Strategy<Value = (Vec<Change>, Vec<usize>, usize)> {
+pub(crate) fn feeds() -> impl Strategy<Value = (Vec<Change>, Vec<usize>, usize)> {
     proptest::collection::vec(change(), 1..40)
         .prop_flat_map(|changes| {
             let n = changes.len();
@@ -60,6 +60,16 @@ fn feeds() -> impl Strategy<Value = (Vec<Change>, Vec<usize>, usize)> {
             cuts.dedup();
             (changes, cuts, workers)
         })
+}
+
+/// The files of `changes` cut at `cuts`, in `data`.
+pub(crate) fn write_files(data: &std::path::Path, changes: &[Change], cuts: &[usize]) {
+    std::fs::create_dir_all(data).unwrap();
+    let mut from = 0;
+    for (i, &to) in cuts.iter().enumerate() {
+        std::fs::write(data.join(format!("b_{i:03}.csv")), csv(&changes[from..to])).unwrap();
+        from = to;
+    }
 }
 
 fn csv(changes: &[Change]) -> String {
@@ -96,13 +106,7 @@ proptest! {
         (changes, cuts, workers) in feeds()
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        std::fs::create_dir_all(&data).unwrap();
-        let mut from = 0;
-        for (i, &to) in cuts.iter().enumerate() {
-            std::fs::write(data.join(format!("b_{i:03}.csv")), csv(&changes[from..to])).unwrap();
-            from = to;
-        }
+        write_files(&dir.path().join("data"), &changes, &cuts);
         let file = dir.path().join("pipeline.sql");
         let p = scdflow::sql::parse(PIPELINE, &file).unwrap();
         let options = Options { workers, ..Options::default() };

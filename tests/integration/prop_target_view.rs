@@ -4,6 +4,7 @@
 //! every commit — over an SCD2 target (current rows, renamed columns), over an SCD1 target
 //! (an expression, a filter that NULL fails), and over another view.
 
+use crate::prop_target_feed::{feeds, write_files};
 use crate::util::table_at;
 use proptest::prelude::*;
 use scdflow::driver::{evaluate, sort_rows, Options};
@@ -25,47 +26,6 @@ CREATE MATERIALIZED VIEW shouted AS SELECT k, UPPER(v) AS loud FROM latest WHERE
 CREATE MATERIALIZED VIEW named AS SELECT * FROM current WHERE value IS NOT NULL;
 ";
 
-/// `(key, value, delete, sequence)`.
-type Change = (i64, Option<u8>, bool, i64);
-
-fn change() -> impl Strategy<Value = Change> {
-    (
-        0..4i64,
-        prop_oneof![1 => Just(None), 4 => (0..3u8).prop_map(Some)],
-        prop::bool::weighted(0.2),
-        0..12i64,
-    )
-}
-
-/// Changes in arrival order, cut into files (commits), and a worker count.
-fn feeds() -> impl Strategy<Value = (Vec<Change>, Vec<usize>, usize)> {
-    proptest::collection::vec(change(), 1..40)
-        .prop_flat_map(|changes| {
-            let n = changes.len();
-            (
-                Just(changes).prop_shuffle(),
-                proptest::collection::vec(0..=n, 0..5),
-                prop_oneof![Just(1usize), Just(2), Just(4)],
-            )
-        })
-        .prop_map(|(changes, mut cuts, workers)| {
-            cuts.push(changes.len());
-            cuts.sort_unstable();
-            cuts.dedup();
-            (changes, cuts, workers)
-        })
-}
-
-fn csv(changes: &[Change]) -> String {
-    let mut text = String::from("k,v,op,seq\n");
-    for (k, v, delete, seq) in changes {
-        let v = v.map(|v| format!("v{v}")).unwrap_or_default();
-        let op = if *delete { "D" } else { "U" };
-        text.push_str(&format!("{k},{v},{op},{seq}\n"));
-    }
-    text
-}
-
 /// `query` over `rows` (as its values), sorted as `target`'s rows are.
 fn view(target: &Target, rows: &[Row], query: impl Fn(&[Value]) -> Option<Vec<Value>>) -> Vec<Row> {
     let mut out: Vec<Row> = (rows.iter())
@@ -83,13 +43,7 @@ proptest! {
         (changes, cuts, workers) in feeds()
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        std::fs::create_dir_all(&data).unwrap();
-        let mut from = 0;
-        for (i, &to) in cuts.iter().enumerate() {
-            std::fs::write(data.join(format!("b_{i:03}.csv")), csv(&changes[from..to])).unwrap();
-            from = to;
-        }
+        write_files(&dir.path().join("data"), &changes, &cuts);
         let file = dir.path().join("pipeline.sql");
         let p = scdflow::sql::parse(PIPELINE, &file).unwrap();
         let options = Options { workers, ..Options::default() };

@@ -93,16 +93,14 @@ fn a_copy_from_the_feed_equals_the_target_plain_durable_and_rewound() {
     assert_copies(&cwd.join("o"));
 }
 
-#[test]
-fn published_copies_from_the_feed_equal_the_target() {
-    let dir = tempfile::tempdir().unwrap();
-    let cwd = dir.path();
-    workload(cwd);
+/// Publishes `pipeline` into warehouse `w` (schema `main.s`, created here) in a durable run
+/// per input file, as the four files [`arrive`].
+pub(crate) fn publish_four(cwd: &Path, pipeline: &str) {
     std::fs::create_dir(cwd.join("w")).unwrap();
     sql(cwd, "CREATE SCHEMA main.s");
     let run = [
         "run",
-        "p/copy.sql",
+        pipeline,
         "--state",
         "st",
         "--out",
@@ -118,6 +116,14 @@ fn published_copies_from_the_feed_equal_the_target() {
         arrive(cwd, n);
         succeed(cwd, &run);
     }
+}
+
+#[test]
+fn published_copies_from_the_feed_equal_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    workload(cwd);
+    publish_four(cwd, "p/copy.sql");
     let table = |query: &str| {
         let text = sql(cwd, query);
         text.lines().skip(1).map(str::to_string).collect::<Vec<_>>()

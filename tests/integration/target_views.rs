@@ -118,26 +118,7 @@ fn published_views_have_their_own_feed_and_take_no_dml() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
     workload(cwd);
-    std::fs::create_dir(cwd.join("w")).unwrap();
-    sql(cwd, "CREATE SCHEMA main.s");
-    let run = [
-        "run",
-        "p/views.sql",
-        "--state",
-        "st",
-        "--out",
-        "o",
-        "--warehouse",
-        "w",
-        "--catalog",
-        "main",
-        "--schema",
-        "s",
-    ];
-    for n in 1..=4 {
-        arrive(cwd, n);
-        succeed(cwd, &run);
-    }
+    crate::target_feeds::publish_four(cwd, "p/views.sql");
     let scd2 = sql(cwd, "SELECT * FROM main.s.scd2");
     let (current, history, v3) = expected(&scd2);
     assert_eq!(
@@ -155,32 +136,20 @@ fn published_views_have_their_own_feed_and_take_no_dml() {
     versions.dedup();
     assert_eq!(versions, ["1", "2", "3", "4"]);
 
-    let out = scdflow(
-        cwd,
-        &[
-            "sql",
-            "--warehouse",
-            "w",
-            "DELETE FROM main.s.current_rows WHERE k = 1",
-        ],
-    );
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused_sql(cwd, "DELETE FROM main.s.current_rows WHERE k = 1");
     assert!(err.contains("materialized view"), "{err}");
     // An edit of the target would not reach the views kept from its feed: refused, naming them.
-    let out = scdflow(
-        cwd,
-        &[
-            "sql",
-            "--warehouse",
-            "w",
-            "DELETE FROM main.s.scd2 WHERE k = 1",
-        ],
-    );
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused_sql(cwd, "DELETE FROM main.s.scd2 WHERE k = 1");
     assert!(
         err.contains("current_rows, history, current_v3") && err.contains("would not reach"),
         "{err}"
     );
+}
+
+/// The error of `statement`, which `scdflow sql` must refuse.
+fn refused_sql(cwd: &Path, statement: &str) -> String {
+    let out = scdflow(cwd, &["sql", "--warehouse", "w", statement]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    err
 }
