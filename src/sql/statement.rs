@@ -81,17 +81,10 @@ fn view(c: &mut Cursor, line: u64, temporary: bool) -> Result<TableStmt> {
     c.expect_words(&["AS"], "CREATE VIEW")?;
     let query = query(c, "AS")?;
     Ok(TableStmt {
-        name,
         line,
         kind: TableKind::View { temporary },
-        columns: None,
         constraints,
-        properties: Vec::new(),
-        query: Some(query),
-        once: false,
-        append_flow: None,
-        appended: Vec::new(),
-        flow: None,
+        ..TableStmt::implicit(name, query)
     })
 }
 

@@ -6,8 +6,9 @@
 
 use crate::util::table_at;
 use proptest::prelude::*;
-use scdflow::driver::{evaluate, Options};
+use scdflow::driver::{evaluate, Evaluation, Options};
 use scdflow::event::{Event, EventKind};
+use scdflow::plan::Pipeline;
 use scdflow::value::{Row, Value};
 
 const PIPELINE: &str = "
@@ -62,8 +63,27 @@ pub(crate) fn feeds() -> impl Strategy<Value = (Vec<Change>, Vec<usize>, usize)>
         })
 }
 
+/// `sql`, a pipeline reading `data/` beside it, planned and run on `workers` workers over
+/// `changes` written as files cut at `cuts`.
+pub(crate) fn evaluated(
+    sql: &str,
+    changes: &[Change],
+    cuts: &[usize],
+    workers: usize,
+) -> (Pipeline, Evaluation) {
+    let dir = tempfile::tempdir().unwrap();
+    write_files(&dir.path().join("data"), changes, cuts);
+    let p = scdflow::sql::parse(sql, &dir.path().join("pipeline.sql")).unwrap();
+    let options = Options {
+        workers,
+        ..Options::default()
+    };
+    let run = evaluate(&p, &options, None).unwrap();
+    (p, run)
+}
+
 /// The files of `changes` cut at `cuts`, in `data`.
-pub(crate) fn write_files(data: &std::path::Path, changes: &[Change], cuts: &[usize]) {
+fn write_files(data: &std::path::Path, changes: &[Change], cuts: &[usize]) {
     std::fs::create_dir_all(data).unwrap();
     let mut from = 0;
     for (i, &to) in cuts.iter().enumerate() {
@@ -105,12 +125,7 @@ proptest! {
     fn a_feed_in_its_own_pipeline_rebuilds_the_target_at_every_commit(
         (changes, cuts, workers) in feeds()
     ) {
-        let dir = tempfile::tempdir().unwrap();
-        write_files(&dir.path().join("data"), &changes, &cuts);
-        let file = dir.path().join("pipeline.sql");
-        let p = scdflow::sql::parse(PIPELINE, &file).unwrap();
-        let options = Options { workers, ..Options::default() };
-        let run = evaluate(&p, &options, None).unwrap();
+        let (p, run) = evaluated(PIPELINE, &changes, &cuts, workers);
         let [hist, copy, copy2] = &run.targets[..] else { panic!("three targets") };
         for version in 1..=cuts.len() as u64 {
             let expected = table_at(&p.targets[0], &hist.updates, version);

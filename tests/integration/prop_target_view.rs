@@ -4,10 +4,10 @@
 //! every commit — over an SCD2 target (current rows, renamed columns), over an SCD1 target
 //! (an expression, a filter that NULL fails), and over another view.
 
-use crate::prop_target_feed::{feeds, write_files};
+use crate::prop_target_feed::{evaluated, feeds};
 use crate::util::table_at;
 use proptest::prelude::*;
-use scdflow::driver::{evaluate, sort_rows, Options};
+use scdflow::driver::sort_rows;
 use scdflow::plan::Target;
 use scdflow::value::{Row, Value};
 
@@ -42,12 +42,7 @@ proptest! {
     fn views_over_targets_equal_their_queries_at_every_commit(
         (changes, cuts, workers) in feeds()
     ) {
-        let dir = tempfile::tempdir().unwrap();
-        write_files(&dir.path().join("data"), &changes, &cuts);
-        let file = dir.path().join("pipeline.sql");
-        let p = scdflow::sql::parse(PIPELINE, &file).unwrap();
-        let options = Options { workers, ..Options::default() };
-        let run = evaluate(&p, &options, None).unwrap();
+        let (p, run) = evaluated(PIPELINE, &changes, &cuts, workers);
         let [hist, latest, current, shouted, named] = &run.targets[..] else {
             panic!("five targets")
         };

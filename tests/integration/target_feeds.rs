@@ -29,13 +29,37 @@ COLUMNS * EXCEPT (_change_type, _commit_version)
 STORED AS SCD TYPE 1;
 ";
 
-/// `scdflow generate` of four commits into `g`, and `p/copy.sql` (the SCD2 pipeline and
-/// [`COPY`]) whose input directory gets them as [`arrive`] says.
-fn workload(cwd: &Path) {
-    crate::change_feeds::generate(cwd, ["3000", "200", "1000", "4", "5"]);
+/// `scdflow generate` of four commits into `g` (seeded `seed`), and `p/NAME.sql`: the SCD2
+/// pipeline and `more`, whose input directory gets the commits as [`arrive`] says.
+pub(crate) fn workload(cwd: &Path, seed: &str, name: &str, more: &str) {
+    crate::change_feeds::generate(cwd, ["3000", "200", "1000", "4", seed]);
     std::fs::create_dir_all(cwd.join("p/events")).unwrap();
     let scd2 = std::fs::read_to_string(cwd.join("g/scd2.sql")).unwrap();
-    std::fs::write(cwd.join("p/copy.sql"), scd2 + COPY).unwrap();
+    std::fs::write(cwd.join(format!("p/{name}.sql")), scd2 + more).unwrap();
+}
+
+/// Runs `pipeline` over the four commit files: a plain 2-worker run into `plain/`, then, from
+/// an empty input directory, a durable run into `o/` (state `st`) per arriving file; `check`
+/// sees the outputs of every run. Returns the durable run's arguments.
+pub(crate) fn plain_then_per_file<'a>(
+    cwd: &Path,
+    pipeline: &'a str,
+    check: impl Fn(&Path),
+) -> [&'a str; 6] {
+    for n in 1..=4 {
+        arrive(cwd, n);
+    }
+    succeed(cwd, &["run", pipeline, "--out", "plain", "-w", "2"]);
+    check(&cwd.join("plain"));
+    std::fs::remove_dir_all(cwd.join("p/events")).unwrap();
+    std::fs::create_dir(cwd.join("p/events")).unwrap();
+    let run = ["run", pipeline, "--state", "st", "--out", "o"];
+    for n in 1..=4 {
+        arrive(cwd, n);
+        succeed(cwd, &run);
+        check(&cwd.join("o"));
+    }
+    run
 }
 
 /// A table file's rows without its header.
@@ -54,26 +78,13 @@ fn assert_copies(out: &Path) {
 fn a_copy_from_the_feed_equals_the_target_plain_durable_and_rewound() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
-    workload(cwd);
-    for n in 1..=4 {
-        arrive(cwd, n);
-    }
-    succeed(cwd, &["run", "p/copy.sql", "--out", "plain", "-w", "2"]);
-    assert_copies(&cwd.join("plain"));
+    workload(cwd, "5", "copy", COPY);
+    plain_then_per_file(cwd, "p/copy.sql", assert_copies);
     let metrics = std::fs::read_to_string(cwd.join("plain/metrics.json")).unwrap();
     assert!(
         metrics.contains("\"source_file\": \"the change data feed of `scd2`\""),
         "{metrics}"
     );
-
-    std::fs::remove_dir_all(cwd.join("p/events")).unwrap();
-    std::fs::create_dir(cwd.join("p/events")).unwrap();
-    let run = ["run", "p/copy.sql", "--state", "st", "--out", "o"];
-    for n in 1..=4 {
-        arrive(cwd, n);
-        succeed(cwd, &run);
-        assert_copies(&cwd.join("o"));
-    }
     assert_eq!(
         body(&cwd.join("o/copy.csv")),
         body(&cwd.join("plain/copy.csv"))
@@ -122,7 +133,7 @@ pub(crate) fn publish_four(cwd: &Path, pipeline: &str) {
 fn published_copies_from_the_feed_equal_the_target() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
-    workload(cwd);
+    workload(cwd, "5", "copy", COPY);
     publish_four(cwd, "p/copy.sql");
     let table = |query: &str| {
         let text = sql(cwd, query);
@@ -144,7 +155,7 @@ fn published_copies_from_the_feed_equal_the_target() {
 fn append_flows_and_expectations_read_the_feed() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
-    workload(cwd);
+    workload(cwd, "5", "copy", COPY);
     arrive(cwd, 1);
     arrive(cwd, 2);
     let scd2 = std::fs::read_to_string(cwd.join("g/scd2.sql")).unwrap();
@@ -190,7 +201,7 @@ STORED AS SCD TYPE 1;
 fn refused(extra: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
-    workload(cwd);
+    workload(cwd, "5", "copy", COPY);
     let scd2 = std::fs::read_to_string(cwd.join("g/scd2.sql")).unwrap();
     std::fs::write(cwd.join("p/bad.sql"), format!("{scd2}{extra}")).unwrap();
     let out = scdflow(cwd, &["check", "p/bad.sql"]);
@@ -257,7 +268,7 @@ fn two_processes_copy_from_the_feed_as_one_does() {
     use crate::cluster::{finish, hostfile, member};
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
-    workload(cwd);
+    workload(cwd, "5", "copy", COPY);
     for n in 1..=4 {
         arrive(cwd, n);
     }

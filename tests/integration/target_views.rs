@@ -5,7 +5,7 @@
 //! from, is refused.
 
 use crate::durable::{scdflow, stderr, succeed};
-use crate::rewind::arrive;
+use crate::target_feeds::{plain_then_per_file, workload};
 use crate::warehouse::sql;
 use std::path::Path;
 
@@ -18,15 +18,6 @@ CREATE MATERIALIZED VIEW history AS SELECT * FROM scd2;
 
 CREATE MATERIALIZED VIEW current_v3 AS SELECT * FROM current_rows WHERE c0 LIKE 'V3%';
 ";
-
-/// `scdflow generate` of four commits into `g`, and `p/views.sql` (the SCD2 pipeline and
-/// [`VIEWS`]) whose input directory gets them as [`arrive`] says.
-fn workload(cwd: &Path) {
-    crate::change_feeds::generate(cwd, ["3000", "200", "1000", "4", "9"]);
-    std::fs::create_dir_all(cwd.join("p/events")).unwrap();
-    let scd2 = std::fs::read_to_string(cwd.join("g/scd2.sql")).unwrap();
-    std::fs::write(cwd.join("p/views.sql"), scd2 + VIEWS).unwrap();
-}
 
 /// A CSV table's data lines (no quoting in these tables), sorted.
 fn sorted(text: &str) -> Vec<String> {
@@ -66,24 +57,11 @@ fn assert_views(out: &Path) {
 fn views_over_a_target_follow_it_plain_durable_and_rewound() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
-    workload(cwd);
-    for n in 1..=4 {
-        arrive(cwd, n);
-    }
-    succeed(cwd, &["run", "p/views.sql", "--out", "plain", "-w", "2"]);
-    assert_views(&cwd.join("plain"));
+    workload(cwd, "9", "views", VIEWS);
+    let run = plain_then_per_file(cwd, "p/views.sql", assert_views);
     // A version that closes leaves the current rows (a delete), its successor enters them.
     let feed = std::fs::read_to_string(cwd.join("plain/current_rows.changes.csv")).unwrap();
     assert!(feed.contains(",delete,2,") && feed.contains(",insert,2,"));
-
-    std::fs::remove_dir_all(cwd.join("p/events")).unwrap();
-    std::fs::create_dir(cwd.join("p/events")).unwrap();
-    let run = ["run", "p/views.sql", "--state", "st", "--out", "o"];
-    for n in 1..=4 {
-        arrive(cwd, n);
-        succeed(cwd, &run);
-        assert_views(&cwd.join("o"));
-    }
     let read = |path: &str| std::fs::read_to_string(cwd.join(path)).unwrap();
     assert_eq!(
         sorted(&read("o/current_rows.csv")),
@@ -117,7 +95,7 @@ fn views_over_a_target_follow_it_plain_durable_and_rewound() {
 fn published_views_have_their_own_feed_and_take_no_dml() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
-    workload(cwd);
+    workload(cwd, "9", "views", VIEWS);
     crate::target_feeds::publish_four(cwd, "p/views.sql");
     let scd2 = sql(cwd, "SELECT * FROM main.s.scd2");
     let (current, history, v3) = expected(&scd2);
