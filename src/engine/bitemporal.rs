@@ -152,8 +152,8 @@ impl Durable for BitemporalState {
         read_header::<()>(input, TAG)?;
         read_changes(input, owns, |key, state: Option<KeyState>| {
             self.keys.remove(&key);
-            if let Some(state) = state {
-                state.fits(&self.shape)?;
+            if let Some(mut state) = state {
+                state.fit(&self.shape)?;
                 self.keys.insert(key, state);
             }
             Ok(())
@@ -162,8 +162,8 @@ impl Durable for BitemporalState {
 
     fn restore(&mut self, input: &mut dyn RecordIn, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
         read_header::<()>(input, TAG)?;
-        read_keys(input, owns, |key, state: KeyState| {
-            state.fits(&self.shape)?;
+        read_keys(input, owns, |key, mut state: KeyState| {
+            state.fit(&self.shape)?;
             if self.keys.contains_key(&key) {
                 return Ok(false);
             }
@@ -279,8 +279,8 @@ impl KeyState {
 
     /// Checks a restored key against the target's shape and the invariants replays rely on:
     /// logged upserts have the target's width, and the system index points at logged events.
-    fn fits(&self, shape: &Shape) -> Result<()> {
-        self.h.fits(shape)?;
+    fn fit(&mut self, shape: &Shape) -> Result<()> {
+        self.h.fit(shape)?;
         for (_, logged) in self.by_seq.iter() {
             for l in logged {
                 let mask = l

@@ -1,16 +1,22 @@
-//! SCD type 2 state: each key's events by sequence, plus the versions ("runs") they produce.
+//! SCD type 2 state: each key's events by sequence, each marked if it starts a version ("run").
 //!
 //! A run starts at an upsert whose tracked columns differ from the open run's (or when no run
 //! is open), absorbs following upserts with equal tracked columns in place, and ends at the next
 //! run start or delete (SPEC 3.3). The visible row of a run is its latest folded image.
 //!
+//! Runs are not stored beside the events: the event that starts one carries a flag (a byte of
+//! its padding), and a run's end and latest upsert are the events around it. A map of runs cost
+//! 48 bytes per version and a second heap block per key, a third of the state (a 1M-event
+//! history held 285-293 MB at its peak with it, 224-228 MB without). Each history keeps the
+//! start of its open run, so the in-order path never scans back over a run.
+//!
 //! A commit that inserts events at sequences `lo..=hi` of a key re-derives runs from the run
 //! open just before `lo` and stops at the first point after `hi` where the new derivation meets
 //! the old one: a delete, or an upsert that starts a run in both derivations with the same
-//! folded image. For whole-image targets a run that continues unchanged past `hi` is skipped in
-//! one step (its image and end are already known), so a late event costs O(log h) plus the
-//! runs it really changes. With partial updates (D6) each later event's folded image may
-//! change, so the walk continues until the folds agree again.
+//! folded image. The runs it replaces are read from the events as they were: what each changed
+//! sequence held is kept aside ([`Before`]) until the difference is emitted. A late event
+//! costs O(log h) plus the events from the start of the run it lands in to the end of the last
+//! run it changes (a long run of untracked changes is walked, not skipped).
 //!
 //! A commit whose events of a key all come after the key's last stored sequence (the in-order
 //! case) can only change the open run, the last one: it is updated in place, without a walk.
@@ -24,13 +30,15 @@
 //!
 //! The per-key [`History`] is shared with the bitemporal state (`super::bitemporal`), which
 //! also replaces and removes stored events ([`History::replace`]) to rewind a history in system
-//! time; a removal re-derives like an insertion, with the removed image in `before`.
+//! time; a removal re-derives like an insertion, with what was removed in `before`.
 //!
 //! The state counts its tombstones as it goes: whether a stored delete closes nothing depends
 //! only on it and the event before it, so a commit re-checks just the sequences it stores at
 //! and the events right after them.
 //!
-//! Saved ([`Durable`]) as the tombstone queue, then each key's [`History`].
+//! Saved ([`Durable`]) as the tombstone queue, then each key's events; the run flags are
+//! derived again on restore ([`History::fit`]), so a saved state cannot hold runs that
+//! disagree with its events.
 
 use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
@@ -72,11 +80,17 @@ pub(super) struct Shape {
     partial: bool,
 }
 
-/// One key's events by sequence and the versions they produce.
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// One key's events by sequence; each event that starts a version says so
+/// ([`Stored::starts`]).
+///
+/// Saved as its events alone: a restored history has no version marked until [`History::fit`]
+/// derives them.
+#[derive(Debug, Default)]
 pub(super) struct History {
     events: SortedMap<Seq, Stored>,
-    runs: SortedMap<Seq, Run>,
+    /// The start of the open run while the last event is an upsert (else `None`), so the
+    /// in-order path finds it without scanning back over a long run.
+    open: Option<Seq>,
 }
 
 /// The event stored at a sequence (the winner of its ties).
@@ -88,6 +102,9 @@ pub(super) struct History {
 #[serde(from = "StoredFields<Row, Box<[bool]>, Row>")]
 pub(super) struct Stored {
     kind: EventKind,
+    /// This upsert starts a run: no upsert comes right before it, or its folded image differs
+    /// from the one before in a tracked column. Derived, never saved.
+    starts: bool,
     image: Row,
     partial: Option<Box<Partial>>,
 }
@@ -136,18 +153,67 @@ impl From<StoredFields<Row, Box<[bool]>, Row>> for Stored {
         });
         Stored {
             kind: f.kind,
+            starts: false,
             image: f.image,
             partial,
         }
     }
 }
 
-/// A version: from its key (the start) to `end`, showing the folded image of its latest upsert,
-/// `last`. Runs point into the events instead of copying images.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A run as a walk derives it: from `start` to `end`, showing the folded image of its latest
+/// upsert, `last`.
+#[derive(Debug)]
 struct Run {
+    start: Seq,
     end: Option<Seq>,
     last: Seq,
+}
+
+/// A version as it is (or was) in the table: borrowed from the events it comes from.
+#[derive(Debug)]
+struct Version<'a> {
+    start: &'a Seq,
+    end: Option<&'a Seq>,
+    image: &'a Row,
+}
+
+/// What a sequence changed in one commit held before it: `None` if it held no event.
+pub(super) type Before = BTreeMap<Seq, Option<Prior>>;
+
+/// An event as it was before a change replaced it or removed it.
+#[derive(Debug)]
+pub(super) struct Prior {
+    kind: EventKind,
+    starts: bool,
+    folded: Row,
+}
+
+impl From<Stored> for Prior {
+    fn from(stored: Stored) -> Self {
+        Prior {
+            kind: stored.kind,
+            starts: stored.starts,
+            folded: stored.into_folded(),
+        }
+    }
+}
+
+impl Serialize for History {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        self.events.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for History {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let events = SortedMap::deserialize(deserializer)?;
+        Ok(History { events, open: None })
+    }
 }
 
 impl Scd2State {
@@ -245,8 +311,8 @@ impl Durable for Scd2State {
             if let Some(old) = self.keys.remove(&key) {
                 self.held.replaced(old.tombstones());
             }
-            if let Some(history) = history {
-                history.fits(&self.shape)?;
+            if let Some(mut history) = history {
+                history.fit(&self.shape)?;
                 self.held.restored(history.tombstones());
                 self.keys.insert(key, history);
             }
@@ -257,8 +323,8 @@ impl Durable for Scd2State {
     fn restore(&mut self, input: &mut dyn RecordIn, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
         let queue: VecDeque<Queued> = read_header(input, TAG)?;
         self.tombstones.restore(queue, owns);
-        read_keys(input, owns, |key, history: History| {
-            history.fits(&self.shape)?;
+        read_keys(input, owns, |key, mut history: History| {
+            history.fit(&self.shape)?;
             if self.keys.contains_key(&key) {
                 return Ok(false);
             }
@@ -361,6 +427,7 @@ impl Stored {
         });
         Stored {
             kind,
+            starts: false,
             image,
             partial,
         }
@@ -438,24 +505,17 @@ impl History {
     }
 
     /// Stores `new` at `seq`, or removes the event there when `new` is `None`, without
-    /// re-deriving: the replaced event's folded image goes to `before` (unless an earlier change
-    /// in the same batch already put one there) for the [`History::rederive`] that must follow,
-    /// with `seq` inside its range.
-    pub(super) fn replace(
-        &mut self,
-        seq: &Seq,
-        new: Option<Stored>,
-        before: &mut BTreeMap<Seq, Row>,
-    ) {
+    /// re-deriving: what `seq` held goes to `before` (unless an earlier change in the same
+    /// batch already put it there) for the [`History::rederive`] that must follow, with `seq`
+    /// inside its range.
+    pub(super) fn replace(&mut self, seq: &Seq, new: Option<Stored>, before: &mut Before) {
         let old = match new {
             Some(stored) => self.events.insert(seq.clone(), stored),
             None => self.events.remove(seq),
         };
-        if let Some(old) = old {
-            before
-                .entry(seq.clone())
-                .or_insert_with(|| old.into_folded());
-        }
+        before
+            .entry(seq.clone())
+            .or_insert_with(|| old.map(Prior::from));
     }
 
     /// Whether the event at `seq` is a tombstone: a delete that closes no version, because no
@@ -473,7 +533,8 @@ impl History {
         is_delete && !after_upsert()
     }
 
-    /// Removes the delete at `seq` if it closes no version; returns whether it did.
+    /// Removes the delete at `seq` if it closes no version; returns whether it did. No run
+    /// changes: the event after it has a delete or nothing before it either way.
     fn forget_tombstone(&mut self, seq: &Seq) -> bool {
         let forget = self.is_tombstone(seq);
         if forget {
@@ -518,15 +579,21 @@ impl History {
 
     /// Appends the versions of this history as `(row, +1)`.
     pub(super) fn rows(&self, out: &mut Vec<(Row, isize)>) {
-        for (start, run) in self.runs.iter() {
-            out.push((row(start, run, folded_at(&self.events, &run.last)), 1));
+        let all = self
+            .events
+            .iter()
+            .map(|(s, e)| (s, e.kind, e.starts, e.folded()));
+        for v in versions(all, None) {
+            out.push((v.row(), 1));
         }
     }
 
-    /// Checks a restored history against the target's shape and its own invariants that
-    /// re-derivation relies on, so that a shard of another pipeline cannot make `apply` panic:
-    /// upsert images have the target's width, and every run points at a stored upsert.
-    pub(super) fn fits(&self, shape: &Shape) -> Result<()> {
+    /// Checks a restored history against the target's shape (upsert images have its width, so
+    /// a shard of another pipeline cannot make `apply` panic) and marks the events that start
+    /// runs, which are not saved.
+    pub(super) fn fit(&mut self, shape: &Shape) -> Result<()> {
+        let mut starts = Vec::with_capacity(self.events.len());
+        let mut before: Option<&Row> = None;
         for (_, e) in self.events.iter() {
             let width = |row: &Row| row.len() == shape.image_len;
             let mask = e.authored().is_none_or(|m| m.len() == shape.image_len);
@@ -539,56 +606,45 @@ impl History {
                     shape.image_len
                 )));
             }
+            let upsert = e.kind == EventKind::Upsert;
+            starts.push(upsert && before.is_none_or(|b| !shape.tracked_eq(b, e.folded())));
+            before = upsert.then(|| e.folded());
         }
-        let points_at_upsert = |seq: &Seq| {
-            self.events
-                .get(seq)
-                .is_some_and(|e| e.kind == EventKind::Upsert)
-        };
-        if !self
-            .runs
-            .iter()
-            .all(|(start, run)| points_at_upsert(start) && points_at_upsert(&run.last))
-        {
-            return Err(misfit("a version does not start at a stored upsert"));
+        let mut open = None;
+        for ((seq, e), starts) in self.events.range_mut(Unbounded, Unbounded).zip(starts) {
+            e.starts = starts;
+            match e.kind {
+                EventKind::Upsert if starts => open = Some(seq.clone()),
+                EventKind::Upsert => {}
+                _ => open = None,
+            }
         }
+        self.open = open;
         Ok(())
     }
 
     /// Stores the events (the greatest wins a sequence tie, D2) and returns the range of
-    /// sequences whose event changed, if any. Images that a tie replaced go to `before`.
+    /// sequences whose event changed, if any. What each changed sequence held goes to `before`.
     fn absorb(
         &mut self,
         events: Vec<Event>,
-        before: &mut BTreeMap<Seq, Row>,
+        before: &mut Before,
         stats: &mut CommitStats,
     ) -> Option<(Seq, Seq)> {
         let mut changed: Option<(Seq, Seq)> = None;
         for event in events {
             let seq = Seq::from(&event.seq);
-            match self
-                .events
-                .get(&seq)
-                .map(|old| event.tie_rank().cmp(&old.rank()))
-            {
-                None => {
-                    self.events.insert(seq.clone(), Stored::from_event(event));
+            if let Some(old) = self.events.get(&seq) {
+                let ord = event.tie_rank().cmp(&old.rank());
+                if ord.is_eq() {
+                    continue;
                 }
-                Some(ord) => {
-                    if ord.is_eq() {
-                        continue;
-                    }
-                    stats.sequence_ties += 1;
-                    if ord.is_lt() {
-                        continue;
-                    }
-                    if let Some(old) = self.events.insert(seq.clone(), Stored::from_event(event)) {
-                        before
-                            .entry(seq.clone())
-                            .or_insert_with(|| old.into_folded());
-                    }
+                stats.sequence_ties += 1;
+                if ord.is_lt() {
+                    continue;
                 }
             }
+            self.replace(&seq, Some(Stored::from_event(event)), before);
             changed = Some(match changed {
                 None => (seq.clone(), seq),
                 Some((lo, hi)) => (lo.min(seq.clone()), hi.max(seq)),
@@ -633,15 +689,12 @@ impl History {
 
     /// The row of the open run (the last one, if the last event is an upsert).
     fn open_row(&self) -> Option<Row> {
-        let (_, last) = self.events.last()?;
-        if last.kind != EventKind::Upsert {
-            return None;
-        }
-        let (start, run) = self
-            .runs
-            .last()
+        let (_, last) = (self.events.last()).filter(|(_, e)| e.kind == EventKind::Upsert)?;
+        let start = self
+            .open
+            .as_ref()
             .expect("an upsert always lies inside a run");
-        Some(row(start, run, last.folded()))
+        Some(row(start, None, last.folded()))
     }
 
     /// Stores `event`, whose sequence is past every stored one, and emits the row of the run it
@@ -649,21 +702,17 @@ impl History {
     /// tombstone: it has no successor and is the predecessor of nothing, so no other event's
     /// status changes.
     fn append_one(&mut self, event: Event, shape: &Shape, out: &mut Vec<(Row, isize)>) -> i64 {
-        let History { events, runs } = self;
+        let History { events, open } = self;
         let seq = Seq::from(&event.seq);
-        let open = events
-            .last()
-            .map(|(_, e)| e)
-            .filter(|e| e.kind == EventKind::Upsert);
-        let mut close = |image: &Row| {
-            let (start, run) = runs.last_mut().expect("an upsert always lies inside a run");
-            run.end = Some(seq.clone());
-            out.push((row(start, run, image), 1));
+        let last = (events.last().map(|(_, e)| e)).filter(|e| e.kind == EventKind::Upsert);
+        let mut close = |last: &Stored| {
+            let start = open.take().expect("an upsert always lies inside a run");
+            out.push((row(&start, Some(&seq), last.folded()), 1));
         };
         if event.kind != EventKind::Upsert {
-            let tombstone = match open {
+            let tombstone = match last {
                 Some(last) => {
-                    close(last.folded());
+                    close(last);
                     0
                 }
                 None => 1,
@@ -674,7 +723,7 @@ impl History {
         let mut stored = Stored::from_event(event);
         if shape.partial {
             let nulls;
-            let before = match open {
+            let before = match last {
                 Some(last) => last.folded(),
                 None => {
                     nulls = Row::nulls(shape.image_len);
@@ -686,82 +735,123 @@ impl History {
                 stored.set_folded(folded);
             }
         }
-        match open {
-            Some(last) if shape.tracked_eq(last.folded(), stored.folded()) => {
-                let (_, run) = runs.last_mut().expect("an upsert always lies inside a run");
-                run.last.clone_from(&seq);
+        stored.starts = !last.is_some_and(|l| shape.tracked_eq(l.folded(), stored.folded()));
+        if stored.starts {
+            if let Some(last) = last {
+                close(last);
             }
-            _ => {
-                if let Some(last) = open {
-                    close(last.folded());
-                }
-                let run = Run {
-                    end: None,
-                    last: seq.clone(),
-                };
-                runs.push(seq.clone(), run);
-            }
+            *open = Some(seq.clone());
         }
         events.push(seq, stored);
         0
     }
 
     /// Re-derives the runs affected by events changed (inserted, replaced or removed) in
-    /// `lo..=hi` and emits the difference. `before` holds the images (folded) that changed in
-    /// this commit, as they were; it must hold the old image of every replaced or removed event.
+    /// `lo..=hi` and emits the difference. `before` holds what every changed sequence held.
     pub(super) fn rederive(
         &mut self,
         lo: &Seq,
         hi: &Seq,
         shape: &Shape,
-        mut before: BTreeMap<Seq, Row>,
+        before: Before,
         out: &mut Vec<(Row, isize)>,
     ) {
         let (from, derived, stop, refolded) = self.walk(lo, hi, shape);
-        let History { events, runs } = self;
-        for (seq, folded) in refolded {
-            let ev = events.get_mut(&seq).expect("refolded events exist");
-            let old = ev.set_folded(folded);
-            before
-                .entry(seq)
-                .or_insert_with(|| old.unwrap_or_else(|| ev.image.clone()));
-        }
-        let old = runs.drain_range(&from, stop.as_ref());
+        let image = |last: &Seq| match refolded.binary_search_by(|(s, _)| s.cmp(last)) {
+            Ok(i) => &refolded[i].1,
+            Err(_) => folded_at(&self.events, last),
+        };
+        let new = derived.iter().map(|run| Version {
+            start: &run.start,
+            end: run.end.as_ref(),
+            image: image(&run.last),
+        });
+        let stop_seq = match &stop {
+            Excluded(seq) => Some(seq),
+            _ => None,
+        };
+        let until = |seq: &&Seq| stop_seq.is_none_or(|stop| *seq < stop);
+        let was = self.before_changes(&from, &before);
+        let old = versions(was.take_while(|(seq, ..)| until(seq)), stop_seq);
         // Compare rows by content (not by which event gives the image), so a key never emits a
-        // row it also retracts: the output is consolidated without sorting it.
-        let image_before = |run: &Run| {
-            before
-                .get(&run.last)
-                .unwrap_or_else(|| folded_at(events, &run.last))
-        };
-        let mut retract = |start: &Seq, run: &Run| {
-            out.push((row(start, run, image_before(run)), -1));
-        };
-        // Both are in start order: merging pairs each derived run with the old run of its start.
+        // row it also retracts: the output is consolidated without sorting it. Both are in
+        // start order: merging pairs each derived run with the old run of its start.
         let mut old = old.into_iter().peekable();
         let mut added = Vec::new();
-        for (start, run) in &derived {
-            while let Some((s, o)) = old.next_if(|(s, _)| s < start) {
-                retract(&s, &o);
+        for v in new {
+            while let Some(o) = old.next_if(|o| o.start < v.start) {
+                out.push((o.row(), -1));
             }
-            let image = folded_at(events, &run.last);
-            let unchanged = match old.next_if(|(s, _)| s == start) {
-                Some((_, o)) if o.end == run.end && image_before(&o) == image => true,
-                Some((s, o)) => {
-                    retract(&s, &o);
+            let unchanged = match old.next_if(|o| o.start == v.start) {
+                Some(o) if o.end == v.end && o.image == v.image => true,
+                Some(o) => {
+                    out.push((o.row(), -1));
                     false
                 }
                 None => false,
             };
             if !unchanged {
-                added.push((row(start, run, image), 1));
+                added.push((v.row(), 1));
             }
         }
-        for (s, o) in old {
-            retract(&s, &o);
-        }
+        out.extend(old.map(|o| (o.row(), -1)));
         out.append(&mut added);
-        runs.insert_run(derived);
+        let History { events, open } = self;
+        let mut starts = derived.iter().map(|run| &run.start).peekable();
+        for (seq, e) in events.range_mut(Included(&from), stop.as_ref()) {
+            e.starts = starts.next_if(|s| *s == seq).is_some();
+        }
+        for (seq, folded) in refolded {
+            let e = events.get_mut(&seq).expect("refolded events exist");
+            e.set_folded(folded);
+        }
+        if stop_seq.is_none() {
+            *open = (derived.last())
+                .filter(|run| run.end.is_none())
+                .map(|run| run.start.clone());
+        }
+    }
+
+    /// The events from `from` on as they were before the changes `before` records, as
+    /// (sequence, kind, starts, folded image).
+    fn before_changes<'a>(
+        &'a self,
+        from: &Seq,
+        before: &'a Before,
+    ) -> impl Iterator<Item = (&'a Seq, EventKind, bool, &'a Row)> {
+        let mut now = self.events.range_from(Included(from)).peekable();
+        let mut was = before
+            .range::<Seq, _>((Included(from), Unbounded))
+            .peekable();
+        std::iter::from_fn(move || loop {
+            let changed = match (now.peek(), was.peek()) {
+                (_, None) => None,
+                (None, Some(_)) => Some(true),
+                (Some((n, _)), Some((w, _))) => Some(w <= n),
+            };
+            match changed {
+                Some(true) => {
+                    let (seq, prior) = was.next()?;
+                    now.next_if(|(n, _)| *n == seq);
+                    if let Some(p) = prior {
+                        return Some((seq, p.kind, p.starts, &p.folded));
+                    }
+                }
+                _ => {
+                    let (seq, e) = now.next()?;
+                    return Some((seq, e.kind, e.starts, e.folded()));
+                }
+            }
+        })
+    }
+
+    /// The start of the run holding the upsert at `seq`: the nearest event at or before it that
+    /// starts one (a scan back over the run).
+    fn run_start(&self, seq: &Seq) -> &Seq {
+        let (start, _) = (self.events.range_to(Included(seq)).rev())
+            .find(|(_, e)| e.starts)
+            .expect("an upsert always lies inside a run");
+        start
     }
 
     /// Derives runs from the run open just before `lo` until the derivation meets the old runs
@@ -772,8 +862,8 @@ impl History {
         lo: &Seq,
         hi: &Seq,
         shape: &Shape,
-    ) -> (Seq, Vec<(Seq, Run)>, Bound<Seq>, Vec<(Seq, Row)>) {
-        let History { events, runs } = self;
+    ) -> (Seq, Vec<Run>, Bound<Seq>, Vec<(Seq, Row)>) {
+        let events = &self.events;
         // Only partial targets fold into NULLs.
         let nulls = || Row::nulls(if shape.partial { shape.image_len } else { 0 });
         // The open run as `(start, last upsert)`, and the folded image before the current event:
@@ -781,9 +871,7 @@ impl History {
         // borrowed from the events, never copied.
         let (from, mut open, mut folded) = match events.last_before(Excluded(lo)) {
             Some((p, pe)) if pe.kind == EventKind::Upsert => {
-                let (start, _) = runs
-                    .last_before(Included(p))
-                    .expect("an upsert always lies inside a run");
+                let start = self.run_start(p);
                 (
                     start.clone(),
                     Some((start.clone(), p.clone())),
@@ -792,16 +880,14 @@ impl History {
             }
             _ => (lo.clone(), None, Cow::Owned(nulls())),
         };
-        let mut derived: Vec<(Seq, Run)> = Vec::new();
+        let mut derived: Vec<Run> = Vec::new();
         let mut refolded: Vec<(Seq, Row)> = Vec::new();
-        let close =
-            |open: &mut Option<(Seq, Seq)>, end: Option<Seq>, derived: &mut Vec<(Seq, Run)>| {
-                if let Some((start, last)) = open.take() {
-                    derived.push((start, Run { end, last }));
-                }
-            };
-        let mut rest = events.range_from(Included(lo));
-        while let Some((seq, ev)) = rest.next() {
+        let close = |open: &mut Option<(Seq, Seq)>, end: Option<Seq>, derived: &mut Vec<Run>| {
+            if let Some((start, last)) = open.take() {
+                derived.push(Run { start, end, last });
+            }
+        };
+        for (seq, ev) in events.range_from(Included(lo)) {
             let past = seq > hi;
             if ev.kind != EventKind::Upsert {
                 close(&mut open, Some(seq.clone()), &mut derived);
@@ -819,24 +905,11 @@ impl History {
                 Cow::Borrowed(&ev.image)
             };
             let starts = open.is_none() || !shape.tracked_eq(&folded, &image);
-            if past && starts && runs.contains_key(seq) && *ev.folded() == *image {
+            // Past `hi` the events are as they were: one that starts a run in both derivations
+            // with the same image ends the change.
+            if past && starts && ev.starts && *ev.folded() == *image {
                 close(&mut open, Some(seq.clone()), &mut derived);
                 return (from, derived, Excluded(seq.clone()), refolded);
-            }
-            if past && !starts && !shape.partial {
-                // Whole images: the old run holding `seq` goes on unchanged to its end.
-                let (_, run) = runs
-                    .last_before(Included(seq))
-                    .expect("an unchanged upsert lies inside an old run");
-                if let Some((_, last)) = open.as_mut() {
-                    last.clone_from(&run.last);
-                }
-                folded = Cow::Borrowed(folded_at(events, &run.last));
-                match &run.end {
-                    Some(end) => rest = events.range_from(Included(end)),
-                    None => break,
-                }
-                continue;
             }
             if starts {
                 close(&mut open, Some(seq.clone()), &mut derived);
@@ -854,6 +927,42 @@ impl History {
     }
 }
 
+/// The versions of a stretch of history, given as (sequence, kind, starts, folded image) in
+/// sequence order from a run's start (or a delete); a version still open at the stretch's end
+/// ends at `end`.
+fn versions<'a>(
+    stretch: impl Iterator<Item = (&'a Seq, EventKind, bool, &'a Row)>,
+    end: Option<&'a Seq>,
+) -> Vec<Version<'a>> {
+    let mut out = Vec::new();
+    let mut open: Option<(&Seq, &Row)> = None;
+    for (seq, kind, starts, folded) in stretch {
+        let upsert = kind == EventKind::Upsert;
+        if let Some((_, image)) = open.as_mut().filter(|_| upsert && !starts) {
+            *image = folded;
+            continue;
+        }
+        if let Some((start, image)) = open.take() {
+            out.push(Version {
+                start,
+                end: Some(seq),
+                image,
+            });
+        }
+        if upsert {
+            open = Some((seq, folded));
+        }
+    }
+    out.extend(open.map(|(start, image)| Version { start, end, image }));
+    out
+}
+
+impl Version<'_> {
+    fn row(&self) -> Row {
+        row(self.start, self.end, self.image)
+    }
+}
+
 /// The folded image of the event at `seq` (which exists: runs only point at stored upserts).
 fn folded_at<'a>(events: &'a SortedMap<Seq, Stored>, seq: &Seq) -> &'a Row {
     events
@@ -862,11 +971,11 @@ fn folded_at<'a>(events: &'a SortedMap<Seq, Stored>, seq: &Seq) -> &'a Row {
         .folded()
 }
 
-fn row(start: &Seq, run: &Run, image: &Row) -> Row {
+fn row(start: &Seq, end: Option<&Seq>, image: &Row) -> Row {
     let mut row = Packer::new();
     row.extend_from(image.as_row_ref());
     Seq::pack(Some(start), &mut row);
-    Seq::pack(run.end.as_ref(), &mut row);
+    Seq::pack(end, &mut row);
     row.finish()
 }
 
@@ -915,13 +1024,14 @@ mod tests {
     }
 
     /// Every stored event of every key costs this much beside its sequence (16 bytes) and its
-    /// image's heap bytes, and every version this much beside its start (16). With `Value`
-    /// sequences (32) and two boxes per event they were 56 and 64.
+    /// image's heap bytes, and a version nothing more: it is a flag on the event that starts
+    /// it. A key's history is 48 bytes beside its events (64 with a map of versions). With
+    /// `Value` sequences (32) and two boxes per event, an event was 56 bytes and a version 64.
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn a_stored_event_is_40_bytes_and_a_version_32() {
+    fn a_stored_event_is_40_bytes_and_a_version_nothing_more() {
         assert_eq!(std::mem::size_of::<Stored>(), 40);
-        assert_eq!(std::mem::size_of::<Run>(), 32);
+        assert_eq!(std::mem::size_of::<History>(), 48);
     }
 
     #[test]
@@ -955,7 +1065,7 @@ mod tests {
     }
 
     #[test]
-    fn untracked_changes_stay_in_place_and_late_splits_skip_unchanged_runs() {
+    fn untracked_changes_stay_in_place_and_late_splits_keep_unchanged_runs() {
         let mut s = Scd2State::new(2, vec![true, false], false, None);
         let mut out = Vec::new();
         let mut st = CommitStats::default();

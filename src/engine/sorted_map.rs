@@ -87,6 +87,55 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
             .chain(large.into_iter().flatten())
     }
 
+    /// The entries with keys below `bound` (`Included` / `Excluded`), in key order; read from
+    /// the back to go down from `bound`.
+    pub(crate) fn range_to(&self, bound: Bound<&K>) -> impl DoubleEndedIterator<Item = (&K, &V)> {
+        let (small, large) = match self {
+            SortedMap::Small(v) => {
+                let end = match bound {
+                    Bound::Included(b) => v.partition_point(|(k, _)| k <= b),
+                    Bound::Excluded(b) => v.partition_point(|(k, _)| k < b),
+                    Bound::Unbounded => v.len(),
+                };
+                (Some(v[..end].iter().map(|(k, v)| (k, v))), None)
+            }
+            SortedMap::Large(m) => (None, Some(m.range((Bound::Unbounded, bound)))),
+        };
+        small
+            .into_iter()
+            .flatten()
+            .chain(large.into_iter().flatten())
+    }
+
+    /// The entries with keys between `from` and `to`, in key order, their values mutably.
+    pub(crate) fn range_mut(
+        &mut self,
+        from: Bound<&K>,
+        to: Bound<&K>,
+    ) -> impl Iterator<Item = (&K, &mut V)> {
+        let (small, large) = match self {
+            SortedMap::Small(v) => {
+                let start = match from {
+                    Bound::Included(b) => v.partition_point(|(k, _)| k < b),
+                    Bound::Excluded(b) => v.partition_point(|(k, _)| k <= b),
+                    Bound::Unbounded => 0,
+                };
+                let end = match to {
+                    Bound::Included(b) => v.partition_point(|(k, _)| k <= b),
+                    Bound::Excluded(b) => v.partition_point(|(k, _)| k < b),
+                    Bound::Unbounded => v.len(),
+                };
+                let slice = &mut v[start..end.max(start)];
+                (Some(slice.iter_mut().map(|(k, v)| (&*k, v))), None)
+            }
+            SortedMap::Large(m) => (None, Some(m.range_mut((from, to)))),
+        };
+        small
+            .into_iter()
+            .flatten()
+            .chain(large.into_iter().flatten())
+    }
+
     /// The number of entries.
     pub(crate) fn len(&self) -> usize {
         match self {
@@ -133,14 +182,6 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
         }
     }
 
-    /// The entry with the greatest key, its value mutably.
-    pub(crate) fn last_mut(&mut self) -> Option<(&K, &mut V)> {
-        match self {
-            SortedMap::Small(v) => v.last_mut().map(|(k, v)| (&*k, v)),
-            SortedMap::Large(m) => m.iter_mut().next_back(),
-        }
-    }
-
     /// Inserts `value` at `key`, which must be greater than every key present: in the vector
     /// that is a push, without a search.
     pub(crate) fn push(&mut self, key: K, value: V) {
@@ -154,11 +195,6 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
                 self.insert(key, value);
             }
         }
-    }
-
-    /// Whether `key` is present.
-    pub(crate) fn contains_key(&self, key: &K) -> bool {
-        self.get(key).is_some()
     }
 
     /// Inserts `value` at `key`, returning the value it replaces.
@@ -211,53 +247,6 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
     /// The first entry with a key at or after `bound`.
     pub(crate) fn first_from(&self, bound: Bound<&K>) -> Option<(&K, &V)> {
         self.range_from(bound).next()
-    }
-
-    /// Inserts `entries`, in strictly ascending key order, with no present key between the
-    /// first and the last: in the vector, one shift for all of them.
-    pub(crate) fn insert_run(&mut self, entries: Vec<(K, V)>) {
-        match self {
-            SortedMap::Small(v) if v.len() + entries.len() <= SMALL => {
-                let Some((first, _)) = entries.first() else {
-                    return;
-                };
-                let at = v.partition_point(|(k, _)| k < first);
-                debug_assert!(entries
-                    .last()
-                    .is_some_and(|(last, _)| v.get(at).is_none_or(|(next, _)| last < next)));
-                grow(v, entries.len());
-                v.splice(at..at, entries);
-            }
-            _ => {
-                for (k, v) in entries {
-                    self.insert(k, v);
-                }
-            }
-        }
-    }
-
-    /// Removes and returns the entries with keys in `[from, to)` (`to` unbounded or excluded).
-    pub(crate) fn drain_range(&mut self, from: &K, to: Bound<&K>) -> Vec<(K, V)> {
-        match self {
-            SortedMap::Small(v) => {
-                let start = v.partition_point(|(k, _)| k < from);
-                let end = match to {
-                    Bound::Excluded(b) => v.partition_point(|(k, _)| k < b),
-                    Bound::Included(b) => v.partition_point(|(k, _)| k <= b),
-                    Bound::Unbounded => v.len(),
-                };
-                v.drain(start..end.max(start)).collect()
-            }
-            SortedMap::Large(m) => {
-                let keys: Vec<K> = m
-                    .range((Bound::Included(from), to))
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                keys.into_iter()
-                    .filter_map(|k| m.remove_entry(&k))
-                    .collect()
-            }
-        }
     }
 }
 
@@ -335,23 +324,23 @@ mod tests {
                 }
                 _ => {
                     let to = x + 5;
-                    let a = ours.drain_range(&x, Bound::Excluded(&to));
-                    let keys: Vec<u32> = theirs.range(x..to).map(|(k, _)| *k).collect();
-                    let b: Vec<(u32, u32)> = keys
-                        .into_iter()
-                        .filter_map(|k| theirs.remove_entry(&k))
-                        .collect();
+                    for (_, v) in ours.range_mut(Bound::Included(&x), Bound::Excluded(&to)) {
+                        *v += 1;
+                    }
+                    for (_, v) in theirs.range_mut(x..to) {
+                        *v += 1;
+                    }
+                    let a: Vec<_> = ours.range_to(Bound::Included(&x)).rev().collect();
+                    let b: Vec<_> = theirs.range(..=x).rev().collect();
                     assert_eq!(a, b);
-                    // Half of the drained range comes back, in one run.
-                    let back: Vec<(u32, u32)> = a.into_iter().step_by(2).collect();
-                    theirs.extend(back.iter().copied());
-                    ours.insert_run(back);
                 }
             }
             assert_eq!(ours.get(&x), theirs.get(&x));
             assert_eq!(ours.last(), theirs.last_key_value());
-            let last = ours.last_mut().map(|(k, v)| (*k, *v));
-            assert_eq!(last, theirs.last_key_value().map(|(k, v)| (*k, *v)));
+            assert_eq!(
+                ours.iter().collect::<Vec<_>>(),
+                theirs.iter().collect::<Vec<_>>()
+            );
             assert_eq!(ours.is_empty(), theirs.is_empty());
         }
     }

@@ -30,8 +30,9 @@ use std::path::{Path, PathBuf};
 const MAGIC: &[u8; 8] = b"SCDFLOW\0";
 /// The version of this layout and of the records in it; a reader refuses any other.
 /// 3: rows are saved packed (`value::Row`'s bytes), no longer value by value. 4: an SCD1 key's
-/// winner is saved as its sequence, kind and image, no longer as a whole event.
-pub const FORMAT_VERSION: u32 = 4;
+/// winner is saved as its sequence, kind and image, no longer as a whole event. 5: an SCD2 (and
+/// a bitemporal key's) history is saved as its events; its versions are derived on restore.
+pub const FORMAT_VERSION: u32 = 5;
 const END: u32 = u32::MAX;
 
 /// What a record file holds; its tag is part of the header.
