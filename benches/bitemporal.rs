@@ -74,6 +74,7 @@ fn engine(target: &Target, commits: Vec<CommitEvents>, workers: usize) -> Measur
             .map(|(_, _, diff)| *diff as i64)
             .sum(),
         rss,
+        state: None,
     }
 }
 

@@ -27,6 +27,8 @@ pub(super) struct Run {
     pub total: Duration,
     /// Net rows of the output.
     pub rows: i64,
+    /// The state left, where the system can count it.
+    pub state: Option<super::StateSize>,
 }
 
 /// A `reduce` per key that re-evaluates the reference model over the key's events.
@@ -222,6 +224,7 @@ pub(super) fn drive(target: &Target, commits: Commits, feed: Feed) -> Result<Run
         latencies: Vec::new(),
         total: Duration::ZERO,
         rows: 0,
+        state: None,
     };
     for result in guards.join() {
         let (timing, rows) =

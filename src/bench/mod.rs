@@ -63,6 +63,7 @@ mod rss;
 mod session;
 mod source;
 mod state_loop;
+mod state_size;
 mod summary;
 mod table;
 
@@ -72,6 +73,7 @@ mod tests;
 pub use flow::Flow;
 pub use rss::{during, Rss};
 pub use source::{Changes, Commits};
+pub use state_size::StateSize;
 pub use summary::Summary;
 pub use table::{markdown_table, ratios_table};
 
@@ -195,6 +197,8 @@ pub struct Measurement {
     pub rows: i64,
     /// Memory of the run, where `/proc` tells it.
     pub rss: Option<Rss>,
+    /// The state left after the last commit, where the system can count it (the state loop).
+    pub state: Option<StateSize>,
 }
 
 impl Measurement {
@@ -240,6 +244,7 @@ pub fn measure(
         total: run.total,
         rows: run.rows,
         rss,
+        state: run.state,
     })
 }
 
@@ -270,6 +275,8 @@ pub struct Record {
     pub rows: Option<i64>,
     /// Memory of the run, where known.
     pub rss: Option<Rss>,
+    /// The state left, where known.
+    pub state: Option<StateSize>,
 }
 
 impl Record {
@@ -295,6 +302,7 @@ impl Record {
             latency: Summary::of(&m.latencies[warmup..]),
             rows: Some(m.rows),
             rss: m.rss,
+            state: m.state,
         }
     }
 
@@ -306,12 +314,6 @@ impl Record {
     /// Throughput.
     pub fn events_per_second(&self) -> f64 {
         self.events as f64 / self.seconds.max(1e-9)
-    }
-
-    /// The estimate of the bytes of state per key: RSS growth over the run / keys.
-    pub fn state_bytes_per_key(&self) -> Option<f64> {
-        self.rss
-            .map(|r| r.growth() as f64 / self.keys.max(1) as f64)
     }
 
     /// Whether this is `system`'s record.
@@ -346,11 +348,15 @@ impl fmt::Display for Record {
             )?;
         }
         if let Some(rss) = self.rss {
+            write!(f, "  peak RSS {:>6.0} MiB", rss.peak as f64 / MIB)?;
+        }
+        if let Some(s) = self.state {
             write!(
                 f,
-                "  peak RSS {:>6.0} MiB  state ~{:.0} B/key",
-                rss.peak as f64 / MIB,
-                self.state_bytes_per_key().unwrap_or(0.0)
+                "  state {:.0} B/row (raw {:.0}, {:.1}x)",
+                s.per_row(),
+                s.raw_per_row(),
+                s.per_row() / s.raw_per_row().max(1e-9)
             )?;
         }
         Ok(())

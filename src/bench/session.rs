@@ -81,6 +81,7 @@ pub(super) fn run(target: &Target, commits: Commits, feed: Feed) -> Result<Run> 
         total: tally.last.unwrap_or(start).saturating_duration_since(start),
         latencies: tally.latencies,
         rows: tally.rows,
+        state: None,
     })
 }
 

@@ -4,12 +4,20 @@
 use super::drive::Run;
 use super::source::{self, Batch, Commits};
 use super::Feed;
-use crate::engine::{BitemporalState, CdcState, CommitStats, Scd1State, Scd2State, SnapshotState};
+use super::StateSize;
+use crate::engine::{
+    BitemporalState, CdcState, CommitStats, Durable, Scd1State, Scd2State, SnapshotState,
+};
 use crate::plan::{ScdType, Target};
 use std::time::Instant;
 
+/// A state whose table can be read back (for its [`StateSize`]).
+trait Table: CdcState + Durable {}
+
+impl<S: CdcState + Durable> Table for S {}
+
 /// The state of `target` (tombstones kept forever, as in the engine with commit time 0).
-fn state(target: &Target) -> Box<dyn CdcState> {
+fn state(target: &Target) -> Box<dyn Table> {
     match target.scd {
         ScdType::Type1 => Box::new(Scd1State::new(target.image_len, target.partial, None)),
         ScdType::Type2 => Box::new(Scd2State::new(
@@ -64,9 +72,11 @@ pub(super) fn run(target: &Target, commits: Commits, feed: Feed) -> Run {
         latencies.push(due.unwrap_or(handed).elapsed());
         rows += out.iter().map(|(_, diff)| *diff as i64).sum::<i64>();
     }
+    let total = start.elapsed();
     Run {
         latencies,
-        total: start.elapsed(),
+        total,
         rows,
+        state: Some(StateSize::of(&*state, &snapshots)),
     }
 }

@@ -5,22 +5,21 @@ use std::fmt::Write;
 
 /// Every record, one row each, in the order given: flow, D, K, events per key, system,
 /// commits measured (`n of C` when a budget stopped the run), throughput, latency percentiles
-/// (µs; dashes for a peer that measures throughput only), peak RSS and the estimate of state
-/// per key.
+/// (µs; dashes for a peer that measures throughput only), peak RSS, and the state's bytes per
+/// table row beside the rows' raw width (where counted: the state loop's; [`super::StateSize`]).
 pub fn markdown_table(records: &[Record]) -> String {
     let mut t = String::from(
-        "| flow | D | K | events/key | system | commits | events/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | peak RSS MiB | state B/key (est.) |\n\
+        "| flow | D | K | events/key | system | commits | events/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | peak RSS MiB | state B/row (raw B/row) |\n\
          |---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
     );
     for r in records {
         let l = &r.latency;
-        let (rss, state) = match r.rss {
-            Some(rss) => (
-                format!("{:.0}", rss.peak as f64 / MIB),
-                format!("{:.0}", r.state_bytes_per_key().unwrap_or(0.0)),
-            ),
-            None => ("–".into(), "–".into()),
-        };
+        let rss = r
+            .rss
+            .map_or("–".into(), |rss| format!("{:.0}", rss.peak as f64 / MIB));
+        let state = r.state.map_or("–".into(), |s| {
+            format!("{:.0} ({:.0})", s.per_row(), s.raw_per_row())
+        });
         let commits = if r.complete() {
             r.commits.to_string()
         } else {

@@ -186,6 +186,7 @@ fn warmup_commits_are_not_counted() {
         total: Duration::from_secs(1),
         rows: 7,
         rss: None,
+        state: None,
     };
     let w = Workload::default();
     let all = Record::new(Flow::Scd1, &w, System::Scdflow, &m, 0);

@@ -118,6 +118,7 @@ impl Figures {
             latency,
             rows: None,
             rss: None,
+            state: None,
         }
     }
 }

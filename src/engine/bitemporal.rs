@@ -48,6 +48,7 @@
 use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
 };
+use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
 use super::scd2::{History, Shape, Stored};
 use super::seq::Seq;
@@ -212,6 +213,25 @@ impl CdcState for BitemporalState {
         // Each touched business row is revised once per commit and emits only the intervals
         // that differ; rows of different keys differ in their key columns.
         true
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.keys.heap_bytes() + self.changed.heap_bytes()
+    }
+}
+
+impl HeapSize for KeyState {
+    fn heap_bytes(&self) -> usize {
+        self.by_seq.heap_bytes()
+            + self.by_system.heap_bytes()
+            + self.h.heap_bytes()
+            + self.rows.heap_bytes()
+    }
+}
+
+impl HeapSize for Logged {
+    fn heap_bytes(&self) -> usize {
+        self.system.heap_bytes() + self.image.heap_bytes() + self.authored.heap_bytes()
     }
 }
 

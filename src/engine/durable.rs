@@ -138,6 +138,12 @@ pub(crate) struct Changed {
     keys: std::collections::HashSet<Row, foldhash::fast::FixedState>,
 }
 
+impl super::heap::HeapSize for Changed {
+    fn heap_bytes(&self) -> usize {
+        self.keys.heap_bytes()
+    }
+}
+
 impl Changed {
     /// Starts recording.
     pub(crate) fn track(&mut self) {

@@ -15,6 +15,7 @@ mod bitemporal;
 pub mod changefeed;
 mod durable;
 mod edits;
+mod heap;
 mod records;
 mod replace;
 mod scd1;
@@ -63,6 +64,10 @@ pub trait CdcState: 'static {
     fn emits_consolidated(&self) -> bool {
         false
     }
+
+    /// The bytes the state holds on the heap, counted from its structures (allocator rounding
+    /// and retained pages aside; see `heap` for what is counted).
+    fn heap_bytes(&self) -> usize;
 }
 
 /// Groups events by key and removes exact duplicates (D1); within a group events are in event

@@ -20,6 +20,7 @@ use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
 };
 use super::edits::{Editable, HistoryRules};
+use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
@@ -440,6 +441,25 @@ impl CdcState for Scd1State {
 
     fn emits_consolidated(&self) -> bool {
         !self.equal_images
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.keys.heap_bytes()
+            + self.truncated_at.heap_bytes()
+            + self.tombstones.heap_bytes()
+            + self.changed.heap_bytes()
+    }
+}
+
+impl HeapSize for KeyState {
+    fn heap_bytes(&self) -> usize {
+        match self {
+            KeyState::Winner(w) => w.seq.heap_bytes() + w.image.heap_bytes(),
+            KeyState::Fields(f) => {
+                let own = f.upsert.heap_bytes() + f.delete.heap_bytes() + f.columns.heap_bytes();
+                std::mem::size_of::<Fields>() + own
+            }
+        }
     }
 }
 

@@ -44,6 +44,7 @@ use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
 };
 use super::edits::{Editable, HistoryRules};
+use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
 use super::seq::Seq;
 use super::sorted_map::SortedMap;
@@ -57,6 +58,7 @@ use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
+use std::mem::size_of;
 use std::ops::Bound::{self, Excluded, Included, Unbounded};
 
 /// SCD2 state of the keys one worker owns.
@@ -409,6 +411,25 @@ impl CdcState for Scd2State {
     fn emits_consolidated(&self) -> bool {
         // One re-derivation per key per commit, and it emits only rows that differ.
         true
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.keys.heap_bytes() + self.tombstones.heap_bytes() + self.changed.heap_bytes()
+    }
+}
+
+impl HeapSize for History {
+    fn heap_bytes(&self) -> usize {
+        self.events.heap_bytes() + self.open.heap_bytes()
+    }
+}
+
+impl HeapSize for Stored {
+    fn heap_bytes(&self) -> usize {
+        let partial = self.partial.as_ref().map_or(0, |p| {
+            size_of::<Partial>() + p.authored.heap_bytes() + p.folded.heap_bytes()
+        });
+        self.image.heap_bytes() + partial
     }
 }
 

@@ -42,6 +42,13 @@ pub struct SnapshotState {
 }
 
 impl SnapshotState {
+    /// The bytes the state holds on the heap, as [`super::CdcState::heap_bytes`] counts them
+    /// (a REPLACE WHERE condition aside).
+    pub fn heap_bytes(&self) -> usize {
+        use super::heap::HeapSize;
+        self.previous.heap_bytes() + self.changed.heap_bytes()
+    }
+
     /// An empty state: the first snapshot is all upserts.
     pub fn new() -> Self {
         SnapshotState::default()

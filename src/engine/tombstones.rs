@@ -26,6 +26,12 @@ pub(crate) struct Tombstones {
     expired_before: Option<i64>,
 }
 
+impl super::heap::HeapSize for Tombstones {
+    fn heap_bytes(&self) -> usize {
+        self.queue.heap_bytes()
+    }
+}
+
 impl Tombstones {
     /// Tombstones kept for `retention` microseconds; `None` keeps them forever (and records
     /// nothing).

@@ -168,6 +168,15 @@ impl Row {
         self.bytes.is_empty()
     }
 
+    /// The bytes of the row's heap block: none while it fits inline.
+    pub(crate) fn spilled_capacity(&self) -> usize {
+        if self.bytes.spilled() {
+            self.bytes.capacity()
+        } else {
+            0
+        }
+    }
+
     /// The owned values.
     pub fn to_values(&self) -> Vec<Value> {
         self.as_row_ref().to_values()
