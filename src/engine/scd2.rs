@@ -1046,13 +1046,13 @@ mod tests {
 
     /// Every stored event of every key costs this much beside its sequence (16 bytes) and its
     /// image's heap bytes, and a version nothing more: it is a flag on the event that starts
-    /// it. A key's history is 48 bytes beside its events (64 with a map of versions). With
+    /// it. A key's history is 40 bytes beside its events (64 with a map of versions). With
     /// `Value` sequences (32) and two boxes per event, an event was 56 bytes and a version 64.
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_stored_event_is_40_bytes_and_a_version_nothing_more() {
         assert_eq!(std::mem::size_of::<Stored>(), 40);
-        assert_eq!(std::mem::size_of::<History>(), 48);
+        assert_eq!(std::mem::size_of::<History>(), 40);
     }
 
     #[test]
