@@ -22,6 +22,7 @@ use super::durable::{
 use super::edits::{Editable, HistoryRules};
 use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
+use super::seq::Seq;
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{group_by_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
@@ -30,6 +31,7 @@ use crate::value::{Row, Value};
 use crate::Result;
 use differential_dataflow::consolidation::consolidate_from;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 /// SCD1 state of the keys one worker owns.
@@ -47,8 +49,8 @@ pub struct Scd1State {
     equal_images: bool,
 }
 
-/// A key's state: 64 bytes (152 when it held a whole `Event` and unboxed fields), one per key
-/// of the table.
+/// A key's state: 48 bytes (64 with a `Value` sequence, 152 when it held a whole `Event` and
+/// unboxed fields), one per key of the table.
 #[derive(Debug, Serialize, Deserialize)]
 enum KeyState {
     /// Whole images: the winning upsert or delete.
@@ -59,20 +61,26 @@ enum KeyState {
 
 /// The winning event of a whole-image key. Whole-image events author every column (their mask
 /// is `None`), so the D2 tie rank is `(kind, image)`; the key is where the winner is stored.
+/// Its sequence is a [`Seq`] (16 bytes, a `Value` is 32), saved as the value it holds.
 #[derive(Debug, Serialize, Deserialize)]
 struct Winner {
-    seq: Value,
+    seq: Seq,
     kind: EventKind,
     image: Row,
 }
 
 impl Winner {
-    fn of(event: Event) -> Self {
+    fn of(seq: Seq, event: Event) -> Self {
         Winner {
-            seq: event.seq,
+            seq,
             kind: event.kind,
             image: event.image,
         }
+    }
+
+    /// Whether the winner comes after a truncate at `t`.
+    fn after(&self, t: &Value) -> bool {
+        *self.seq.to_value() > *t
     }
 }
 
@@ -110,7 +118,8 @@ impl Scd1State {
     /// Forgets the tombstones that expired by commit time `now`.
     fn collect_tombstones(&mut self, now: i64, stats: &mut CommitStats) {
         for (key, seq) in self.tombstones.expire(now) {
-            if self.keys.get(&key).and_then(KeyState::tombstone) == Some(&seq) {
+            let held = self.keys.get(&key).and_then(KeyState::tombstone);
+            if held.is_some_and(|held| *held == seq) {
                 self.keys.remove(&key);
                 self.changed.mark(&key);
                 stats.tombstones_collected += 1;
@@ -183,13 +192,13 @@ impl Scd1State {
             }
             out.extend(state.visible(t).map(|r| (r, 1)));
             if let Some(seq) = state.tombstone() {
-                self.tombstones.record(now, &key, seq);
+                self.tombstones.record(now, &key, &seq);
                 self.held.add(1, stats);
             }
             self.keys.insert(key, state);
             return;
         };
-        let tombstone_before = state.tombstone().cloned();
+        let tombstone_before = state.tombstone().map(Cow::into_owned);
         match state {
             KeyState::Winner(winner) => {
                 // The first displaced winner is the row as it was: moved out, never cloned.
@@ -220,8 +229,8 @@ impl Scd1State {
             }
         }
         if let Some(seq) = state.tombstone() {
-            if tombstone_before.as_ref() != Some(seq) {
-                self.tombstones.record(now, &key, seq);
+            if tombstone_before.as_ref() != Some(&*seq) {
+                self.tombstones.record(now, &key, &seq);
             }
         }
         let after = state.tombstone().is_some();
@@ -321,14 +330,15 @@ impl Durable for Scd1State {
 
 /// Lets `event` compete with the key's winner; returns the winner it displaced, if any.
 fn absorb_winner(winner: &mut Winner, event: Event, stats: &mut CommitStats) -> Option<Winner> {
+    let seq = Seq::from(&event.seq);
     let (new, old) = ((event.kind, &event.image), (winner.kind, &winner.image));
-    if event.seq == winner.seq && new != old {
+    if seq == winner.seq && new != old {
         stats.sequence_ties += 1;
     }
-    if (&event.seq, new) > (&winner.seq, old) {
-        return Some(std::mem::replace(winner, Winner::of(event)));
+    if (&seq, new) > (&winner.seq, old) {
+        return Some(std::mem::replace(winner, Winner::of(seq, event)));
     }
-    if event.seq < winner.seq {
+    if seq < winner.seq {
         stats.stale_events += 1;
     }
     None
@@ -336,7 +346,7 @@ fn absorb_winner(winner: &mut Winner, event: Event, stats: &mut CommitStats) -> 
 
 /// Whether a winning event shows a row, given the table's truncate sequence.
 fn shows(winner: &Winner, truncated_at: Option<&Value>) -> bool {
-    winner.kind == EventKind::Upsert && truncated_at.is_none_or(|t| winner.seq > *t)
+    winner.kind == EventKind::Upsert && truncated_at.is_none_or(|t| winner.after(t))
 }
 
 fn shown(winner: Winner, truncated_at: Option<&Value>) -> Option<Row> {
@@ -371,7 +381,7 @@ impl Editable for Scd1State {
             }
             // A row set by hand has no sequence (NULL sorts first): every event wins over it.
             (None, Some(row)) if !self.partial => KeyState::Winner(Winner {
-                seq: Value::Null,
+                seq: Seq::from(Value::Null),
                 kind: EventKind::Upsert,
                 image: row.clone(),
             }),
@@ -393,7 +403,7 @@ impl Editable for Scd1State {
                     .map_or("NULL".to_string(), describe)
             ));
         }
-        let tombstone = state.tombstone().cloned();
+        let tombstone = state.tombstone().map(Cow::into_owned);
         self.changed.mark(key);
         self.keys.insert(key.clone(), state);
         if let Some(seq) = &tombstone {
@@ -466,7 +476,7 @@ impl HeapSize for KeyState {
 impl KeyState {
     fn new(first: Event, partial: bool, image_len: usize, stats: &mut CommitStats) -> Self {
         if !partial {
-            return KeyState::Winner(Winner::of(first));
+            return KeyState::Winner(Winner::of(Seq::from(&first.seq), first));
         }
         let mut fields = Fields {
             upsert: None,
@@ -512,13 +522,14 @@ impl KeyState {
     }
 
     /// The sequence of the delete this key is a tombstone of, if its latest event is a delete.
-    fn tombstone(&self) -> Option<&Value> {
+    fn tombstone(&self) -> Option<Cow<'_, Value>> {
         match self {
-            KeyState::Winner(w) => (w.kind == EventKind::Delete).then_some(&w.seq),
+            KeyState::Winner(w) => (w.kind == EventKind::Delete).then(|| w.seq.to_value()),
             KeyState::Fields(f) => f
                 .delete
                 .as_ref()
-                .filter(|d| f.upsert.as_ref().is_none_or(|u| u <= *d)),
+                .filter(|d| f.upsert.as_ref().is_none_or(|u| u <= *d))
+                .map(Cow::Borrowed),
         }
     }
 
@@ -526,7 +537,7 @@ impl KeyState {
     fn covered_by(&self, t: Option<&Value>) -> bool {
         let Some(t) = t else { return false };
         match self {
-            KeyState::Winner(w) => w.seq <= *t,
+            KeyState::Winner(w) => !w.after(t),
             KeyState::Fields(f) => {
                 f.upsert.as_ref().is_none_or(|s| s <= t) && f.delete.as_ref().is_none_or(|s| s <= t)
             }
@@ -694,8 +705,8 @@ mod tests {
     /// Every key of a table costs this much beside its key and image bytes.
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn a_key_state_is_64_bytes() {
-        assert_eq!(std::mem::size_of::<KeyState>(), 64);
+    fn a_key_state_is_48_bytes() {
+        assert_eq!(std::mem::size_of::<KeyState>(), 48);
     }
 
     #[test]
