@@ -176,13 +176,13 @@ impl FrameReader {
         }
         let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
         if version != FORMAT_VERSION {
-            return Err(reader.damaged_at(
-                8,
-                format!(
-                    "has state format version {version}; this scdflow reads version \
-                     {FORMAT_VERSION} (rebuild the state with --full-refresh)"
-                ),
-            ));
+            // Not damage: another scdflow wrote it, and only a rebuild reads it again.
+            let message = format!(
+                "state format version {version}: this scdflow reads version \
+                 {FORMAT_VERSION} only; rebuild the state with --full-refresh (or run the \
+                 scdflow that wrote it)"
+            );
+            return Err(Error::new(ErrorKind::State, message).in_file(path));
         }
         if &header[12..16] != kind.tag() {
             return Err(reader.damaged_at(12, format!("is not an scdflow {}", kind.name())));
@@ -414,6 +414,7 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let e = FrameReader::open(&path, FileKind::Shard).err().unwrap();
         assert!(e.message().contains("format version 9"), "{e}");
+        assert!(!e.message().contains("damaged"), "{e}");
     }
 
     #[test]
