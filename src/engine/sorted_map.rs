@@ -28,6 +28,24 @@ use std::ops::Bound;
 /// Entries kept in a sorted vector before switching to a B-tree.
 pub(crate) const SMALL: usize = 128;
 
+/// Where the entries of `v` (sorted by key) from `bound` on start.
+fn start<K: Ord, V>(v: &[(K, V)], bound: Bound<&K>) -> usize {
+    match bound {
+        Bound::Included(b) => v.partition_point(|(k, _)| k < b),
+        Bound::Excluded(b) => v.partition_point(|(k, _)| k <= b),
+        Bound::Unbounded => 0,
+    }
+}
+
+/// Where the entries of `v` (sorted by key) below `bound` end.
+fn end<K: Ord, V>(v: &[(K, V)], bound: Bound<&K>) -> usize {
+    match bound {
+        Bound::Included(b) => v.partition_point(|(k, _)| k <= b),
+        Bound::Excluded(b) => v.partition_point(|(k, _)| k < b),
+        Bound::Unbounded => v.len(),
+    }
+}
+
 /// Makes room for `additional` more entries in `v`, growing it by at least an eighth.
 fn grow<T>(v: &mut Vec<T>, additional: usize) {
     if v.capacity() - v.len() < additional {
@@ -74,12 +92,8 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
     pub(crate) fn range_from(&self, bound: Bound<&K>) -> impl Iterator<Item = (&K, &V)> {
         let (small, large) = match self {
             SortedMap::Small(v) => {
-                let start = match bound {
-                    Bound::Included(b) => v.partition_point(|(k, _)| k < b),
-                    Bound::Excluded(b) => v.partition_point(|(k, _)| k <= b),
-                    Bound::Unbounded => 0,
-                };
-                (Some(v[start..].iter().map(|(k, v)| (k, v))), None)
+                let from = start(v, bound);
+                (Some(v[from..].iter().map(|(k, v)| (k, v))), None)
             }
             SortedMap::Large(m) => (None, Some(m.range((bound, Bound::Unbounded)))),
         };
@@ -94,12 +108,8 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
     pub(crate) fn range_to(&self, bound: Bound<&K>) -> impl DoubleEndedIterator<Item = (&K, &V)> {
         let (small, large) = match self {
             SortedMap::Small(v) => {
-                let end = match bound {
-                    Bound::Included(b) => v.partition_point(|(k, _)| k <= b),
-                    Bound::Excluded(b) => v.partition_point(|(k, _)| k < b),
-                    Bound::Unbounded => v.len(),
-                };
-                (Some(v[..end].iter().map(|(k, v)| (k, v))), None)
+                let to = end(v, bound);
+                (Some(v[..to].iter().map(|(k, v)| (k, v))), None)
             }
             SortedMap::Large(m) => (None, Some(m.range((Bound::Unbounded, bound)))),
         };
@@ -117,17 +127,8 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
     ) -> impl Iterator<Item = (&K, &mut V)> {
         let (small, large) = match self {
             SortedMap::Small(v) => {
-                let start = match from {
-                    Bound::Included(b) => v.partition_point(|(k, _)| k < b),
-                    Bound::Excluded(b) => v.partition_point(|(k, _)| k <= b),
-                    Bound::Unbounded => 0,
-                };
-                let end = match to {
-                    Bound::Included(b) => v.partition_point(|(k, _)| k <= b),
-                    Bound::Excluded(b) => v.partition_point(|(k, _)| k < b),
-                    Bound::Unbounded => v.len(),
-                };
-                let slice = &mut v[start..end.max(start)];
+                let (from, to) = (start(v, from), end(v, to));
+                let slice = &mut v[from..to.max(from)];
                 (Some(slice.iter_mut().map(|(k, v)| (&*k, v))), None)
             }
             SortedMap::Large(m) => (None, Some(m.range_mut((from, to)))),
@@ -233,17 +234,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
 
     /// The last entry with a key below `bound` (`Included` / `Excluded`).
     pub(crate) fn last_before(&self, bound: Bound<&K>) -> Option<(&K, &V)> {
-        match self {
-            SortedMap::Small(v) => {
-                let end = match bound {
-                    Bound::Included(b) => v.partition_point(|(k, _)| k <= b),
-                    Bound::Excluded(b) => v.partition_point(|(k, _)| k < b),
-                    Bound::Unbounded => v.len(),
-                };
-                end.checked_sub(1).map(|i| (&v[i].0, &v[i].1))
-            }
-            SortedMap::Large(m) => m.range((Bound::Unbounded, bound)).next_back(),
-        }
+        self.range_to(bound).next_back()
     }
 
     /// The first entry with a key at or after `bound`.
