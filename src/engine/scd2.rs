@@ -97,23 +97,30 @@ pub(super) struct History {
 
 /// The event stored at a sequence (the winner of its ties).
 ///
-/// 40 bytes: every event of every key is one, so what only partial updates fill (D6) is one
-/// box, 8 bytes, absent for whole-image upserts (two boxes took 24). Saved as the four fields
-/// it holds ([`StoredFields`]), as before the box.
+/// 32 bytes: every event of every key is one, so what only partial updates keep (D6) is boxed
+/// whole, and the box's variant takes its tag from the kind's spare values (a struct with a box
+/// beside the image took 40). `starts` says this upsert starts a run: no upsert comes right
+/// before it, or its folded image differs from the one before in a tracked column; derived,
+/// never saved. Saved as the four fields it holds ([`StoredFields`]).
 #[derive(Debug, Deserialize)]
 #[serde(from = "StoredFields<Row, Box<[bool]>, Row>")]
-pub(super) struct Stored {
-    kind: EventKind,
-    /// This upsert starts a run: no upsert comes right before it, or its folded image differs
-    /// from the one before in a tracked column. Derived, never saved.
-    starts: bool,
-    image: Row,
-    partial: Option<Box<Partial>>,
+pub(super) enum Stored {
+    /// A delete, or an upsert that sets every column and is its own folded image.
+    Whole {
+        kind: EventKind,
+        starts: bool,
+        image: Row,
+    },
+    /// An upsert of a partial target that sets some columns or folds to another image.
+    Partial(Box<PartialUpsert>),
 }
 
-/// What a partial upsert adds to its image.
-#[derive(Debug, Default)]
-struct Partial {
+/// A [`Stored::Partial`] upsert.
+#[derive(Debug)]
+pub(super) struct PartialUpsert {
+    kind: EventKind,
+    starts: bool,
+    image: Row,
     /// The columns the upsert sets (`None`: all of them).
     authored: Option<Box<[bool]>>,
     /// The image folded up to and including this upsert, when it differs from the image.
@@ -134,12 +141,15 @@ impl Serialize for Stored {
         &self,
         serializer: S,
     ) -> std::result::Result<S::Ok, S::Error> {
-        let partial = self.partial.as_deref();
+        let folded = match self {
+            Stored::Whole { .. } => None,
+            Stored::Partial(p) => p.folded.as_ref(),
+        };
         StoredFields {
-            kind: self.kind,
-            image: &self.image,
+            kind: self.kind(),
+            image: self.image(),
             authored: self.authored(),
-            folded: partial.and_then(|p| p.folded.as_ref()),
+            folded,
         }
         .serialize(serializer)
     }
@@ -147,18 +157,20 @@ impl Serialize for Stored {
 
 impl From<StoredFields<Row, Box<[bool]>, Row>> for Stored {
     fn from(f: StoredFields<Row, Box<[bool]>, Row>) -> Self {
-        let partial = (f.authored.is_some() || f.folded.is_some()).then(|| {
-            Box::new(Partial {
-                authored: f.authored,
-                folded: f.folded,
-            })
-        });
-        Stored {
+        if f.authored.is_none() && f.folded.is_none() {
+            return Stored::Whole {
+                kind: f.kind,
+                starts: false,
+                image: f.image,
+            };
+        }
+        Stored::Partial(Box::new(PartialUpsert {
             kind: f.kind,
             starts: false,
             image: f.image,
-            partial,
-        }
+            authored: f.authored,
+            folded: f.folded,
+        }))
     }
 }
 
@@ -193,8 +205,8 @@ pub(super) struct Prior {
 impl From<Stored> for Prior {
     fn from(stored: Stored) -> Self {
         Prior {
-            kind: stored.kind,
-            starts: stored.starts,
+            kind: stored.kind(),
+            starts: stored.starts(),
             folded: stored.into_folded(),
         }
     }
@@ -426,10 +438,13 @@ impl HeapSize for History {
 
 impl HeapSize for Stored {
     fn heap_bytes(&self) -> usize {
-        let partial = self.partial.as_ref().map_or(0, |p| {
-            size_of::<Partial>() + p.authored.heap_bytes() + p.folded.heap_bytes()
-        });
-        self.image.heap_bytes() + partial
+        match self {
+            Stored::Whole { image, .. } => image.heap_bytes(),
+            Stored::Partial(p) => {
+                let own = p.image.heap_bytes() + p.authored.heap_bytes() + p.folded.heap_bytes();
+                size_of::<PartialUpsert>() + own
+            }
+        }
     }
 }
 
@@ -440,44 +455,97 @@ impl Stored {
 
     /// An event to store; its folded image is computed when runs are re-derived.
     pub(super) fn new(kind: EventKind, image: Row, authored: Option<Vec<bool>>) -> Self {
-        let partial = authored.map(|a| {
-            Box::new(Partial {
+        match authored {
+            None => Stored::Whole {
+                kind,
+                starts: false,
+                image,
+            },
+            Some(a) => Stored::Partial(Box::new(PartialUpsert {
+                kind,
+                starts: false,
+                image,
                 authored: Some(a.into_boxed_slice()),
                 folded: None,
-            })
-        });
-        Stored {
-            kind,
-            starts: false,
-            image,
-            partial,
+            })),
+        }
+    }
+
+    pub(super) fn kind(&self) -> EventKind {
+        match self {
+            Stored::Whole { kind, .. } => *kind,
+            Stored::Partial(p) => p.kind,
+        }
+    }
+
+    fn starts(&self) -> bool {
+        match self {
+            Stored::Whole { starts, .. } => *starts,
+            Stored::Partial(p) => p.starts,
+        }
+    }
+
+    fn set_starts(&mut self, to: bool) {
+        match self {
+            Stored::Whole { starts, .. } => *starts = to,
+            Stored::Partial(p) => p.starts = to,
+        }
+    }
+
+    fn image(&self) -> &Row {
+        match self {
+            Stored::Whole { image, .. } => image,
+            Stored::Partial(p) => &p.image,
         }
     }
 
     /// The columns the upsert sets (`None`: all of them).
     fn authored(&self) -> Option<&[bool]> {
-        self.partial.as_ref()?.authored.as_deref()
+        match self {
+            Stored::Whole { .. } => None,
+            Stored::Partial(p) => p.authored.as_deref(),
+        }
     }
 
     /// Sets the folded image; returns the one it had, if it differed from the image.
     fn set_folded(&mut self, folded: Row) -> Option<Row> {
-        let partial = self.partial.get_or_insert_with(Box::default);
-        partial.folded.replace(folded)
+        match self {
+            Stored::Partial(p) => p.folded.replace(folded),
+            Stored::Whole {
+                kind,
+                starts,
+                image,
+            } => {
+                let partial = PartialUpsert {
+                    kind: *kind,
+                    starts: *starts,
+                    image: std::mem::take(image),
+                    authored: None,
+                    folded: Some(folded),
+                };
+                *self = Stored::Partial(Box::new(partial));
+                None
+            }
+        }
     }
 
     /// The event's tie rank ([`Event::tie_rank`]).
     pub(super) fn rank(&self) -> (EventKind, &Row, Option<&[bool]>) {
-        (self.kind, &self.image, self.authored())
+        (self.kind(), self.image(), self.authored())
     }
 
     fn folded(&self) -> &Row {
-        (self.partial.as_ref())
-            .and_then(|p| p.folded.as_ref())
-            .unwrap_or(&self.image)
+        match self {
+            Stored::Whole { image, .. } => image,
+            Stored::Partial(p) => p.folded.as_ref().unwrap_or(&p.image),
+        }
     }
 
     fn into_folded(self) -> Row {
-        (self.partial).and_then(|p| p.folded).unwrap_or(self.image)
+        match self {
+            Stored::Whole { image, .. } => image,
+            Stored::Partial(p) => p.folded.unwrap_or(p.image),
+        }
     }
 }
 
@@ -510,11 +578,11 @@ impl Shape {
         match e.authored() {
             Some(mask) if self.partial => before
                 .iter()
-                .zip(&e.image)
+                .zip(e.image())
                 .zip(mask.iter())
                 .map(|((old, new), set)| if *set { new } else { old })
                 .collect(),
-            _ => e.image.clone(),
+            _ => e.image().clone(),
         }
     }
 }
@@ -545,11 +613,11 @@ impl History {
         let is_delete = self
             .events
             .get(seq)
-            .is_some_and(|e| e.kind == EventKind::Delete);
+            .is_some_and(|e| e.kind() == EventKind::Delete);
         let after_upsert = || {
             self.events
                 .last_before(Excluded(seq))
-                .is_some_and(|(_, e)| e.kind == EventKind::Upsert)
+                .is_some_and(|(_, e)| e.kind() == EventKind::Upsert)
         };
         is_delete && !after_upsert()
     }
@@ -592,8 +660,8 @@ impl History {
         let mut count = 0;
         let mut after_upsert = false;
         for (_, e) in self.events.iter() {
-            count += u64::from(e.kind == EventKind::Delete && !after_upsert);
-            after_upsert = e.kind == EventKind::Upsert;
+            count += u64::from(e.kind() == EventKind::Delete && !after_upsert);
+            after_upsert = e.kind() == EventKind::Upsert;
         }
         count
     }
@@ -603,7 +671,7 @@ impl History {
         let all = self
             .events
             .iter()
-            .map(|(s, e)| (s, e.kind, e.starts, e.folded()));
+            .map(|(s, e)| (s, e.kind(), e.starts(), e.folded()));
         for v in versions(all, None) {
             out.push((v.row(), 1));
         }
@@ -618,23 +686,21 @@ impl History {
         for (_, e) in self.events.iter() {
             let width = |row: &Row| row.len() == shape.image_len;
             let mask = e.authored().is_none_or(|m| m.len() == shape.image_len);
-            let folded = (e.partial.as_ref())
-                .and_then(|p| p.folded.as_ref())
-                .is_none_or(width);
-            if e.kind == EventKind::Upsert && !(width(&e.image) && mask && folded) {
+            let widths = width(e.image()) && width(e.folded());
+            if e.kind() == EventKind::Upsert && !(widths && mask) {
                 return Err(misfit(format!(
                     "an image does not have the target's {} columns",
                     shape.image_len
                 )));
             }
-            let upsert = e.kind == EventKind::Upsert;
+            let upsert = e.kind() == EventKind::Upsert;
             starts.push(upsert && before.is_none_or(|b| !shape.tracked_eq(b, e.folded())));
             before = upsert.then(|| e.folded());
         }
         let mut open = None;
         for ((seq, e), starts) in self.events.range_mut(Unbounded, Unbounded).zip(starts) {
-            e.starts = starts;
-            match e.kind {
+            e.set_starts(starts);
+            match e.kind() {
                 EventKind::Upsert if starts => open = Some(seq.clone()),
                 EventKind::Upsert => {}
                 _ => open = None,
@@ -710,7 +776,7 @@ impl History {
 
     /// The row of the open run (the last one, if the last event is an upsert).
     fn open_row(&self) -> Option<Row> {
-        let (_, last) = (self.events.last()).filter(|(_, e)| e.kind == EventKind::Upsert)?;
+        let (_, last) = (self.events.last()).filter(|(_, e)| e.kind() == EventKind::Upsert)?;
         let start = self
             .open
             .as_ref()
@@ -725,7 +791,7 @@ impl History {
     fn append_one(&mut self, event: Event, shape: &Shape, out: &mut Vec<(Row, isize)>) -> i64 {
         let History { events, open } = self;
         let seq = Seq::from(&event.seq);
-        let last = (events.last().map(|(_, e)| e)).filter(|e| e.kind == EventKind::Upsert);
+        let last = (events.last().map(|(_, e)| e)).filter(|e| e.kind() == EventKind::Upsert);
         let mut close = |last: &Stored| {
             let start = open.take().expect("an upsert always lies inside a run");
             out.push((row(&start, Some(&seq), last.folded()), 1));
@@ -752,12 +818,12 @@ impl History {
                 }
             };
             let folded = shape.fold(before, &stored);
-            if folded != stored.image {
+            if folded != *stored.image() {
                 stored.set_folded(folded);
             }
         }
-        stored.starts = !last.is_some_and(|l| shape.tracked_eq(l.folded(), stored.folded()));
-        if stored.starts {
+        stored.set_starts(!last.is_some_and(|l| shape.tracked_eq(l.folded(), stored.folded())));
+        if stored.starts() {
             if let Some(last) = last {
                 close(last);
             }
@@ -820,7 +886,7 @@ impl History {
         let History { events, open } = self;
         let mut starts = derived.iter().map(|run| &run.start).peekable();
         for (seq, e) in events.range_mut(Included(&from), stop.as_ref()) {
-            e.starts = starts.next_if(|s| *s == seq).is_some();
+            e.set_starts(starts.next_if(|s| *s == seq).is_some());
         }
         for (seq, folded) in refolded {
             let e = events.get_mut(&seq).expect("refolded events exist");
@@ -860,7 +926,7 @@ impl History {
                 }
                 _ => {
                     let (seq, e) = now.next()?;
-                    return Some((seq, e.kind, e.starts, e.folded()));
+                    return Some((seq, e.kind(), e.starts(), e.folded()));
                 }
             }
         })
@@ -870,7 +936,7 @@ impl History {
     /// starts one (a scan back over the run).
     fn run_start(&self, seq: &Seq) -> &Seq {
         let (start, _) = (self.events.range_to(Included(seq)).rev())
-            .find(|(_, e)| e.starts)
+            .find(|(_, e)| e.starts())
             .expect("an upsert always lies inside a run");
         start
     }
@@ -891,7 +957,7 @@ impl History {
         // the open run's image, or (partial targets) all NULL after a delete. Whole images are
         // borrowed from the events, never copied.
         let (from, mut open, mut folded) = match events.last_before(Excluded(lo)) {
-            Some((p, pe)) if pe.kind == EventKind::Upsert => {
+            Some((p, pe)) if pe.kind() == EventKind::Upsert => {
                 let start = self.run_start(p);
                 (
                     start.clone(),
@@ -910,7 +976,7 @@ impl History {
         };
         for (seq, ev) in events.range_from(Included(lo)) {
             let past = seq > hi;
-            if ev.kind != EventKind::Upsert {
+            if ev.kind() != EventKind::Upsert {
                 close(&mut open, Some(seq.clone()), &mut derived);
                 if shape.partial {
                     folded = Cow::Owned(nulls());
@@ -923,12 +989,12 @@ impl History {
             let image = if shape.partial {
                 Cow::Owned(shape.fold(&folded, ev))
             } else {
-                Cow::Borrowed(&ev.image)
+                Cow::Borrowed(ev.image())
             };
             let starts = open.is_none() || !shape.tracked_eq(&folded, &image);
             // Past `hi` the events are as they were: one that starts a run in both derivations
             // with the same image ends the change.
-            if past && starts && ev.starts && *ev.folded() == *image {
+            if past && starts && ev.starts() && *ev.folded() == *image {
                 close(&mut open, Some(seq.clone()), &mut derived);
                 return (from, derived, Excluded(seq.clone()), refolded);
             }
@@ -1046,12 +1112,13 @@ mod tests {
 
     /// Every stored event of every key costs this much beside its sequence (16 bytes) and its
     /// image's heap bytes, and a version nothing more: it is a flag on the event that starts
-    /// it. A key's history is 40 bytes beside its events (64 with a map of versions). With
-    /// `Value` sequences (32) and two boxes per event, an event was 56 bytes and a version 64.
+    /// it. A key's history is 40 bytes beside its events (64 with a map of versions). A whole
+    /// upsert or a delete is 32 bytes (40 with a box for partial data beside its image, 56 with
+    /// `Value` sequences and two boxes); a version took 64 bytes, later 48.
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn a_stored_event_is_40_bytes_and_a_version_nothing_more() {
-        assert_eq!(std::mem::size_of::<Stored>(), 40);
+    fn a_stored_event_is_32_bytes_and_a_version_nothing_more() {
+        assert_eq!(std::mem::size_of::<Stored>(), 32);
         assert_eq!(std::mem::size_of::<History>(), 40);
     }
 
