@@ -4,7 +4,7 @@
 //!
 //! Reading runs ahead of the engine by at most the engine's window, so memory is the states
 //! plus a few commits, never the input size. Each commit's change feed comes labelled from the
-//! engine (each worker labels its keys' updates, [`crate::engine::changefeed::label_keyed`]);
+//! engine (each worker labels its keys' updates, [`crate::engine::changefeed::label`]);
 //! the tables are read from the states ([`Driver::tables`]). A run that fails part-way has
 //! delivered the commits before the failure: a sink that must write all or nothing stages what
 //! it receives.

@@ -7,8 +7,9 @@
 //! identity, then change type, so the feed is the same for any number of workers.
 
 use crate::plan::{ScdType, Target, TargetKind};
-use crate::value::{DataType, Row, Schema};
+use crate::value::{DataType, Projection, Row, RowRef, Schema, SortKey};
 use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 /// The kind of a change-feed row.
@@ -107,14 +108,13 @@ pub fn with_feed_columns(schema: &Schema) -> Schema {
 /// targets `__START_AT` and `__SYSTEM_START_AT` (D14).
 /// REPLACE USING rows have no identity beyond themselves (a key holds many rows), so their
 /// changes are inserts and deletes only.
-pub fn identity(target: &Target) -> impl Fn(&Row) -> Row + Clone + 'static {
+pub fn identity(target: &Target) -> Projection {
     let keys = match target.kind {
         TargetKind::ReplaceUsing { .. } => (0..target.image_len).collect(),
         _ => target.keys.clone(),
     };
     let starts = interval_starts(target);
-    let columns: Vec<usize> = keys.into_iter().chain(starts).collect();
-    move |row: &Row| row.project(&columns)
+    Projection::new(keys.into_iter().chain(starts).collect())
 }
 
 /// Positions of the interval starts: `__START_AT` (SCD2 and bitemporal), then
@@ -128,81 +128,114 @@ pub fn interval_starts(target: &Target) -> Vec<usize> {
 }
 
 /// Labels the consolidated updates of one commit, in feed order (by identity, then kind). The
-/// rows are moved, or borrowed when `R` is `&Row`. One sort of the updates by identity (each
-/// identity computed once) groups them; a group's retractions pair with its insertions.
-pub fn label<R, F, I>(identity: F, updates: I) -> Vec<(ChangeType, R)>
+/// rows are moved, or borrowed when `R` is `&Row`. One sort of the updates by identity, read
+/// in place ([`Projection`]), groups them; a group's retractions pair with its insertions.
+/// Feeds labelled apart (by workers that own disjoint keys, so every identity's changes are in
+/// one feed) [`merge`] into the feed of them all.
+pub fn label<R, I>(identity: &Projection, updates: I) -> Vec<(ChangeType, R)>
 where
     R: std::borrow::Borrow<Row> + Ord + Clone,
-    F: Fn(&Row) -> Row,
     I: IntoIterator<Item = (R, isize)>,
 {
-    label_keyed(identity, updates)
-        .into_iter()
-        .map(|(_, kind, row)| (kind, row))
-        .collect()
-}
-
-/// [`label`], each change beside its identity: feeds labelled apart (by workers that own
-/// disjoint keys, so every identity's changes are in one feed) then [`merge`] into the feed of
-/// them all.
-pub fn label_keyed<R, F, I>(identity: F, updates: I) -> Vec<(Row, ChangeType, R)>
-where
-    R: std::borrow::Borrow<Row> + Ord + Clone,
-    F: Fn(&Row) -> Row,
-    I: IntoIterator<Item = (R, isize)>,
-{
-    let mut keyed: Vec<(u64, Row, isize, R)> = updates
-        .into_iter()
-        .map(|(row, diff)| {
-            let id = identity(row.borrow());
-            (id.order_prefix(), id, diff, row)
+    let mut updates: Vec<Option<(R, isize)>> = updates.into_iter().map(Some).collect();
+    let row = |slot: &Slot| -> RowRef<'_> {
+        let (row, _) = updates[slot.at as usize]
+            .as_ref()
+            .expect("taken once, after the sort");
+        row.borrow().as_row_ref()
+    };
+    let mut order: Vec<Slot> = (updates.iter().enumerate())
+        .map(|(at, update)| {
+            let (r, diff) = update.as_ref().expect("not taken yet");
+            Slot::new(identity.sort_key(r.borrow().as_row_ref()), at, *diff < 0)
         })
         .collect();
-    // By identity (its order prefix settles most comparisons); within an identity,
-    // retractions first, each side sorted by row.
-    keyed.sort_unstable_by(|a, b| {
-        (a.0.cmp(&b.0))
-            .then_with(|| a.1.cmp(&b.1))
-            .then_with(|| (a.2 > 0).cmp(&(b.2 > 0)))
-            .then_with(|| a.3.cmp(&b.3))
+    // The sort moves small slots, not rows, and reads a row only where keys tie: a sort of the
+    // updates themselves was bound by cache misses. Within an identity retractions come first,
+    // each side sorted by row.
+    let same_identity = |a: &Slot, b: &Slot| match a.whole && b.whole {
+        true => a.prefix() == b.prefix(),
+        false => a.prefix() == b.prefix() && identity.cmp(row(a), row(b)).is_eq(),
+    };
+    order.sort_unstable_by(|a, b| {
+        (a.prefix().cmp(&b.prefix()))
+            .then_with(|| match a.whole && b.whole {
+                true => Ordering::Equal,
+                false => identity.cmp(row(a), row(b)),
+            })
+            .then_with(|| b.retracts.cmp(&a.retracts))
+            .then_with(|| row(a).cmp(&row(b)))
     });
-    let mut feed = Vec::with_capacity(keyed.len());
-    let mut rest = keyed.into_iter().peekable();
+    let groups: Vec<(usize, bool)> = (order.iter().enumerate())
+        .map(|(i, slot)| {
+            (
+                slot.at as usize,
+                i + 1 == order.len() || !same_identity(slot, &order[i + 1]),
+            )
+        })
+        .collect();
+    let mut feed = Vec::with_capacity(order.len());
     let (mut removed, mut added) = (Vec::new(), Vec::new());
-    while let Some((_, id, diff, row)) = rest.next() {
+    for (at, ends_group) in groups {
+        let (row, diff) = updates[at].take().expect("each update is taken once");
         let side = if diff < 0 { &mut removed } else { &mut added };
         side.extend(std::iter::repeat_n(row, diff.unsigned_abs()));
-        if rest.peek().is_some_and(|next| next.1 == id) {
+        if !ends_group {
             continue;
         }
         let pairs = removed.len().min(added.len());
         for (pre, post) in removed.drain(..pairs).zip(added.drain(..pairs)) {
-            feed.push((id.clone(), ChangeType::UpdatePreimage, pre));
-            feed.push((id.clone(), ChangeType::UpdatePostimage, post));
+            feed.push((ChangeType::UpdatePreimage, pre));
+            feed.push((ChangeType::UpdatePostimage, post));
         }
-        feed.extend(
-            removed
-                .drain(..)
-                .map(|r| (id.clone(), ChangeType::Delete, r)),
-        );
-        feed.extend(added.drain(..).map(|r| (id.clone(), ChangeType::Insert, r)));
+        feed.extend(removed.drain(..).map(|r| (ChangeType::Delete, r)));
+        feed.extend(added.drain(..).map(|r| (ChangeType::Insert, r)));
     }
     feed
 }
 
-/// Merges two feeds of [`label_keyed`] whose identities are disjoint into one in feed order.
-pub fn merge<R>(
-    a: Vec<(Row, ChangeType, R)>,
-    b: Vec<(Row, ChangeType, R)>,
-) -> Vec<(Row, ChangeType, R)> {
+/// An update's place in [`label`]'s sort: its identity's sort key and its position.
+struct Slot {
+    /// The key's number in two halves: a `u128` would make a slot 32 bytes.
+    hi: u64,
+    lo: u64,
+    at: u32,
+    whole: bool,
+    retracts: bool,
+}
+
+impl Slot {
+    fn new(key: SortKey, at: usize, retracts: bool) -> Slot {
+        let prefix = key.prefix();
+        Slot {
+            hi: (prefix >> 64) as u64,
+            lo: prefix as u64,
+            at: u32::try_from(at).expect("a commit's updates on one worker fit in u32"),
+            whole: key.whole(),
+            retracts,
+        }
+    }
+
+    fn prefix(&self) -> (u64, u64) {
+        (self.hi, self.lo)
+    }
+}
+
+/// Merges two labelled feeds ([`label`]) whose identities are disjoint into one in feed order.
+pub fn merge<R: std::borrow::Borrow<Row>>(
+    identity: &Projection,
+    a: Vec<(ChangeType, R)>,
+    b: Vec<(ChangeType, R)>,
+) -> Vec<(ChangeType, R)> {
     if a.is_empty() || b.is_empty() {
         return if a.is_empty() { b } else { a };
     }
     let mut merged = Vec::with_capacity(a.len() + b.len());
     let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    let before = |x: &R, y: &R| identity.cmp(x.borrow().as_row_ref(), y.borrow().as_row_ref());
     loop {
         let next = match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) if y.0 < x.0 => b.next(),
+            (Some(x), Some(y)) if before(&y.1, &x.1).is_lt() => b.next(),
             (Some(_), _) => a.next(),
             (None, Some(_)) => b.next(),
             (None, None) => break,
@@ -345,15 +378,13 @@ mod tests {
                 ]
             })
             .collect();
-        let whole = label_keyed(identity(&t), updates.clone());
+        let identity = identity(&t);
+        let whole = label(&identity, updates.clone());
         // Keys split unevenly and interleaved, as a hash would deal them.
         let (one, other): (Vec<_>, Vec<_>) = updates
             .into_iter()
             .partition(|(row, _)| matches!(row.get(0), Some(Datum::Int(k)) if k % 3 == 0));
-        let merged = merge(
-            label_keyed(identity(&t), one),
-            label_keyed(identity(&t), other),
-        );
+        let merged = merge(&identity, label(&identity, one), label(&identity, other));
         assert_eq!(merged, whole);
         assert_eq!(whole.len(), 12 * 3 + 6);
     }

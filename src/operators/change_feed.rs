@@ -2,7 +2,7 @@
 
 use super::keyed::{stash_by_time, Stash};
 use crate::engine::changefeed::{label, ChangeType};
-use crate::value::Row;
+use crate::value::{Projection, Row};
 use differential_dataflow::{AsCollection, Hashable, VecCollection};
 use std::collections::BTreeMap;
 use timely::dataflow::channels::pact::Exchange;
@@ -19,7 +19,7 @@ use timely::progress::Timestamp;
 /// use differential_dataflow::input::Input;
 /// use scdflow::engine::changefeed::ChangeType;
 /// use scdflow::operators::ChangeFeed;
-/// use scdflow::value::{Row, Value};
+/// use scdflow::value::{Projection, Row, Value};
 /// use std::sync::{Arc, Mutex};
 ///
 /// let row = |k: i64, v: &str| Row::from([Value::Int(k), Value::Str(v.into())]);
@@ -30,7 +30,7 @@ use timely::progress::Timestamp;
 ///         let (input, rows) = scope.new_collection();
 ///         let sink = Arc::clone(&sink);
 ///         // Identity of a row: its key, the first column.
-///         rows.change_feed(|r: &Row| r.project(&[0]))
+///         rows.change_feed(Projection::new(vec![0]))
 ///             .inspect(move |u| sink.lock().unwrap().push(u.clone()));
 ///         input
 ///     });
@@ -54,23 +54,20 @@ use timely::progress::Timestamp;
 /// );
 /// ```
 pub trait ChangeFeed<'s, T: Timestamp> {
-    /// The change feed of these row updates; `identity` maps a row to what identifies it
+    /// The change feed of these row updates; `identity` is the columns that identify a row
     /// (keys for SCD1, keys and `__START_AT` for SCD2: [`crate::engine::changefeed::identity`]).
-    fn change_feed<F>(self, identity: F) -> VecCollection<'s, T, (ChangeType, Row)>
-    where
-        F: Fn(&Row) -> Row + Clone + 'static;
+    fn change_feed(self, identity: Projection) -> VecCollection<'s, T, (ChangeType, Row)>;
 }
 
 impl<'s, T> ChangeFeed<'s, T> for VecCollection<'s, T, Row>
 where
     T: Timestamp + TotalOrder + timely::ExchangeData,
 {
-    fn change_feed<F>(self, identity: F) -> VecCollection<'s, T, (ChangeType, Row)>
-    where
-        F: Fn(&Row) -> Row + Clone + 'static,
-    {
+    fn change_feed(self, identity: Projection) -> VecCollection<'s, T, (ChangeType, Row)> {
         let route = identity.clone();
-        let exchange = Exchange::new(move |(row, _, _): &(Row, T, isize)| route(row).hashed());
+        let exchange = Exchange::new(move |(row, _, _): &(Row, T, isize)| {
+            route.project(row.as_row_ref()).hashed()
+        });
         self.inner
             .unary_frontier(exchange, "ChangeFeed", move |_, _| {
                 let mut stash: Stash<T, (Row, isize)> = BTreeMap::new();

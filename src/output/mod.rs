@@ -130,7 +130,13 @@ pub fn feed_text(
     // The last three columns are the same for every row of a kind: rendered once per kind.
     let (columns, extra) = schema.columns.split_at(schema.columns.len() - 3);
     let mut tails: Vec<(changefeed::ChangeType, String)> = Vec::new();
-    for (kind, row) in changes {
+    let start = out.len();
+    for (i, (kind, row)) in changes.iter().enumerate() {
+        // Room for the rest at the first row's length: a commit's feed is megabytes, and
+        // doubling its way there copied it about twice over.
+        if i == 1 {
+            out.reserve((out.len() - start) * (changes.len() - 1) * 9 / 8);
+        }
         let tail = match tails.iter().find(|(k, _)| k == kind) {
             Some((_, tail)) => tail,
             None => {

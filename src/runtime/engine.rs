@@ -20,7 +20,7 @@ use super::{Checkpoint, Cluster, CommitEvents};
 use crate::engine::changefeed::{self, ChangeType};
 use crate::engine::CommitStats;
 use crate::plan::Target;
-use crate::value::Row;
+use crate::value::{Projection, Row};
 use crate::{Error, ErrorKind, Result};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -96,6 +96,8 @@ pub struct Engine {
     messages: Receiver<Message>,
     guards: Option<WorkerGuards<()>>,
     targets: Vec<Target>,
+    /// Per target: what identifies its change-feed rows, by which workers' feeds merge.
+    identities: Vec<Projection>,
     cluster: bool,
     /// The cluster's connections; dropped (saying goodbye) after the workers are joined.
     mesh: Option<Mesh>,
@@ -163,6 +165,7 @@ impl Engine {
             messages,
             guards: Some(guards),
             targets: targets.to_vec(),
+            identities: targets.iter().map(changefeed::identity).collect(),
             cluster: config.cluster.is_some(),
             mesh,
             gathers: config.cluster.is_some() && !config.partitioned,
@@ -255,11 +258,7 @@ impl Engine {
                 return Ok(Some(Outcome {
                     version,
                     timestamp: done.timestamp,
-                    changes: done
-                        .changes
-                        .into_iter()
-                        .map(|feed| feed.into_iter().map(|(_, kind, row)| (kind, row)).collect())
-                        .collect(),
+                    changes: done.changes,
                     stats: done.stats,
                     changed: done.changed,
                     reports: done.reports,
@@ -314,8 +313,9 @@ impl Engine {
         *count += 1;
         into.timestamp = into.timestamp.max(done.timestamp);
         into.at = into.at.max(done.at);
-        for (mine, theirs) in into.changes.iter_mut().zip(done.changes) {
-            *mine = changefeed::merge(std::mem::take(mine), theirs);
+        let feeds = into.changes.iter_mut().zip(done.changes);
+        for ((mine, theirs), identity) in feeds.zip(&self.identities) {
+            *mine = changefeed::merge(identity, std::mem::take(mine), theirs);
         }
         for (mine, theirs) in into.stats.iter_mut().zip(&done.stats) {
             mine.merge(theirs);

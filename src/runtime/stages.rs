@@ -15,7 +15,7 @@
 //! Limits: the feeder's input goes to AUTO CDC and REPLACE USING targets (events and rows);
 //! snapshots are not taken, since each worker holds only a share of a stage's changes.
 
-use super::worker::Keyed;
+use super::worker::Labelled;
 use super::CommitEvents;
 use crate::engine::changefeed::ChangeType;
 use crate::value::Row;
@@ -46,14 +46,14 @@ pub struct StageChanges<'a> {
     pub stage: usize,
     /// Per target: the changes this worker captured of the commit so far (empty for targets of
     /// later stages); the feeder reads those of `stage`'s targets.
-    pub(super) changes: &'a [Vec<Keyed>],
+    pub(super) changes: &'a [Vec<Labelled>],
 }
 
 impl StageChanges<'_> {
     /// Target `target`'s changes on this worker, in feed order.
     pub fn of(&self, target: usize) -> impl Iterator<Item = (ChangeType, &Row)> {
         let changes = self.changes.get(target).map_or(&[][..], Vec::as_slice);
-        changes.iter().map(|(_, kind, row)| (*kind, row))
+        changes.iter().map(|(kind, row)| (*kind, row))
     }
 
     /// Whether this worker captured no change of the commit so far.

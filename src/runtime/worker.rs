@@ -100,8 +100,8 @@ pub(super) enum Message {
     Failed(Error),
 }
 
-/// A change-feed row beside its identity.
-pub(super) type Keyed = (Row, ChangeType, Row);
+/// A change-feed row.
+pub(super) type Labelled = (ChangeType, Row);
 
 /// One worker's results of one commit.
 #[derive(Debug, Default)]
@@ -109,9 +109,9 @@ pub(super) struct Done {
     pub(super) version: u64,
     pub(super) timestamp: i64,
     /// Per target: the change-feed rows of the updates this worker captured, in feed order,
-    /// each beside its identity ([`changefeed::label_keyed`]): labelled here, on the worker
+    /// ([`changefeed::label`]): labelled here, on the worker
     /// that owns the keys, so that workers label in parallel and the engine only merges.
-    pub(super) changes: Vec<Vec<Keyed>>,
+    pub(super) changes: Vec<Vec<Labelled>>,
     /// Per target: this worker's counters (worker 0 of a gathering cluster: everyone's).
     pub(super) stats: Vec<CommitStats>,
     /// Per target, in worker 0 of a partitioned cluster: every worker's change-feed row counts.
@@ -498,7 +498,7 @@ fn gather(
     }
     if !shared.gather_rows {
         for (t, changes) in done.changes.iter().enumerate() {
-            let (up, down) = ChangeType::tally(changes.iter().map(|(_, kind, _)| *kind));
+            let (up, down) = ChangeType::tally(changes.iter().map(|(kind, _)| *kind));
             notes.push(Note::Changed(t, up, down));
         }
     }
@@ -532,7 +532,7 @@ fn finish_commit(
     let timestamp = timestamp.max(*last_timestamp);
     *last_timestamp = timestamp;
     flow.clock.borrow_mut().insert(version, timestamp);
-    let mut changes: Vec<Vec<Keyed>> = vec![Vec::new(); shared.targets.len()];
+    let mut changes: Vec<Vec<Labelled>> = vec![Vec::new(); shared.targets.len()];
     let mut reports = Vec::new();
     let last = flow.probes.len() - 1;
     for stage in 0..=last {
@@ -549,7 +549,7 @@ fn finish_commit(
         for t in (0..shared.targets.len()).filter(in_stage) {
             let updates = captured[t].drain(..).map(|(row, _, diff)| (row, diff));
             let identity = changefeed::identity(&shared.targets[t]);
-            changes[t] = changefeed::label_keyed(identity, updates);
+            changes[t] = changefeed::label(&identity, updates);
         }
         drop(captured);
         if let (Some(feeder), true) = (&shared.feeder, stage < last) {

@@ -14,9 +14,11 @@
 
 mod datum;
 mod packed;
+mod projection;
 mod row;
 
 pub use datum::Datum;
+pub use projection::{Projection, SortKey};
 /// Values of every type, for property tests across the crate.
 #[cfg(test)]
 pub(crate) use row::tests::value as any_value;

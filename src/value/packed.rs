@@ -298,19 +298,27 @@ pub(super) fn compare(a: &[u8], b: &[u8]) -> Ordering {
 /// that decides, or in a scalar's payload byte, which sorts as the value does; a row that ends
 /// sorts before any value, and zero (NULL, the least tag) only ties with it.
 pub(super) fn order_prefix(bytes: &[u8]) -> u64 {
-    let mut prefix = [0u8; 8];
+    u64::from_be_bytes(prefix_bytes(bytes).0)
+}
+
+/// The first `N` bytes of [`order_prefix`]'s rule, and whether they are all of `bytes` (no
+/// STRING, STRUCT or ARRAY among them and nothing past them): then two rows of as many values
+/// with equal prefixes are equal. `bytes` may be a row cut anywhere at or past `N` bytes: a
+/// value is read past its tag only up to the `N`th byte.
+pub(super) fn prefix_bytes<const N: usize>(bytes: &[u8]) -> ([u8; N], bool) {
+    let mut prefix = [0u8; N];
     let mut at = 0;
-    while at < bytes.len() && at < prefix.len() {
+    while at < bytes.len() && at < N {
         let tag = bytes[at];
         if matches!(tag, STR8 | STR64 | STRUCT | ARRAY) {
             prefix[at] = if tag == STR64 { STR8 } else { tag };
-            break;
+            return (prefix, false);
         }
-        let end = (at + value_len(&bytes[at..])).min(prefix.len());
+        let end = (at + value_len(&bytes[at..])).min(N);
         prefix[at..end].copy_from_slice(&bytes[at..end]);
         at = end;
     }
-    u64::from_be_bytes(prefix)
+    (prefix, at >= bytes.len())
 }
 
 /// The length of the longest common prefix of `a` and `b`, eight bytes at a time.
