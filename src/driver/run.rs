@@ -27,6 +27,7 @@ use crate::persist::ShardRecords;
 use crate::plan::{Pipeline, SourceInput, Target};
 use crate::runtime::{
     Checkpoint, Engine, EngineConfig, Outcome, Progress, RenderRows, RenderedTable, RenderedTables,
+    Rendering,
 };
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
@@ -334,9 +335,14 @@ impl<'p> Driver<'p> {
 
     /// Every target's table rendered in `format` (without a CSV header), in the order
     /// [`Driver::tables`] sorts them, read from the states key by key so that no copy of a
-    /// table's rows is held ([`RenderedTables`]). In a gathering cluster process 0 has every
-    /// table, the others none. Collective, as [`Driver::tables`].
-    pub fn rendered_tables(&mut self, format: OutputFormat) -> Result<RenderedTables> {
+    /// table's rows is held ([`RenderedTables`]; text past a few megabytes per worker goes to
+    /// unnamed files in the existing directory `spill`). In a gathering cluster process 0 has
+    /// every table, the others none. Collective, as [`Driver::tables`].
+    pub fn rendered_tables(
+        &mut self,
+        format: OutputFormat,
+        spill: &std::path::Path,
+    ) -> Result<RenderedTables> {
         let targets: Arc<Vec<Target>> = Arc::new(self.pipeline.targets.clone());
         let render: RenderRows = Arc::new(move |t, rows: &mut Vec<Row>, text: &mut String| {
             let target = &targets[t];
@@ -345,7 +351,11 @@ impl<'p> Driver<'p> {
         });
         let gathers = self.options.cluster.is_some() && !self.options.partitioned_output;
         if !gathers {
-            return self.engine.render_tables(render);
+            let spill = spill.to_path_buf();
+            return self.engine.render_tables(Rendering {
+                rows: render,
+                spill,
+            });
         }
         let mut tables = Vec::new();
         for (t, mut rows) in self.tables()?.into_iter().enumerate() {

@@ -442,7 +442,7 @@ pub fn run(
         let mut discard = Discard::default();
         driver.apply(&sources, &mut discard)?;
         // Reading the tables is collective: this process's rows go to process 0.
-        driver.rendered_tables(layout.format)?;
+        driver.rendered_tables(layout.format, &layout.dir)?;
         driver.finish()?;
         return Ok(Written {
             tables: Vec::new(),
@@ -454,7 +454,7 @@ pub fn run(
     let format = layout.format;
     let mut sink = StagedRun::create(pipeline, layout, gathers)?;
     driver.apply(&sources, &mut sink)?;
-    let tables = driver.rendered_tables(format)?;
+    let tables = driver.rendered_tables(format, &sink.stage.dir)?;
     driver.finish()?;
     let quarantined = std::mem::take(&mut sink.quarantined);
     let warnings = std::mem::take(&mut sink.warnings);

@@ -384,7 +384,7 @@ impl<'a> Session<'a> {
             files.push((write_metrics(self.pipeline, &log, &self.out)?, 0));
             return Ok(files);
         }
-        let tables = driver.rendered_tables(self.format)?;
+        let tables = driver.rendered_tables(self.format, &self.out)?;
         let layout = Layout::new(&self.out, self.format);
         let mut files = Vec::new();
         for (t, target) in self.pipeline.targets.iter().enumerate() {

@@ -14,7 +14,7 @@ use super::deal::deal;
 use super::mesh::Mesh;
 use super::shards::ShardFiles;
 use super::stages::Feeder;
-use super::tables::{RenderRows, RenderedTable, RenderedTables};
+use super::tables::{RenderedTable, RenderedTables, Rendering};
 use super::worker::{self, Command, Done, Edits, Feed, Message, Shared};
 use super::{Checkpoint, Cluster, CommitEvents};
 use crate::engine::changefeed::{self, ChangeType};
@@ -424,11 +424,11 @@ impl Engine {
         }
     }
 
-    /// Every target's table, rendered by `render` key by key in every worker and merged by key
+    /// Every target's table, rendered by `rendering` key by key in every worker and merged by key
     /// ([`RenderedTables`]): this process's keys, which are all of them outside a cluster and
     /// with partitioned outputs. A gathering cluster reads its tables with [`Engine::tables`].
     /// Every commit handed over must have its outcome taken first.
-    pub fn render_tables(&mut self, render: RenderRows) -> Result<RenderedTables> {
+    pub fn render_tables(&mut self, rendering: Rendering) -> Result<RenderedTables> {
         self.between_commits()?;
         if self.gathers {
             return Err(Error::new(
@@ -437,7 +437,7 @@ impl Engine {
             ));
         }
         for w in 0..self.commands.len() {
-            self.send(w, Command::Render(Arc::clone(&render)))?;
+            self.send(w, Command::Render(rendering.clone()))?;
         }
         let mut parts: Vec<Vec<RenderedTable>> =
             (0..self.targets.len()).map(|_| Vec::new()).collect();

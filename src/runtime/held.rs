@@ -13,7 +13,7 @@
 //! routing to it).
 
 use super::shards::{shard_name, ShardFiles};
-use super::tables::{RenderRows, RenderedTable};
+use super::tables::{RenderedTable, Rendering};
 use super::Checkpoint;
 use crate::engine::worker_of;
 use crate::operators::TargetState;
@@ -27,7 +27,7 @@ pub(super) trait Held {
     /// The target's rows this worker holds (the table of the keys it owns), in no order.
     fn rows(&self) -> Vec<Row>;
     /// The same rows rendered key by key, keys ascending (target `t`).
-    fn render_table(&self, t: usize, render: &RenderRows) -> Result<RenderedTable>;
+    fn render_table(&self, t: usize, rendering: &Rendering) -> Result<RenderedTable>;
     /// Starts recording changed keys in every part, for [`Held::save`] with `changes`.
     fn track_changes(&self);
     /// Restores target `t`'s parts from `checkpoint`: its base shards, then each delta's in
@@ -62,11 +62,11 @@ impl Held for TargetState {
             .collect()
     }
 
-    fn render_table(&self, t: usize, render: &RenderRows) -> Result<RenderedTable> {
+    fn render_table(&self, t: usize, rendering: &Rendering) -> Result<RenderedTable> {
         let table = self.table();
         let state = table.borrow();
         let rows_of = |key: &Row, out: &mut Vec<(Row, isize)>| state.key_rows(key, out);
-        RenderedTable::render(state.table_keys(), rows_of, t, render)
+        RenderedTable::render(state.table_keys(), rows_of, t, rendering)
     }
 
     fn track_changes(&self) {

@@ -41,7 +41,7 @@ pub use engine::{Engine, EngineConfig, Outcome, WINDOW};
 pub use mesh::{Timeouts, BEAT, MAGIC};
 pub use shards::{shard_name, ShardFiles, ShardWriter};
 pub use stages::{Feeder, FeederFn, StageChanges};
-pub use tables::{RenderRows, RenderedTable, RenderedTables};
+pub use tables::{RenderRows, RenderedTable, RenderedTables, Rendering};
 pub use worker::Edits;
 
 use crate::engine::CommitStats;

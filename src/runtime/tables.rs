@@ -5,18 +5,36 @@
 //! texts merged by key ([`RenderedTables::write`]): keys are owned by one worker each, so the
 //! merge is exact.
 //!
-//! Memory: the rendered text and one copy of each key, instead of every row as values (a
-//! rendered row is several times smaller than its `Vec<Value>`).
+//! Memory: one copy of each key and at most [`SPILL_AT`] bytes of text per worker: past that,
+//! a worker's text goes to an unnamed file in the caller's directory ([`Rendering::spill`],
+//! next to the outputs, whose disk has room for the table), which the merge reads back in
+//! order. A 10M-event SCD2 table's text is ~360 MB, and holding it (and, while it grew, a copy
+//! of half of it) was most of that run's peak above its state.
 
 use crate::value::Row;
-use crate::Result;
+use crate::{Error, ErrorKind, Result};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Renders one key's rows of target `t` (in no particular order; the renderer orders them) by
 /// appending them to the text.
 pub type RenderRows = Arc<dyn Fn(usize, &mut Vec<Row>, &mut String) -> Result<()> + Send + Sync>;
+
+/// How the workers render tables.
+#[derive(Clone)]
+pub struct Rendering {
+    /// Renders each key's rows.
+    pub rows: RenderRows,
+    /// Where a worker's text goes past [`SPILL_AT`] bytes (an existing directory).
+    pub spill: PathBuf,
+}
+
+/// Bytes of text a worker keeps in memory before it spills them (see the module docs).
+pub const SPILL_AT: usize = 8 << 20;
 
 /// One worker's rendered share of one table.
 #[derive(Debug, Default)]
@@ -24,22 +42,36 @@ pub struct RenderedTable {
     /// Its keys, ascending.
     keys: Vec<Row>,
     /// Per key: where its text ends.
-    ends: Vec<usize>,
+    ends: Vec<u64>,
+    /// The text, or its tail after what went to `spilled`.
     text: String,
+    /// The text's head, when it outgrew memory.
+    spilled: Option<File>,
     rows: usize,
 }
 
 impl RenderedTable {
     /// Renders a table from its keys and a way to read each key's rows.
     pub(super) fn render(
+        keys: Vec<&Row>,
+        rows_of: impl FnMut(&Row, &mut Vec<(Row, isize)>),
+        t: usize,
+        rendering: &Rendering,
+    ) -> Result<RenderedTable> {
+        Self::render_spilling(keys, rows_of, t, rendering, SPILL_AT)
+    }
+
+    fn render_spilling(
         mut keys: Vec<&Row>,
         mut rows_of: impl FnMut(&Row, &mut Vec<(Row, isize)>),
         t: usize,
-        render: &RenderRows,
+        rendering: &Rendering,
+        spill_at: usize,
     ) -> Result<RenderedTable> {
         keys.sort_unstable();
         let mut table = RenderedTable::default();
         let (mut counted, mut rows) = (Vec::new(), Vec::new());
+        let mut spilled_bytes = 0u64;
         for key in keys {
             counted.clear();
             rows_of(key, &mut counted);
@@ -51,22 +83,58 @@ impl RenderedTable {
                 continue;
             }
             table.rows += rows.len();
-            render(t, &mut rows, &mut table.text)?;
+            (rendering.rows)(t, &mut rows, &mut table.text)?;
             table.keys.push(key.clone());
-            table.ends.push(table.text.len());
+            table.ends.push(spilled_bytes + table.text.len() as u64);
+            if table.text.len() > spill_at {
+                spilled_bytes += table.text.len() as u64;
+                table.spill(&rendering.spill)?;
+            }
         }
         Ok(table)
     }
 
+    /// Moves the text in memory to the end of the spill file (made on the first spill).
+    fn spill(&mut self, dir: &std::path::Path) -> Result<()> {
+        let failed = |e: std::io::Error| {
+            let why = format!("cannot spill a rendered table into {}: {e}", dir.display());
+            Error::new(ErrorKind::Io, why)
+        };
+        let file = match &mut self.spilled {
+            Some(file) => file,
+            None => self
+                .spilled
+                .insert(tempfile::tempfile_in(dir).map_err(failed)?),
+        };
+        file.write_all(self.text.as_bytes()).map_err(failed)?;
+        self.text.clear();
+        Ok(())
+    }
+
     /// A table rendered whole, in order (no keys to merge by).
     pub fn whole(text: String, rows: usize) -> RenderedTable {
-        let end = text.len();
+        let end = text.len() as u64;
         RenderedTable {
             keys: Vec::new(),
             ends: vec![end],
             text,
+            spilled: None,
             rows,
         }
+    }
+
+    /// The text from its start, read in order: the spilled head, then the tail in memory.
+    fn reader(&self) -> std::io::Result<Box<dyn Read + '_>> {
+        let tail = self.text.as_bytes();
+        Ok(match &self.spilled {
+            None => Box::new(tail),
+            Some(file) => {
+                // `&File` reads and seeks: the text is read back without `&mut self`.
+                let mut file = file;
+                file.seek(SeekFrom::Start(0))?;
+                Box::new(BufReader::new(file).chain(tail))
+            }
+        })
     }
 }
 
@@ -95,11 +163,15 @@ impl RenderedTables {
     }
 
     /// Writes target `t`'s text in key order.
-    pub fn write(&self, t: usize, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    pub fn write(&self, t: usize, out: &mut dyn Write) -> std::io::Result<()> {
         let parts = &self.parts[t];
         if let [part] = parts.as_slice() {
-            return out.write_all(part.text.as_bytes());
+            std::io::copy(&mut part.reader()?, out)?;
+            return Ok(());
         }
+        let mut readers = (parts.iter())
+            .map(RenderedTable::reader)
+            .collect::<std::io::Result<Vec<_>>>()?;
         // Per part: the next key to write.
         let mut next: BinaryHeap<Reverse<(&Row, usize, usize)>> = parts
             .iter()
@@ -109,7 +181,13 @@ impl RenderedTables {
         while let Some(Reverse((_, p, i))) = next.pop() {
             let part = &parts[p];
             let start = if i == 0 { 0 } else { part.ends[i - 1] };
-            out.write_all(&part.text.as_bytes()[start..part.ends[i]])?;
+            let copied = std::io::copy(&mut (&mut readers[p]).take(part.ends[i] - start), out)?;
+            if copied != part.ends[i] - start {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "a rendered table's spill file ended early",
+                ));
+            }
             if let Some(key) = part.keys.get(i + 1) {
                 next.push(Reverse((key, p, i + 1)));
             }
@@ -127,15 +205,21 @@ mod tests {
         Row::from([Value::Int(k)])
     }
 
+    /// Parts merge by key, spilled or not: every key's text spilled at once (0), a spill in
+    /// the middle of a part's text (12 bytes), nothing spilled.
     #[test]
     fn parts_merge_by_key_and_keys_without_rows_are_skipped() {
-        let render: RenderRows = Arc::new(|_, rows: &mut Vec<Row>, text: &mut String| {
-            rows.sort();
-            for row in rows.iter() {
-                text.push_str(&format!("{:?}\n", row.value(1)));
-            }
-            Ok(())
-        });
+        let dir = tempfile::tempdir().unwrap();
+        let rendering = Rendering {
+            rows: Arc::new(|_, rows: &mut Vec<Row>, text: &mut String| {
+                rows.sort();
+                for row in rows.iter() {
+                    text.push_str(&format!("{:?}\n", row.value(1)));
+                }
+                Ok(())
+            }),
+            spill: dir.path().to_path_buf(),
+        };
         // Worker 0 owns the even keys, worker 1 the odd ones; key 4 has no rows.
         let rows_of = |k: &Row, out: &mut Vec<(Row, isize)>| {
             let Value::Int(n) = k.value(0) else {
@@ -146,19 +230,28 @@ mod tests {
                 out.push((Row::from([Value::Int(n), Value::Int(n * 10)]), 2));
             }
         };
-        let (even, odd) = ([key(4), key(0), key(2)], [key(3), key(1)]);
-        let parts: Vec<RenderedTable> = [even.iter().collect(), odd.iter().collect()]
-            .into_iter()
-            .map(|keys: Vec<&Row>| RenderedTable::render(keys, rows_of, 0, &render).unwrap())
-            .collect();
-        let tables = RenderedTables::from_parts(vec![parts]);
-        assert_eq!(tables.rows(0), 12);
-        let mut out = Vec::new();
-        tables.write(0, &mut out).unwrap();
         let expected: String = [0, 1, 2, 3]
             .iter()
             .map(|n| format!("Int({0})\nInt({0})\nInt({1})\n", n * 10, n * 10 + 1))
             .collect();
-        assert_eq!(String::from_utf8(out).unwrap(), expected);
+        for spill_at in [0, 12, usize::MAX] {
+            let render = |keys: Vec<&Row>| {
+                RenderedTable::render_spilling(keys, rows_of, 0, &rendering, spill_at).unwrap()
+            };
+            let (even, odd) = ([key(4), key(0), key(2)], [key(3), key(1)]);
+            let parts = vec![render(even.iter().collect()), render(odd.iter().collect())];
+            assert_eq!(parts[0].spilled.is_some(), spill_at < usize::MAX);
+            let text = |tables: RenderedTables| {
+                assert_eq!(tables.rows(0), 12);
+                let mut out = Vec::new();
+                tables.write(0, &mut out).unwrap();
+                String::from_utf8(out).unwrap()
+            };
+            assert_eq!(text(RenderedTables::from_parts(vec![parts])), expected);
+            // One part is copied out whole.
+            let all = [key(0), key(1), key(2), key(3)];
+            let whole = RenderedTables::from_parts(vec![vec![render(all.iter().collect())]]);
+            assert_eq!(text(whole), expected, "spill at {spill_at}");
+        }
     }
 }

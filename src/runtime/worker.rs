@@ -14,7 +14,7 @@ use super::deal::TargetShare;
 use super::held::Held;
 use super::shards::ShardFiles;
 use super::stages::{Feeder, StageChanges};
-use super::tables::{RenderRows, RenderedTable};
+use super::tables::{RenderedTable, Rendering};
 use super::{Checkpoint, CommitEvents};
 use crate::engine::changefeed::{self, ChangeType};
 use crate::engine::{worker_of, CommitStats, HistoryRules, KeyEdit};
@@ -49,7 +49,7 @@ pub(super) enum Command {
     /// Learn what process 0 decided (given to its first worker only).
     Agree(Option<Vec<u8>>),
     /// Render every target's table (of the keys this worker owns).
-    Render(RenderRows),
+    Render(Rendering),
     /// Set rows by hand, in order (each worker the keys it owns).
     Edit(Arc<Vec<Edits>>),
     /// No more commands: let the dataflow complete.
@@ -275,11 +275,11 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
                 }
                 Message::Tables(tables)
             }
-            Command::Render(render) => Message::Rendered(
+            Command::Render(rendering) => Message::Rendered(
                 flow.held
                     .iter()
                     .enumerate()
-                    .map(|(t, h)| h.render_table(t, &render))
+                    .map(|(t, h)| h.render_table(t, &rendering))
                     .collect(),
             ),
             Command::Edit(edits) => {
