@@ -153,16 +153,16 @@ where
     // The sort moves small slots, not rows, and reads a row only where keys tie: a sort of the
     // updates themselves was bound by cache misses. Within an identity retractions come first,
     // each side sorted by row.
-    let same_identity = |a: &Slot, b: &Slot| match a.whole && b.whole {
-        true => a.prefix() == b.prefix(),
-        false => a.prefix() == b.prefix() && identity.cmp(row(a), row(b)).is_eq(),
-    };
-    order.sort_unstable_by(|a, b| {
-        (a.prefix().cmp(&b.prefix()))
+    let by_identity = |a: &Slot, b: &Slot| {
+        a.prefix()
+            .cmp(&b.prefix())
             .then_with(|| match a.whole && b.whole {
                 true => Ordering::Equal,
                 false => identity.cmp(row(a), row(b)),
             })
+    };
+    order.sort_unstable_by(|a, b| {
+        by_identity(a, b)
             .then_with(|| b.retracts.cmp(&a.retracts))
             .then_with(|| row(a).cmp(&row(b)))
     });
@@ -170,7 +170,7 @@ where
         .map(|(i, slot)| {
             (
                 slot.at as usize,
-                i + 1 == order.len() || !same_identity(slot, &order[i + 1]),
+                i + 1 == order.len() || by_identity(slot, &order[i + 1]).is_ne(),
             )
         })
         .collect();

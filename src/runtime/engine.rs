@@ -137,8 +137,10 @@ impl Engine {
             None => None,
         };
         let (builders, others) = communication(mesh.as_ref(), workers)?;
+        let identities: Vec<Projection> = targets.iter().map(changefeed::identity).collect();
         let shared = Arc::new(Shared {
             targets: targets.to_vec(),
+            identities: identities.clone(),
             commands: queues,
             messages: Mutex::new(messages_in),
             first: process * workers,
@@ -165,7 +167,7 @@ impl Engine {
             messages,
             guards: Some(guards),
             targets: targets.to_vec(),
-            identities: targets.iter().map(changefeed::identity).collect(),
+            identities,
             cluster: config.cluster.is_some(),
             mesh,
             gathers: config.cluster.is_some() && !config.partitioned,

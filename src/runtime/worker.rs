@@ -21,7 +21,7 @@ use crate::engine::{worker_of, CommitStats, HistoryRules, KeyEdit};
 use crate::event::Event;
 use crate::operators::{TargetInputs, TargetState};
 use crate::plan::Target;
-use crate::value::Row;
+use crate::value::{Projection, Row};
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::input::{Input, InputSession};
 use std::cell::RefCell;
@@ -125,6 +125,8 @@ pub(super) struct Done {
 /// What every worker of a process shares.
 pub(super) struct Shared {
     pub(super) targets: Vec<Target>,
+    /// Per target: what identifies its change-feed rows ([`changefeed::identity`]).
+    pub(super) identities: Vec<Projection>,
     /// One command queue per worker of this process.
     pub(super) commands: Vec<Mutex<Option<Receiver<Command>>>>,
     pub(super) messages: Mutex<Sender<Message>>,
@@ -548,8 +550,7 @@ fn finish_commit(
         let mut captured = flow.captured.borrow_mut();
         for t in (0..shared.targets.len()).filter(in_stage) {
             let updates = captured[t].drain(..).map(|(row, _, diff)| (row, diff));
-            let identity = changefeed::identity(&shared.targets[t]);
-            changes[t] = changefeed::label(&identity, updates);
+            changes[t] = changefeed::label(&shared.identities[t], updates);
         }
         drop(captured);
         if let (Some(feeder), true) = (&shared.feeder, stage < last) {
