@@ -53,7 +53,7 @@ use super::records::{RecordIn, RecordOut};
 use super::scd2::{History, Shape, Stored};
 use super::seq::Seq;
 use super::sorted_map::SortedMap;
-use super::{group_by_key, CdcState, CommitStats, KeyMap};
+use super::{for_each_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::value::{Packer, Row};
 use crate::Result;
@@ -202,11 +202,11 @@ impl CdcState for BitemporalState {
         stats: &mut CommitStats,
     ) {
         events.retain(|e| e.kind != EventKind::Truncate);
-        for (key, events) in group_by_key(events) {
+        for_each_key(events, |key, events| {
             self.changed.mark(&key);
             let state = self.keys.entry(key).or_default();
             state.apply(events, &self.shape, out, stats);
-        }
+        });
     }
 
     fn emits_consolidated(&self) -> bool {
@@ -259,13 +259,13 @@ impl KeyState {
     /// Applies one commit's events of this key (deduplicated within the commit).
     fn apply(
         &mut self,
-        events: Vec<Event>,
+        events: &mut Vec<Event>,
         shape: &Shape,
         out: &mut Vec<(Row, isize)>,
         stats: &mut CommitStats,
     ) {
-        let fresh: Vec<Event> = events.into_iter().filter(|e| !self.logged(e)).collect();
-        let Some(s0) = fresh.iter().map(|e| &e.system).min().map(Seq::from) else {
+        events.retain(|e| !self.logged(e));
+        let Some(s0) = events.iter().map(|e| &e.system).min().map(Seq::from) else {
             return;
         };
         // Business row → its belief changes at or after `s0`, in system order.
@@ -284,7 +284,7 @@ impl KeyState {
             });
             self.rewind(&seqs, &s0, shape);
         }
-        for event in fresh {
+        for event in events.drain(..) {
             self.log(event, stats);
         }
         self.replay(&s0, shape, |s, diffs| {

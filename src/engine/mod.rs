@@ -70,11 +70,14 @@ pub trait CdcState: 'static {
     fn heap_bytes(&self) -> usize;
 }
 
-/// Groups events by key and removes exact duplicates (D1); within a group events are in event
-/// order, and the first event of each group has given its key to the group. Groups come in
-/// key-hash order: sorting on a precomputed hash first keeps a large commit's sort away from
-/// comparing keys value by value.
-fn group_by_key(events: Vec<Event>) -> Vec<(Row, Vec<Event>)> {
+/// Calls `each` with every key's events of a commit, grouped and with exact duplicates removed
+/// (D1); within a group events are in event order, and the first event of each group has given
+/// its key to the group (the states never read an event's own key). Groups come in key-hash
+/// order: sorting on a precomputed hash first keeps a large commit's sort away from comparing
+/// keys value by value. `each` may take the events out of the group: one buffer serves every
+/// group, where a vector per key cost an allocation and a move per event (a tenth of SCD2's
+/// state loop on 10,000-event commits).
+fn for_each_key(events: Vec<Event>, mut each: impl FnMut(Row, &mut Vec<Event>)) {
     use std::hash::BuildHasher;
     let hasher = foldhash::fast::FixedState::default();
     // Sorts positions, not events: an event is large to move, and the hash settles nearly every
@@ -93,14 +96,20 @@ fn group_by_key(events: Vec<Event>) -> Vec<(Row, Vec<Event>)> {
     order.dedup_by(|(hb, b), (ha, a)| ha == hb && events[*a] == events[*b]);
     // Taken out in sorted order. `Option<Event>` is as large as `Event`, so this keeps the buffer.
     let mut events: Vec<Option<Event>> = events.into_iter().map(Some).collect();
-    let mut groups: Vec<(Row, Vec<Event>)> = Vec::new();
+    let mut group: Vec<Event> = Vec::new();
+    let mut key: Option<Row> = None;
     for (_, i) in order {
         let mut event = events[i].take().expect("each position is taken once");
-        match groups.last_mut() {
-            Some((key, group)) if *key == event.key => group.push(event),
-            // The group owns the key; the states never read an event's own key.
-            _ => groups.push((std::mem::take(&mut event.key), vec![event])),
+        if key.as_ref() != Some(&event.key) {
+            if let Some(done) = key.take() {
+                each(done, &mut group);
+                group.clear();
+            }
+            key = Some(std::mem::take(&mut event.key));
         }
+        group.push(event);
     }
-    groups
+    if let Some(done) = key {
+        each(done, &mut group);
+    }
 }

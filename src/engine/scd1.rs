@@ -24,7 +24,7 @@ use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
 use super::seq::Seq;
 use super::tombstones::{Live, Queued, Tombstones};
-use super::{group_by_key, CdcState, CommitStats, KeyMap};
+use super::{for_each_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::expr::describe;
 use crate::value::{Row, Value};
@@ -167,7 +167,7 @@ impl Scd1State {
     fn apply_key(
         &mut self,
         key: Row,
-        mut live: Vec<Event>,
+        live: &mut Vec<Event>,
         now: i64,
         out: &mut Vec<(Row, isize)>,
         stats: &mut CommitStats,
@@ -184,7 +184,7 @@ impl Scd1State {
         let t = self.truncated_at.as_ref();
         let (partial, image_len) = (self.partial, self.image_len);
         let Some(state) = self.keys.get_mut(&key) else {
-            let mut live = live.into_iter();
+            let mut live = live.drain(..);
             let first = live.next().expect("`live` is not empty");
             let mut state = KeyState::new(first, partial, image_len, stats);
             for event in live {
@@ -203,7 +203,7 @@ impl Scd1State {
             KeyState::Winner(winner) => {
                 // The first displaced winner is the row as it was: moved out, never cloned.
                 let mut displaced = None;
-                for event in live {
+                for event in live.drain(..) {
                     if let Some(old) = absorb_winner(winner, event, stats) {
                         displaced.get_or_insert(old);
                     }
@@ -218,7 +218,7 @@ impl Scd1State {
             }
             KeyState::Fields(fields) => {
                 let before = fields.visible(t);
-                for event in live {
+                for event in live.drain(..) {
                     fields.absorb(event, stats);
                 }
                 let after = fields.visible(t);
@@ -438,9 +438,9 @@ impl CdcState for Scd1State {
             events.retain(|e| !is_truncate(e));
             self.truncate(t, out, stats);
         }
-        for (key, events) in group_by_key(events) {
-            self.apply_key(key, events, now, out, stats);
-        }
+        for_each_key(events, |key, events| {
+            self.apply_key(key, events, now, out, stats)
+        });
         // Each key emits at most one retraction and one insertion, of rows that differ, and
         // rows of different keys differ (keys are image columns, but for `equal_images`); only
         // a truncate's retraction can meet a key's re-insertion of the same row in one commit.

@@ -49,7 +49,7 @@ use super::records::{RecordIn, RecordOut};
 use super::seq::Seq;
 use super::sorted_map::SortedMap;
 use super::tombstones::{Live, Queued, Tombstones};
-use super::{group_by_key, CdcState, CommitStats, KeyMap};
+use super::{for_each_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::value::{Packer, Row};
 use crate::Result;
@@ -393,7 +393,7 @@ impl CdcState for Scd2State {
         stats: &mut CommitStats,
     ) {
         self.collect_tombstones(now, stats);
-        for (key, events) in group_by_key(events) {
+        for_each_key(events, |key, events| {
             for delete in events.iter().filter(|e| e.kind == EventKind::Delete) {
                 self.tombstones.record(now, &key, &delete.seq);
             }
@@ -402,14 +402,11 @@ impl CdcState for Scd2State {
                 Entry::Occupied(o) => o.into_mut(),
                 Entry::Vacant(v) => v.insert(History::default()),
             };
-            let events = match history.append(events, &self.shape, out) {
-                Ok(tombstones) => {
-                    self.held.add(tombstones, stats);
-                    continue;
-                }
-                Err(events) => events,
-            };
-            let probes = history.probes(&events);
+            if let Some(tombstones) = history.append(events, &self.shape, out) {
+                self.held.add(tombstones, stats);
+                return;
+            }
+            let probes = history.probes(events);
             let tombstones_before = history.tombstones_at(&probes);
             let mut before = BTreeMap::new();
             if let Some((lo, hi)) = history.absorb(events, &mut before, stats) {
@@ -417,7 +414,7 @@ impl CdcState for Scd2State {
             }
             let tombstones_after = history.tombstones_at(&probes);
             self.held.add(tombstones_after - tombstones_before, stats);
-        }
+        });
     }
 
     fn emits_consolidated(&self) -> bool {
@@ -714,12 +711,12 @@ impl History {
     /// sequences whose event changed, if any. What each changed sequence held goes to `before`.
     fn absorb(
         &mut self,
-        events: Vec<Event>,
+        events: &mut Vec<Event>,
         before: &mut Before,
         stats: &mut CommitStats,
     ) -> Option<(Seq, Seq)> {
         let mut changed: Option<(Seq, Seq)> = None;
-        for event in events {
+        for event in events.drain(..) {
             let seq = Seq::from(&event.seq);
             if let Some(old) = self.events.get(&seq) {
                 let ord = event.tie_rank().cmp(&old.rank());
@@ -740,28 +737,28 @@ impl History {
         changed
     }
 
-    /// Stores `events` if they all come after the stored ones, at distinct sequences, and emits
-    /// the row updates; returns the change in tombstones. Otherwise gives `events` back for
-    /// [`History::absorb`] and [`History::rederive`].
+    /// Stores `events` (taking them out) if they all come after the stored ones, at distinct
+    /// sequences, and emits the row updates; returns the change in tombstones. Otherwise leaves
+    /// `events` for [`History::absorb`] and [`History::rederive`].
     fn append(
         &mut self,
-        events: Vec<Event>,
+        events: &mut Vec<Event>,
         shape: &Shape,
         out: &mut Vec<(Row, isize)>,
-    ) -> std::result::Result<i64, Vec<Event>> {
+    ) -> Option<i64> {
         let after_last = |first: &Event| {
             (self.events.last()).is_none_or(|(last, _)| *last < Seq::from(&first.seq))
         };
         let ascending = events.windows(2).all(|w| w[0].seq < w[1].seq);
         if !(ascending && events.first().is_some_and(after_last)) {
-            return Err(events);
+            return None;
         }
         // Only the open run's row can disappear, and only runs closed here or open at the end
         // can appear; the open row is compared as a whole, so an upsert that leaves it as it
         // was emits nothing.
         let open_before = self.open_row();
         let tombstones = events
-            .into_iter()
+            .drain(..)
             .map(|event| self.append_one(event, shape, out))
             .sum();
         match (open_before, self.open_row()) {
@@ -771,7 +768,7 @@ impl History {
                 out.extend(after.map(|r| (r, 1)));
             }
         }
-        Ok(tombstones)
+        Some(tombstones)
     }
 
     /// The row of the open run (the last one, if the last event is an upsert).
