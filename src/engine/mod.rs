@@ -70,6 +70,22 @@ pub trait CdcState: 'static {
     fn heap_bytes(&self) -> usize;
 }
 
+/// Reads, for each event, its key's state in `keys` (what `touch` reads of it) before a commit
+/// is applied. Applying a key waits for its state to come from memory: a commit touches
+/// thousands of keys spread over a state of megabytes, and a state restored or left idle
+/// between commits is cold. Here the lookups are independent of each other, so the processor
+/// overlaps their misses; applying then finds the states in cache. Measured on a followed
+/// 10,000-event SCD2 commit: applying 11.6-12.5 ms before, 8.5-10 ms after, this pass included
+/// (about 1.1 ms).
+fn warm<V>(keys: &KeyMap<V>, events: &[Event], touch: impl Fn(&V) -> usize) {
+    let read: usize = (events.iter())
+        .filter_map(|e| keys.get(&e.key))
+        .map(touch)
+        .fold(0, usize::wrapping_add);
+    // What was read must look used, or the reads go.
+    std::hint::black_box(read);
+}
+
 /// Calls `each` with every key's events of a commit, grouped and with exact duplicates removed
 /// (D1); within a group events are in event order, and the first event of each group has given
 /// its key to the group (the states never read an event's own key). Groups come in key-hash

@@ -49,7 +49,7 @@ use super::records::{RecordIn, RecordOut};
 use super::seq::Seq;
 use super::sorted_map::SortedMap;
 use super::tombstones::{Live, Queued, Tombstones};
-use super::{for_each_key, CdcState, CommitStats, KeyMap};
+use super::{for_each_key, warm, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::value::{Packer, Row};
 use crate::Result;
@@ -393,6 +393,9 @@ impl CdcState for Scd2State {
         stats: &mut CommitStats,
     ) {
         self.collect_tombstones(now, stats);
+        warm(&self.keys, &events, |history| {
+            (history.events.last()).map_or(0, |(_, e)| e.kind() as usize)
+        });
         for_each_key(events, |key, events| {
             for delete in events.iter().filter(|e| e.kind == EventKind::Delete) {
                 self.tombstones.record(now, &key, &delete.seq);
