@@ -116,6 +116,10 @@ impl Layout {
 
 /// A commit's change-feed rows of one target, rendered into `out`: CSV has its header only at
 /// the start of a file (`header`).
+///
+/// A commit's feed of many rows is rendered in two halves, the second on a scoped thread: the
+/// engine's workers wait for the next commit meanwhile, and rendering is a fifth of a
+/// followed 10,000-event commit's latency (5.2 ms of 26,000 SCD2 rows on one thread).
 pub fn feed_text(
     format: OutputFormat,
     schema: &crate::value::Schema,
@@ -125,33 +129,67 @@ pub fn feed_text(
     header: bool,
     out: &mut String,
 ) -> Result<()> {
-    use crate::value::Value;
+    // Below this a thread costs more than the half it renders.
+    const SPLIT_AT: usize = 8192;
     io::render_rows_into(out, format, schema, &[], header)?;
-    // The last three columns are the same for every row of a kind: rendered once per kind.
-    let (columns, extra) = schema.columns.split_at(schema.columns.len() - 3);
-    let mut tails: Vec<(changefeed::ChangeType, String)> = Vec::new();
-    let start = out.len();
-    for (i, (kind, row)) in changes.iter().enumerate() {
-        // Room for the rest at the first row's length: a commit's feed is megabytes, and
-        // doubling its way there copied it about twice over.
-        if i == 1 {
-            out.reserve((out.len() - start) * (changes.len() - 1) * 9 / 8);
-        }
-        let tail = match tails.iter().find(|(k, _)| k == kind) {
-            Some((_, tail)) => tail,
-            None => {
-                let values = [
-                    Value::Str(kind.as_str().to_string()),
-                    Value::Int(version as i64),
-                    Value::Timestamp(timestamp),
-                ];
-                tails.push((*kind, io::row_tail(format, extra, &values)));
-                &tails.last().expect("just pushed").1
-            }
-        };
-        io::push_row_with_tail(out, format, columns, row.iter(), tail);
+    let feed = FeedRows {
+        format,
+        schema,
+        version,
+        timestamp,
+    };
+    if changes.len() < SPLIT_AT {
+        feed.render(changes, out);
+        return Ok(());
     }
+    let (first, second) = changes.split_at(changes.len() / 2);
+    let mut rest = String::new();
+    std::thread::scope(|scope| {
+        scope.spawn(|| feed.render(second, &mut rest));
+        feed.render(first, out);
+    });
+    out.push_str(&rest);
     Ok(())
+}
+
+/// What every row of one commit's feed shares.
+#[derive(Clone, Copy)]
+struct FeedRows<'a> {
+    format: OutputFormat,
+    schema: &'a crate::value::Schema,
+    version: u64,
+    timestamp: i64,
+}
+
+impl FeedRows<'_> {
+    /// Appends `changes`' rows to `out`.
+    fn render(self, changes: &[(changefeed::ChangeType, Row)], out: &mut String) {
+        use crate::value::Value;
+        // The last three columns are the same for every row of a kind: rendered once per kind.
+        let (columns, extra) = (self.schema.columns).split_at(self.schema.columns.len() - 3);
+        let mut tails: Vec<(changefeed::ChangeType, String)> = Vec::new();
+        let start = out.len();
+        for (i, (kind, row)) in changes.iter().enumerate() {
+            // Room for the rest at the first row's length: a commit's feed is megabytes, and
+            // doubling its way there copied it about twice over.
+            if i == 1 {
+                out.reserve((out.len() - start) * (changes.len() - 1) * 9 / 8);
+            }
+            let tail = match tails.iter().find(|(k, _)| k == kind) {
+                Some((_, tail)) => tail,
+                None => {
+                    let values = [
+                        Value::Str(kind.as_str().to_string()),
+                        Value::Int(self.version as i64),
+                        Value::Timestamp(self.timestamp),
+                    ];
+                    tails.push((*kind, io::row_tail(self.format, extra, &values)));
+                    &tails.last().expect("just pushed").1
+                }
+            };
+            io::push_row_with_tail(out, self.format, columns, row.iter(), tail);
+        }
+    }
 }
 
 /// Metrics of a run, gathered commit by commit.
@@ -645,7 +683,47 @@ pub fn write_metrics(pipeline: &Pipeline, run: &RunMetrics, dir: &Path) -> Resul
 
 #[cfg(test)]
 mod tests {
-    use super::lock;
+    use super::{feed_text, lock, FeedRows};
+    use crate::engine::changefeed::{with_feed_columns, ChangeType};
+    use crate::io::OutputFormat;
+    use crate::value::{DataType, Row, Schema, Value};
+
+    /// A feed long enough to be rendered in two halves reads as if rendered in one pass: same
+    /// rows, same order, one header.
+    #[test]
+    fn a_feed_rendered_in_halves_is_the_feed_rendered_whole() {
+        let schema = with_feed_columns(&Schema::new([
+            ("k".to_string(), DataType::BigInt),
+            ("name".to_string(), DataType::String),
+        ]));
+        let kinds = [
+            ChangeType::Insert,
+            ChangeType::Delete,
+            ChangeType::UpdatePreimage,
+        ];
+        let changes: Vec<(ChangeType, Row)> = (0..20_001)
+            .map(|i: i64| {
+                let name = Value::Str(format!("n,{i}\"q"));
+                (kinds[i as usize % 3], Row::from([Value::Int(i), name]))
+            })
+            .collect();
+        for format in [OutputFormat::Csv, OutputFormat::Jsonl] {
+            let mut split = String::new();
+            feed_text(format, &schema, 7, 1_000_000, &changes, true, &mut split).unwrap();
+            let mut whole = String::new();
+            crate::io::render_rows_into(&mut whole, format, &schema, &[], true).unwrap();
+            let feed = FeedRows {
+                format,
+                schema: &schema,
+                version: 7,
+                timestamp: 1_000_000,
+            };
+            feed.render(&changes, &mut whole);
+            assert_eq!(split, whole);
+            let header = usize::from(format == OutputFormat::Csv);
+            assert_eq!(split.lines().count(), changes.len() + header);
+        }
+    }
 
     /// Issue 13, item 5: one run at a time writes an output directory (or partition).
     #[test]
