@@ -108,16 +108,35 @@ pub fn our_schema(schema: &ArrowSchema) -> Result<Schema, String> {
 
 /// `rows` (each laid out as `schema`) as one record batch of `arrow` (from [`arrow_schema`]).
 pub fn to_batch(schema: &Schema, arrow: &SchemaRef, rows: &[Row]) -> Result<RecordBatch> {
-    let columns = (schema.columns.iter().enumerate())
-        .map(|(i, c)| {
-            let datums: Vec<Datum> = rows
-                .iter()
-                .map(|r| r.get(i).unwrap_or(Datum::Null))
-                .collect();
-            to_array(&c.ty, &datums)
-        })
+    to_batch_with(
+        &schema.columns,
+        arrow,
+        rows.iter().map(Row::as_row_ref),
+        Vec::new(),
+    )
+}
+
+/// The rows `rows` yields (each laid out as `columns`) as one record batch of `arrow`, with
+/// `extra` as its last columns. Each row is decoded once, in order: a packed row reaches its
+/// `i`th value only through the ones before it.
+pub fn to_batch_with<'r>(
+    columns: &[Column],
+    arrow: &SchemaRef,
+    rows: impl Iterator<Item = RowRef<'r>>,
+    extra: Vec<ArrayRef>,
+) -> Result<RecordBatch> {
+    let mut datums: Vec<Vec<Datum<'r>>> = vec![Vec::new(); columns.len()];
+    for row in rows {
+        let mut values = row.iter();
+        for column in &mut datums {
+            column.push(values.next().unwrap_or(Datum::Null));
+        }
+    }
+    let arrays = (columns.iter().zip(&datums))
+        .map(|(c, datums)| to_array(&c.ty, datums))
+        .chain(extra)
         .collect();
-    RecordBatch::try_new(arrow.clone(), columns).map_err(internal)
+    RecordBatch::try_new(arrow.clone(), arrays).map_err(internal)
 }
 
 fn internal(e: impl std::fmt::Display) -> Error {

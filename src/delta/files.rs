@@ -2,17 +2,18 @@
 //! files (written by delta-rs's `RecordBatchWriter`, so with the statistics readers skip files
 //! by), change-data files (Delta's `cdc` action) and the `remove` of a file.
 
-use super::batch::to_batch;
+use super::batch::to_batch_with;
 use super::table::failed;
 use crate::engine::changefeed::ChangeType;
-use crate::value::{DataType, Packer, Row, Schema, Value};
+use crate::value::{DataType, Row, Schema};
 use crate::{Error, Result};
-use deltalake::arrow::array::RecordBatch;
+use deltalake::arrow::array::{RecordBatch, StringArray};
 use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::kernel::{Add, AddCDCFile, LogicalFileView, Remove};
 use deltalake::writer::{DeltaWriter, RecordBatchWriter};
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use tokio::runtime::Runtime;
 
 /// Writes `batch` as Parquet under `url` (the table at `dir`); the `add` of each file made.
@@ -50,17 +51,10 @@ pub(super) fn write_feed(
     arrow: &SchemaRef,
     changes: &[(ChangeType, Row)],
 ) -> Result<AddCDCFile> {
-    let rows: Vec<Row> = changes
-        .iter()
-        .map(|(kind, row)| {
-            let mut packer = Packer::new();
-            packer
-                .extend_from(row.as_row_ref())
-                .push(&Value::Str(kind.as_str().to_string()));
-            packer.finish()
-        })
-        .collect();
-    let batch = to_batch(feed, arrow, &rows)?;
+    let kinds = StringArray::from_iter_values(changes.iter().map(|(kind, _)| kind.as_str()));
+    let own = &feed.columns[..feed.columns.len() - 1];
+    let rows = changes.iter().map(|(_, row)| row.as_row_ref());
+    let batch = to_batch_with(own, arrow, rows, vec![Arc::new(kinds)])?;
     let folder = url.join("_change_data/").map_err(|e| failed(dir, e))?;
     let local = dir.join("_change_data");
     std::fs::create_dir_all(&local).map_err(|e| Error::write(&local, &e))?;

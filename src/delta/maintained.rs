@@ -366,7 +366,8 @@ impl MaintainedTable {
         let mut touched: BTreeMap<u32, RoaringTreemap> = BTreeMap::new();
         // Rows the commit adds, and by hash the ones a later change of it may take back.
         let mut inserted: Vec<Option<&Row>> = Vec::new();
-        let mut new_rows: HashMap<u128, Vec<usize>> = HashMap::new();
+        let mut new_rows: HashMap<u128, SmallVec<[usize; 1]>, _> =
+            HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0));
         let appends = self.kept == Kept::Appends;
         for (kind, row) in changes {
             if appends {
@@ -390,7 +391,7 @@ impl MaintainedTable {
                     inserted.push(Some(row));
                 }
                 ChangeType::Delete | ChangeType::UpdatePreimage => {
-                    if let Some(i) = new_rows.get_mut(&hash).and_then(Vec::pop) {
+                    if let Some(i) = new_rows.get_mut(&hash).and_then(SmallVec::pop) {
                         inserted[i] = None;
                         continue;
                     }
