@@ -10,6 +10,10 @@ use crate::{Error, Result};
 use deltalake::arrow::array::{RecordBatch, StringArray};
 use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::kernel::{Add, AddCDCFile, LogicalFileView, Remove};
+use deltalake::parquet::arrow::ArrowWriter;
+use deltalake::parquet::basic::Compression;
+use deltalake::parquet::errors::ParquetError;
+use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::writer::{DeltaWriter, RecordBatchWriter};
 use std::collections::HashMap;
 use std::path::Path;
@@ -41,12 +45,16 @@ pub(super) fn feed_schema(schema: &Schema) -> Schema {
     feed
 }
 
-/// Writes `changes` as one change-data file under `_change_data/` of the table at `url`
-/// (`dir`); `feed` is [`feed_schema`] of the table's columns, `arrow` its Arrow form.
+/// Writes `changes` as one change-data file under `_change_data/` of the table at `dir`;
+/// `feed` is [`feed_schema`] of the table's columns, `arrow` its Arrow form.
+///
+/// Written with parquet's own writer, synchronously, where data files go through delta-rs's
+/// writer: a change-data file's `cdc` action carries no statistics, which is what delta-rs's
+/// writer adds, and a plain call lets a version write it on a thread of its own beside its
+/// data file. The file is compressed as delta-rs compresses (snappy); nothing names it until
+/// the version's log entry does, so a crash mid-write leaves only an unreferenced file.
 pub(super) fn write_feed(
-    runtime: &Runtime,
     dir: &Path,
-    url: &url::Url,
     feed: &Schema,
     arrow: &SchemaRef,
     changes: &[(ChangeType, Row)],
@@ -55,15 +63,27 @@ pub(super) fn write_feed(
     let own = &feed.columns[..feed.columns.len() - 1];
     let rows = changes.iter().map(|(_, row)| row.as_row_ref());
     let batch = to_batch_with(own, arrow, rows, vec![Arc::new(kinds)])?;
-    let folder = url.join("_change_data/").map_err(|e| failed(dir, e))?;
     let local = dir.join("_change_data");
     std::fs::create_dir_all(&local).map_err(|e| Error::write(&local, &e))?;
-    let add = write_parquet(runtime, dir, folder.as_str(), arrow.clone(), batch)?
-        .pop()
-        .ok_or_else(|| failed(dir, "no change-data file was written"))?;
+    let name = format!("cdc-{}.snappy.parquet", uuid::Uuid::new_v4());
+    let path = local.join(&name);
+    let file = std::fs::File::create(&path).map_err(|e| Error::write(&path, &e))?;
+    let properties = WriterProperties::builder()
+        .set_created_by(format!("scdflow {}", env!("CARGO_PKG_VERSION")))
+        .set_compression(Compression::SNAPPY)
+        .build();
+    let size = (|| {
+        let out = std::io::BufWriter::new(file);
+        let mut writer = ArrowWriter::try_new(out, arrow.clone(), Some(properties))?;
+        writer.write(&batch)?;
+        let out = writer.into_inner()?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        Ok::<_, ParquetError>(file.metadata()?.len())
+    })()
+    .map_err(|e| Error::write(&path, &std::io::Error::other(e)))?;
     Ok(AddCDCFile {
-        path: format!("_change_data/{}", add.path),
-        size: add.size,
+        path: format!("_change_data/{name}"),
+        size: size as i64,
         partition_values: HashMap::new(),
         data_change: false,
         tags: None,

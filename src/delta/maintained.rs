@@ -61,6 +61,7 @@ use roaring::RoaringTreemap;
 use smallvec::SmallVec;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
+use std::panic::resume_unwind;
 use std::path::{Path, PathBuf};
 use tokio::runtime::Runtime;
 
@@ -410,10 +411,20 @@ impl MaintainedTable {
             }
         }
         let inserted: Vec<Row> = inserted.into_iter().flatten().cloned().collect();
+        // A commit with changes other than inserts needs a change-data file whatever the
+        // compaction below does: it is written on a thread of its own beside the data file.
+        let inserts_only = changes.iter().all(|(kind, _)| *kind == ChangeType::Insert);
+        let (add, mut feed) = std::thread::scope(|scope| {
+            let feed = (!inserts_only).then(|| scope.spawn(|| self.write_feed(changes)));
+            let add = (!inserted.is_empty())
+                .then(|| self.write_file(&inserted, true))
+                .transpose();
+            let feed = feed.map(|thread| thread.join().unwrap_or_else(|p| resume_unwind(p)));
+            (add, feed)
+        });
         let mut actions = Vec::new();
         let mut added = None;
-        if !inserted.is_empty() {
-            let add = self.write_file(&inserted, true)?;
+        if let Some(add) = add? {
             added = Some(add.path.clone());
             written.bytes += add.size as u64;
             let file = self.files.len() as u32;
@@ -454,9 +465,10 @@ impl MaintainedTable {
         let added_kept = added.is_some_and(|path| {
             (actions.iter()).any(|a| matches!(a, Action::Add(add) if add.path == path))
         });
-        let from_added = added_kept && changes.iter().all(|(kind, _)| *kind == ChangeType::Insert);
-        if !from_added && !changes.is_empty() {
-            let cdc = self.write_feed(changes)?;
+        if feed.is_none() && !added_kept && !changes.is_empty() {
+            feed = Some(self.write_feed(changes));
+        }
+        if let Some(cdc) = feed.transpose()? {
             written.bytes += cdc.size as u64;
             actions.push(Action::Cdc(cdc));
         }
@@ -597,14 +609,7 @@ impl MaintainedTable {
 
     /// Writes the change-data file of `changes`.
     fn write_feed(&self, changes: &[(ChangeType, Row)]) -> Result<AddCDCFile> {
-        files::write_feed(
-            &self.runtime,
-            &self.dir,
-            &self.url,
-            &self.cdc_schema,
-            &self.cdc_arrow,
-            changes,
-        )
+        files::write_feed(&self.dir, &self.cdc_schema, &self.cdc_arrow, changes)
     }
 
     fn write_parquet(

@@ -168,7 +168,7 @@ impl Table {
         if flag(super::FEED_PROPERTY) {
             let feed = feed_schema(&self.schema);
             let arrow = super::batch::arrow_schema(&feed)?;
-            let cdc = write_feed(&self.runtime, &self.dir, &url, &feed, &arrow, &changes)?;
+            let cdc = write_feed(&self.dir, &feed, &arrow, &changes)?;
             actions.push(Action::Cdc(cdc));
         }
         let operation = match statement {

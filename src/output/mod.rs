@@ -24,8 +24,8 @@
 mod published;
 
 pub use published::{
-    appended_changes, flow_progress, kept, refuse_foreign, table_properties, APPENDS_PROPERTY,
-    FEED_READERS_PROPERTY, TARGET_PROPERTY,
+    appended_changes, each_table, flow_progress, kept, refuse_foreign, table_properties,
+    APPENDS_PROPERTY, FEED_READERS_PROPERTY, TARGET_PROPERTY,
 };
 
 use crate::driver::{CommitLatency, CommitOutput, FlowCommitMetrics, Sink, TableCommitMetrics};

@@ -89,6 +89,32 @@ pub fn flow_progress(
         .collect()
 }
 
+/// One commit's versions of several published tables, made side by side: table `i` gets
+/// `version(i, table)` on a thread of its own (the first on the caller's), and the results
+/// come back in table order. A commit's tables share nothing, and a followed commit waits for
+/// its slowest table rather than for their sum (the SCD2 target and its source's streaming
+/// table of a 10,000-event commit: 21 and 5 ms of Parquet).
+pub fn each_table<T: Send>(
+    tables: &mut [MaintainedTable],
+    version: impl Fn(usize, &mut MaintainedTable) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let version = &version;
+    std::thread::scope(|scope| {
+        let mut tables = tables.iter_mut().enumerate();
+        let first = tables.next();
+        let others: Vec<_> = tables
+            .map(|(i, table)| scope.spawn(move || version(i, table)))
+            .collect();
+        let first = first.map(|(i, table)| version(i, table));
+        let others = others.into_iter().map(|thread| {
+            thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        first.into_iter().chain(others).collect()
+    })
+}
+
 /// Takes published streaming table `table`'s rows out of a commit's `appended` rows
 /// ([`crate::driver::CommitOutput::appended`]), as the inserts its Delta version holds.
 pub fn appended_changes(

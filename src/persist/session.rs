@@ -620,18 +620,25 @@ impl Sink for Appender<'_> {
         self.inputs.push((commit.version, commit.input_complete));
         let (version, timestamp) = (commit.version, commit.timestamp);
         let publications = self.pipeline.published();
-        for (p, table) in self.tables.iter_mut().enumerate() {
+        let appended: Vec<_> = (publications.iter())
+            .map(|p| match p.of {
+                Publishes::Target(_) => Vec::new(),
+                Publishes::Table(t) => output::appended_changes(&mut commit.appended, t),
+            })
+            .collect();
+        let (changes, metrics, flows) = (&commit.changes, &commit.metrics, &self.flows);
+        let prepared = output::each_table(&mut self.tables, |p, table| {
             let (prepared, _) = match publications[p].of {
                 Publishes::Target(t) => {
-                    let changes = commit.changes.get(t).map_or(&[][..], Vec::as_slice);
-                    let progress = output::flow_progress(&self.flows, t, &commit.metrics);
+                    let changes = changes.get(t).map_or(&[][..], Vec::as_slice);
+                    let progress = output::flow_progress(flows, t, metrics);
                     table.prepare(version, timestamp, changes, &progress)?
                 }
-                Publishes::Table(t) => {
-                    let changes = output::appended_changes(&mut commit.appended, t);
-                    table.prepare(version, timestamp, &changes, &[])?
-                }
+                Publishes::Table(_) => table.prepare(version, timestamp, &appended[p], &[])?,
             };
+            Ok(prepared)
+        })?;
+        for (p, prepared) in prepared.into_iter().enumerate() {
             self.next.publishing.prepared[p].push(prepared);
         }
         // Published targets' change feeds are their tables' change data feeds.
