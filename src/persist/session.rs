@@ -16,7 +16,10 @@
 //!    holds its whole feed; the rest when the commits are applied);
 //! 3. save what every operator's state changed since the last save into a staged delta — or,
 //!    when the deltas have grown to half the base (or [`MAX_DELTAS`]), or the worker count
-//!    changed, the whole state into a staged base checkpoint (compaction);
+//!    changed, the whole state into a staged base checkpoint (compaction). A step publishing
+//!    Delta tables prepares each commit's versions on a thread of their own ([`preparing`])
+//!    while the engine goes on and the workers save, and appends its set-aside rows and
+//!    metrics (2) once they are written;
 //! 4. commit: the staged delta or base and a new manifest (new input offsets, appended
 //!    lengths) replace the old ones atomically (a new base removes the old one and its deltas);
 //! 5. rewrite the target tables (read from the engine's states) and `metrics.json` — or, for
@@ -493,10 +496,20 @@ impl<'a> Session<'a> {
         if commits == 0 {
             return Ok((appender.next.clone(), None, appender));
         }
-        appender.append(&self.dir.path().join(METRICS_LOG))?;
-        let mut next = appender.next.clone();
+        let log = self.dir.path().join(METRICS_LOG);
+        let publishes = appender.publishes();
+        if !publishes {
+            appender.append(&log)?;
+        }
         let staged = self.dir.stage(base + commits, !compacts)?;
-        driver.save(&staged.dir, staged.delta)?;
+        // The workers save the state while the last commit's versions are being prepared.
+        let saved = driver.save(&staged.dir, staged.delta);
+        appender.wait_prepared()?;
+        saved?;
+        if publishes {
+            appender.append(&log)?;
+        }
+        let mut next = appender.next.clone();
         for (c, end) in consumed.iter().zip(&ends) {
             driver::new_input::record(&mut next, c, *end)?;
         }
@@ -539,8 +552,10 @@ struct Appender<'p> {
     latencies: Vec<CommitLatency>,
     written: Vec<PathBuf>,
     /// The published tables (none when the targets are files), whose versions the step
-    /// prepares into `next`.
+    /// prepares into `next`; away while `preparing` holds them.
     tables: Vec<MaintainedTable>,
+    /// The last commit's versions, while they are being prepared.
+    preparing: Option<Preparing>,
 }
 
 impl<'p> Appender<'p> {
@@ -561,6 +576,7 @@ impl<'p> Appender<'p> {
             latencies: Vec::new(),
             written: Vec::new(),
             tables: Vec::new(),
+            preparing: None,
         }
     }
 
@@ -570,7 +586,7 @@ impl<'p> Appender<'p> {
     /// whole; only the manifest the step commits makes what they appended count, and a crash
     /// before it leaves bytes the next run cuts off.
     fn append_feeds(&mut self, least: usize) -> Result<()> {
-        if !self.tables.is_empty() {
+        if self.publishes() {
             return Ok(());
         }
         let format = self.layout.format;
@@ -591,6 +607,25 @@ impl<'p> Appender<'p> {
             rows.clear();
             if !self.written.contains(&path) {
                 self.written.push(path);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the step publishes its targets as Delta tables (their change data feeds are
+    /// the change feeds).
+    fn publishes(&self) -> bool {
+        !self.tables.is_empty() || self.preparing.is_some()
+    }
+
+    /// Waits for the versions being prepared, if any: the tables come back, and the log
+    /// entries go into `next`.
+    fn wait_prepared(&mut self) -> Result<()> {
+        if let Some(preparing) = self.preparing.take() {
+            let (tables, prepared) = preparing.wait()?;
+            self.tables = tables;
+            for (p, prepared) in prepared.into_iter().enumerate() {
+                self.next.publishing.prepared[p].push(prepared);
             }
         }
         Ok(())
@@ -619,30 +654,29 @@ impl Sink for Appender<'_> {
     fn commit(&mut self, mut commit: CommitOutput) -> Result<()> {
         self.inputs.push((commit.version, commit.input_complete));
         let (version, timestamp) = (commit.version, commit.timestamp);
-        let publications = self.pipeline.published();
-        let appended: Vec<_> = (publications.iter())
-            .map(|p| match p.of {
-                Publishes::Target(_) => Vec::new(),
-                Publishes::Table(t) => output::appended_changes(&mut commit.appended, t),
-            })
-            .collect();
-        let (changes, metrics, flows) = (&commit.changes, &commit.metrics, &self.flows);
-        let prepared = output::each_table(&mut self.tables, |p, table| {
-            let (prepared, _) = match publications[p].of {
-                Publishes::Target(t) => {
-                    let changes = changes.get(t).map_or(&[][..], Vec::as_slice);
-                    let progress = output::flow_progress(flows, t, metrics);
-                    table.prepare(version, timestamp, changes, &progress)?
-                }
-                Publishes::Table(_) => table.prepare(version, timestamp, &appended[p], &[])?,
-            };
-            Ok(prepared)
-        })?;
-        for (p, prepared) in prepared.into_iter().enumerate() {
-            self.next.publishing.prepared[p].push(prepared);
-        }
-        // Published targets' change feeds are their tables' change data feeds.
-        if self.tables.is_empty() {
+        let publishes = self.publishes();
+        if publishes {
+            self.wait_prepared()?;
+            let commits = (self.pipeline.published().iter())
+                .map(|p| match p.of {
+                    Publishes::Target(t) => (
+                        commit
+                            .changes
+                            .get_mut(t)
+                            .map(std::mem::take)
+                            .unwrap_or_default(),
+                        output::flow_progress(&self.flows, t, &commit.metrics),
+                    ),
+                    Publishes::Table(t) => (
+                        output::appended_changes(&mut commit.appended, t),
+                        Vec::new(),
+                    ),
+                })
+                .collect();
+            let tables = std::mem::take(&mut self.tables);
+            self.preparing = Some(Preparing::start(tables, commits, version, timestamp));
+        } else {
+            // Published targets' change feeds are their tables' change data feeds.
             for (t, changes) in commit.changes.iter().enumerate() {
                 let format = self.layout.format;
                 let (schema, out) = &mut self.feeds[t];
@@ -869,7 +903,9 @@ fn dir_size(dir: &Path) -> Result<u64> {
     Ok(total)
 }
 
+mod preparing;
 mod rewind;
+use preparing::Preparing;
 pub use rewind::Rewound;
 
 #[cfg(test)]
