@@ -125,7 +125,9 @@ pub fn to_batch_with<'r>(
     rows: impl Iterator<Item = RowRef<'r>>,
     extra: Vec<ArrayRef>,
 ) -> Result<RecordBatch> {
-    let mut datums: Vec<Vec<Datum<'r>>> = vec![Vec::new(); columns.len()];
+    let mut datums: Vec<Vec<Datum<'r>>> = (columns.iter())
+        .map(|_| Vec::with_capacity(rows.size_hint().0))
+        .collect();
     for row in rows {
         let mut values = row.iter();
         for column in &mut datums {

@@ -290,6 +290,55 @@ fn a_durable_run_publishes_each_commit_once() {
     );
 }
 
+/// A durable step whose Delta files cannot be written (they are written on a thread of their
+/// own while the state is saved) fails whole: no version in the log, no commit in the state;
+/// once the files can be written, the next run publishes the commit, once.
+#[test]
+fn a_step_that_cannot_write_its_delta_files_commits_nothing() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    let args = [
+        "run",
+        "scd2.sql",
+        "--warehouse",
+        "w",
+        "--schema",
+        "cdc_tutorial",
+        "--state",
+        "st",
+    ];
+    succeed(cwd, &args);
+    let table = cwd.join("w/main/cdc_tutorial/users_history");
+    let entry = |v: u64| table.join(format!("_delta_log/{v:020}.json")).exists();
+    assert!(entry(1) && !entry(2));
+    // The first commit only inserted rows (no change-data file); the next one closes a
+    // version, whose pre- and post-images need `_change_data/`, here a file in the way.
+    let blocked = table.join("_change_data");
+    assert!(!blocked.exists());
+    std::fs::write(&blocked, "in the way").unwrap();
+    sql(
+        cwd,
+        "INSERT INTO main.cdc_tutorial.users_cdf VALUES (124, 'Raul', 'Merida', 'UPDATE', 8)",
+    );
+    let out = scdflow(cwd, &args);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("_change_data"), "{}", stderr(&out));
+    assert!(!entry(2), "a failed step publishes nothing");
+
+    std::fs::remove_file(&blocked).unwrap();
+    succeed(cwd, &args);
+    assert!(entry(2) && !entry(3), "the commit published once");
+    let current = sql(
+        cwd,
+        "SELECT userId, city FROM main.cdc_tutorial.users_history \
+         WHERE __END_AT IS NULL ORDER BY userId",
+    );
+    assert_eq!(
+        current,
+        "userId,city\n124,Merida\n125,Guadalajara\n126,Cancun\n"
+    );
+}
+
 #[test]
 fn a_stream_refuses_a_version_that_rewrites_rows() {
     let dir = warehouse();
