@@ -398,19 +398,33 @@ impl Drop for StagedRun<'_> {
 
 impl Sink for StagedRun<'_> {
     fn commit(&mut self, mut commit: CommitOutput) -> Result<()> {
-        for (t, table) in &mut self.streams {
-            let changes = appended_changes(&mut commit.appended, *t);
-            table.commit(commit.version, commit.timestamp, &changes, &[])?;
+        // Every commit is a version of each published table, so that Delta's versions are
+        // scdflow's.
+        let appended: Vec<_> = (self.streams.iter())
+            .map(|(t, _)| appended_changes(&mut commit.appended, *t))
+            .collect();
+        let mut jobs: Vec<(&mut published::Published, &[_], Vec<_>)> = (self.streams.iter_mut())
+            .zip(&appended)
+            .map(|((_, table), changes)| (table, changes.as_slice(), Vec::new()))
+            .collect();
+        for (t, feed) in self.feeds.iter_mut().enumerate() {
+            if let Feed::Delta(table) = feed {
+                let changes = commit.changes.get(t).map_or(&[][..], Vec::as_slice);
+                jobs.push((
+                    table,
+                    changes,
+                    flow_progress(&self.flows, t, &commit.metrics),
+                ));
+            }
         }
+        let (version, timestamp) = (commit.version, commit.timestamp);
+        each_table(jobs, |(table, changes, progress)| {
+            table.commit(version, timestamp, changes, &progress)
+        })?;
         for (t, target) in self.pipeline.targets.iter().enumerate() {
             let changes = commit.changes.get(t).map_or(&[][..], Vec::as_slice);
             let (schema, file) = match &mut self.feeds[t] {
-                // Every commit is a version, so that Delta's versions are scdflow's.
-                Feed::Delta(table) => {
-                    let progress = flow_progress(&self.flows, t, &commit.metrics);
-                    table.commit(commit.version, commit.timestamp, changes, &progress)?;
-                    continue;
-                }
+                Feed::Delta(_) => continue,
                 _ if changes.is_empty() => continue,
                 Feed::File(schema, file) => (schema, file),
             };

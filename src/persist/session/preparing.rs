@@ -36,8 +36,8 @@ impl Preparing {
         timestamp: i64,
     ) -> Preparing {
         Preparing(Some(std::thread::spawn(move || {
-            let prepared = output::each_table(&mut tables, |i, table| {
-                let (changes, progress) = &commits[i];
+            let jobs = tables.iter_mut().zip(&commits).collect();
+            let prepared = output::each_table(jobs, |(table, (changes, progress))| {
                 let (prepared, _) = table.prepare(version, timestamp, changes, progress)?;
                 Ok(prepared)
             })?;
