@@ -654,8 +654,9 @@ impl Sink for Appender<'_> {
     fn commit(&mut self, mut commit: CommitOutput) -> Result<()> {
         self.inputs.push((commit.version, commit.input_complete));
         let (version, timestamp) = (commit.version, commit.timestamp);
-        let publishes = self.publishes();
-        if publishes {
+        // Published targets' change feeds are their tables' change data feeds: the commit's
+        // versions are prepared, in order, while the step goes on.
+        if self.publishes() {
             self.wait_prepared()?;
             let commits = (self.pipeline.published().iter())
                 .map(|p| match p.of {
@@ -676,7 +677,6 @@ impl Sink for Appender<'_> {
             let tables = std::mem::take(&mut self.tables);
             self.preparing = Some(Preparing::start(tables, commits, version, timestamp));
         } else {
-            // Published targets' change feeds are their tables' change data feeds.
             for (t, changes) in commit.changes.iter().enumerate() {
                 let format = self.layout.format;
                 let (schema, out) = &mut self.feeds[t];
