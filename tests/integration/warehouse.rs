@@ -207,6 +207,20 @@ fn a_plain_run_replaces_only_the_tables_it_published() {
     );
 }
 
+/// `scdflow run PIPELINE` into the seed's schema of warehouse `w` with state `st`.
+fn durable(pipeline: &str) -> [&str; 8] {
+    [
+        "run",
+        pipeline,
+        "--warehouse",
+        "w",
+        "--schema",
+        "cdc_tutorial",
+        "--state",
+        "st",
+    ]
+}
+
 /// A durable run publishes each commit once as the version of its number, reading only the
 /// source versions added since; versions its manifest prepared and a crash kept out of the log
 /// are put there by the next run; the state stays bound to where it publishes.
@@ -214,16 +228,7 @@ fn a_plain_run_replaces_only_the_tables_it_published() {
 fn a_durable_run_publishes_each_commit_once() {
     let dir = warehouse();
     let cwd = dir.path();
-    let args = [
-        "run",
-        "scd1.sql",
-        "--warehouse",
-        "w",
-        "--schema",
-        "cdc_tutorial",
-        "--state",
-        "st",
-    ];
+    let args = durable("scd1.sql");
     succeed(cwd, &args);
     sql(
         cwd,
@@ -297,16 +302,7 @@ fn a_durable_run_publishes_each_commit_once() {
 fn a_step_that_cannot_write_its_delta_files_commits_nothing() {
     let dir = warehouse();
     let cwd = dir.path();
-    let args = [
-        "run",
-        "scd2.sql",
-        "--warehouse",
-        "w",
-        "--schema",
-        "cdc_tutorial",
-        "--state",
-        "st",
-    ];
+    let args = durable("scd2.sql");
     succeed(cwd, &args);
     let table = cwd.join("w/main/cdc_tutorial/users_history");
     let entry = |v: u64| table.join(format!("_delta_log/{v:020}.json")).exists();
