@@ -25,6 +25,7 @@ mod snapshot;
 mod sorted_map;
 mod stats;
 mod tombstones;
+pub mod typed;
 
 #[cfg(test)]
 mod durable_tests;

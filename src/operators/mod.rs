@@ -27,6 +27,7 @@ mod replace_using;
 mod scd1;
 mod scd2;
 mod snapshot_diff;
+mod typed;
 
 pub use as_of::{as_of, AsOf, AsOfIndex, AsOfPoint, AsOfTime, AsOfTrace, Instant, Unchanged};
 pub use bitemporal::{Bitemporal, BitemporalConfig};
@@ -36,3 +37,4 @@ pub use replace_using::{ReplaceConfig, ReplaceUsing};
 pub use scd1::{Scd1, Scd1Config};
 pub use scd2::{Scd2, Scd2Config};
 pub use snapshot_diff::SnapshotDiff;
+pub use typed::{TypedScd1, TypedScd2};

@@ -2,6 +2,8 @@
 
 // Engine vs reference model on random event sets, arrival orders, commit splits and workers.
 mod prop;
+// The typed operators for embedders vs the reference model, the same way.
+mod prop_typed;
 // The spec's worked examples and decision vectors, through SQL, exact tables.
 mod golden;
 // Bitemporal examples (T8 in every arrival order, T9), exact tables.

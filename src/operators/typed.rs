@@ -1,0 +1,185 @@
+//! `TypedScd1`, `TypedScd2`: change collections of the caller's own types → SCD tables.
+//!
+//! The typed counterparts of [`Scd1`](super::Scd1) and [`Scd2`](super::Scd2) for research
+//! dataflows: a collection of `(key, Change { seq, op })` with keys, sequences and images of any
+//! exchangeable types (`u64` keys and fixed-width structs run at a plain loop's speed) becomes
+//! the table, `(key, image)` rows for SCD1 and `(key, Version)` rows for SCD2, whose update
+//! stream is the change feed. The semantics and limits are the typed states'
+//! ([`crate::engine::typed`]): whole images, deletes, any arrival order; no truncates or
+//! partial upserts. Changes are exchanged by key hash and applied per time once the input
+//! frontier has passed it, in time order.
+//!
+//! Limits: inputs are insert-only (a retraction is ignored), and timestamps must be totally
+//! ordered.
+
+use super::keyed::{stash_by_time, Stash};
+use crate::engine::typed::{Change, TypedScd1State, TypedScd2State, TypedState, Version};
+use differential_dataflow::{AsCollection, Data, ExchangeData, Hashable, VecCollection};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::Operator;
+use timely::order::TotalOrder;
+use timely::progress::Timestamp;
+
+/// Maintains a typed SCD type 1 table: one `(key, image)` per live key.
+///
+/// ```
+/// use differential_dataflow::input::Input;
+/// use scdflow::engine::typed::Change;
+/// use scdflow::operators::TypedScd1;
+/// use std::sync::{Arc, Mutex};
+///
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = Arc::clone(&seen);
+/// timely::execute_directly(move |worker| {
+///     let mut input = worker.dataflow::<u64, _, _>(|scope| {
+///         let (input, changes) = scope.new_collection();
+///         let sink = Arc::clone(&sink);
+///         changes
+///             .typed_scd1()
+///             .inspect(move |u| sink.lock().unwrap().push(u.clone()));
+///         input
+///     });
+///     input.insert((1u64, Change::<u64, [u32; 2]>::upsert(2, [10, 20])));
+///     input.advance_to(1);
+///     // Late and older: it changes nothing.
+///     input.insert((1u64, Change::upsert(1, [0, 0])));
+///     input.advance_to(2);
+///     input.insert((1u64, Change::delete(3)));
+///     input.advance_to(3);
+/// });
+/// assert_eq!(*seen.lock().unwrap(), vec![((1, [10, 20]), 0, 1), ((1, [10, 20]), 2, -1)]);
+/// ```
+pub trait TypedScd1<'s, T: Timestamp, K, S, I> {
+    /// The SCD1 table of these changes.
+    fn typed_scd1(self) -> VecCollection<'s, T, (K, I)>;
+    /// As [`TypedScd1::typed_scd1`], over this worker's `state`, which the caller shares (to
+    /// read its size, or to start from a state it built).
+    fn typed_scd1_core(
+        self,
+        state: Rc<RefCell<TypedScd1State<K, S, I>>>,
+    ) -> VecCollection<'s, T, (K, I)>;
+}
+
+impl<'s, T, K, S, I> TypedScd1<'s, T, K, S, I> for VecCollection<'s, T, (K, Change<S, I>)>
+where
+    T: Timestamp + TotalOrder + timely::ExchangeData,
+    K: ExchangeData + std::hash::Hash,
+    S: ExchangeData,
+    I: ExchangeData,
+{
+    fn typed_scd1(self) -> VecCollection<'s, T, (K, I)> {
+        self.typed_scd1_core(Rc::default())
+    }
+
+    fn typed_scd1_core(
+        self,
+        state: Rc<RefCell<TypedScd1State<K, S, I>>>,
+    ) -> VecCollection<'s, T, (K, I)> {
+        typed_cdc(self, "TypedScd1", state)
+    }
+}
+
+/// Maintains a typed SCD type 2 table: one `(key, Version { start, end, image })` per version.
+///
+/// ```
+/// use differential_dataflow::input::Input;
+/// use scdflow::engine::typed::{Change, Version};
+/// use scdflow::operators::TypedScd2;
+/// use std::sync::{Arc, Mutex};
+///
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = Arc::clone(&seen);
+/// timely::execute_directly(move |worker| {
+///     let mut input = worker.dataflow::<u64, _, _>(|scope| {
+///         let (input, changes) = scope.new_collection();
+///         let sink = Arc::clone(&sink);
+///         changes
+///             .typed_scd2()
+///             .inspect(move |u| sink.lock().unwrap().push(u.clone()));
+///         input
+///     });
+///     input.insert((1u64, Change::<u64, char>::upsert(5, 'b')));
+///     input.advance_to(1);
+///     // A late upsert opens the earlier version, which the first one closes.
+///     input.insert((1u64, Change::upsert(2, 'a')));
+///     input.advance_to(2);
+/// });
+/// let v = |start, end, image| (1, Version { start, end, image });
+/// let mut seen = seen.lock().unwrap().clone();
+/// seen.sort();
+/// assert_eq!(seen, vec![(v(2, Some(5), 'a'), 1, 1), (v(5, None, 'b'), 0, 1)]);
+/// ```
+pub trait TypedScd2<'s, T: Timestamp, K, S, I> {
+    /// The SCD2 table of these changes; every change of the image opens a version.
+    fn typed_scd2(self) -> VecCollection<'s, T, (K, Version<S, I>)>;
+    /// As [`TypedScd2::typed_scd2`], over this worker's `state`, which the caller shares: built
+    /// with [`TypedScd2State::tracking`] to track history on part of the image.
+    fn typed_scd2_core(
+        self,
+        state: Rc<RefCell<TypedScd2State<K, S, I>>>,
+    ) -> VecCollection<'s, T, (K, Version<S, I>)>;
+}
+
+impl<'s, T, K, S, I> TypedScd2<'s, T, K, S, I> for VecCollection<'s, T, (K, Change<S, I>)>
+where
+    T: Timestamp + TotalOrder + timely::ExchangeData,
+    K: ExchangeData + std::hash::Hash,
+    S: ExchangeData,
+    I: ExchangeData,
+{
+    fn typed_scd2(self) -> VecCollection<'s, T, (K, Version<S, I>)> {
+        self.typed_scd2_core(Rc::new(RefCell::new(TypedScd2State::default())))
+    }
+
+    fn typed_scd2_core(
+        self,
+        state: Rc<RefCell<TypedScd2State<K, S, I>>>,
+    ) -> VecCollection<'s, T, (K, Version<S, I>)> {
+        typed_cdc(self, "TypedScd2", state)
+    }
+}
+
+/// Routes `changes` by key to this worker's `state` and returns its row updates, each time's
+/// once the input frontier has passed it.
+fn typed_cdc<'s, T, K, C, St>(
+    changes: VecCollection<'s, T, (K, C)>,
+    name: &str,
+    state: Rc<RefCell<St>>,
+) -> VecCollection<'s, T, St::Row>
+where
+    T: Timestamp + TotalOrder + timely::ExchangeData,
+    K: ExchangeData + std::hash::Hash,
+    C: ExchangeData,
+    St: TypedState<K, C>,
+    St::Row: Data,
+{
+    let exchange = Exchange::new(|((key, _), _, _): &((K, C), T, isize)| key.hashed());
+    changes
+        .inner
+        .unary_frontier(exchange, name, move |_, _| {
+            let mut stash: Stash<T, (K, C)> = BTreeMap::new();
+            let mut updates = Vec::new();
+            move |(input, frontier), output| {
+                // Retractions of changes are not supported (see the module docs): dropped.
+                input.for_each(|cap, data| {
+                    let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(c, t, _)| (c, t));
+                    stash_by_time(&mut stash, &cap, inserted);
+                });
+                while let Some(entry) = stash.first_entry() {
+                    if frontier.less_equal(entry.key()) {
+                        break;
+                    }
+                    let (time, (cap, mut changes)) = entry.remove_entry();
+                    state.borrow_mut().apply(&mut changes, &mut updates);
+                    let mut session = output.session(&cap);
+                    for (row, diff) in updates.drain(..) {
+                        session.give((row, time.clone(), diff));
+                    }
+                }
+            }
+        })
+        .as_collection()
+}

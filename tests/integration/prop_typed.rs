@@ -1,0 +1,209 @@
+//! The typed operators (`TypedScd1`, `TypedScd2`) equal the reference model after every commit,
+//! for random changes (ties, deletes, replays), arrival orders, commit splits and 1, 2 or 4
+//! workers. Typed changes map to the model's events as `u64` key `k` → key `(k)`, image
+//! `(a, b)` → `(k, a, b)`.
+
+use crate::util::{table_at, target};
+use differential_dataflow::input::Input;
+use proptest::prelude::*;
+use scdflow::engine::typed::{Change, Op, TypedScd2State, Version};
+use scdflow::event::{Event, EventKind};
+use scdflow::operators::{TypedScd1, TypedScd2};
+use scdflow::plan::{ScdType, Target};
+use scdflow::value::{Row, Value};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+type Image = (u64, u64);
+type Typed = (u64, Change<u64, Image>);
+
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    Scd1,
+    Scd2,
+    /// SCD2 tracking history on the image's first value only.
+    Scd2Untracked,
+}
+
+impl Mode {
+    fn target(self) -> Target {
+        match self {
+            Mode::Scd1 => target(ScdType::Type1, 2, vec![true; 3], false),
+            Mode::Scd2 => target(ScdType::Type2, 2, vec![true; 3], false),
+            Mode::Scd2Untracked => target(ScdType::Type2, 2, vec![true, true, false], false),
+        }
+    }
+}
+
+fn int(v: u64) -> Value {
+    Value::Int(v as i64)
+}
+
+/// The model's event of a typed change.
+fn event((key, change): &Typed) -> Event {
+    let (kind, image) = match change.op {
+        Op::Upsert((a, b)) => (EventKind::Upsert, Row::from([int(*key), int(a), int(b)])),
+        Op::Delete => (EventKind::Delete, Row::new()),
+    };
+    Event {
+        seq: int(change.seq),
+        kind,
+        key: Row::from([int(*key)]),
+        image,
+        authored: None,
+        system: Value::Null,
+    }
+}
+
+fn scd1_row((key, (a, b)): (u64, Image)) -> Row {
+    Row::from([int(key), int(a), int(b)])
+}
+
+fn scd2_row((key, v): (u64, Version<u64, Image>)) -> Row {
+    let (a, b) = v.image;
+    let end = v.end.map_or(Value::Null, int);
+    Row::from([int(key), int(a), int(b), int(v.start), end])
+}
+
+/// A change of one of 4 keys at one of `seqs` sequences; images take few values, so runs of
+/// equal images (one version) are common.
+fn change(seqs: u64) -> impl Strategy<Value = Typed> {
+    (0..4u64, 0..seqs, 0..11u8, 0..3u64, 0..2u64).prop_map(|(key, seq, kind, a, b)| {
+        let change = match kind {
+            0..=7 => Change::upsert(seq, (a, b)),
+            _ => Change::delete(seq),
+        };
+        (key, change)
+    })
+}
+
+/// Up to `len` changes (replayed sometimes, to exercise D1), an arrival order, commit cuts and
+/// workers.
+fn workload(seqs: u64, len: usize) -> impl Strategy<Value = (Vec<Typed>, Vec<usize>, usize)> {
+    proptest::collection::vec(change(seqs), 1..len).prop_flat_map(|changes| {
+        let n = changes.len();
+        (
+            Just(changes.clone()),
+            proptest::sample::subsequence(changes, 0..=n.min(5)),
+        )
+            .prop_flat_map(|(mut changes, replays)| {
+                changes.extend(replays);
+                let n = changes.len();
+                (
+                    Just(changes).prop_shuffle(),
+                    proptest::collection::vec(0..n, 0..6),
+                    prop_oneof![Just(1usize), Just(2), Just(4)],
+                )
+            })
+    })
+}
+
+/// Runs `changes` cut into commits (times 1, 2, ...) at `cuts` through the mode's operator on
+/// `workers` workers; returns the updates as model rows and the prefix each commit completes.
+fn run(
+    mode: Mode,
+    changes: &[Typed],
+    mut cuts: Vec<usize>,
+    workers: usize,
+) -> (Vec<(Row, u64, isize)>, Vec<usize>) {
+    cuts.sort();
+    cuts.dedup();
+    cuts.push(changes.len());
+    let commits: Vec<Vec<Typed>> = (cuts.iter())
+        .scan(0, |from, &cut| {
+            let commit = changes[*from..cut].to_vec();
+            *from = cut;
+            Some(commit)
+        })
+        .collect();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    timely::execute(timely::Config::process(workers), move |worker| {
+        let sink = Arc::clone(&sink);
+        let mut input = worker.dataflow::<u64, _, _>(|scope| {
+            let (input, changes) = scope.new_collection::<Typed, isize>();
+            let rows = match mode {
+                Mode::Scd1 => changes.typed_scd1().map(scd1_row),
+                Mode::Scd2 => changes.typed_scd2().map(scd2_row),
+                Mode::Scd2Untracked => {
+                    let state = TypedScd2State::tracking(|x: &Image, y: &Image| x.0 == y.0);
+                    changes
+                        .typed_scd2_core(Rc::new(RefCell::new(state)))
+                        .map(scd2_row)
+                }
+            };
+            rows.inspect(move |u| sink.lock().unwrap().push(u.clone()));
+            input
+        });
+        input.advance_to(1);
+        // Worker 0 feeds every commit: the operators exchange by key.
+        for (i, commit) in commits.iter().enumerate() {
+            if worker.index() == 0 {
+                for change in commit {
+                    input.insert(*change);
+                }
+            }
+            input.advance_to(i as u64 + 2);
+        }
+    })
+    .expect("timely runs");
+    let updates = std::mem::take(&mut *seen.lock().unwrap());
+    (updates, cuts)
+}
+
+fn check(
+    mode: Mode,
+    changes: Vec<Typed>,
+    cuts: Vec<usize>,
+    workers: usize,
+) -> Result<(), TestCaseError> {
+    let target = mode.target();
+    let (updates, prefixes) = run(mode, &changes, cuts, workers);
+    // A commit emits a row at most once.
+    let mut seen = std::collections::BTreeSet::new();
+    for (row, time, _) in &updates {
+        prop_assert!(seen.insert((row, *time)), "{:?} twice at {}", row, time);
+    }
+    let events: Vec<Event> = changes.iter().map(event).collect();
+    for (c, prefix) in prefixes.iter().enumerate() {
+        let expected = scdflow::model::evaluate(&target, &events[..*prefix]);
+        let actual = table_at(&target, &updates, c as u64 + 1);
+        prop_assert_eq!(
+            actual,
+            expected,
+            "after commit {} of {:?} with {} workers",
+            c + 1,
+            mode,
+            workers
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn typed_scd1_equals_the_model((changes, cuts, workers) in workload(12, 40)) {
+        check(Mode::Scd1, changes, cuts, workers)?;
+    }
+
+    #[test]
+    fn typed_scd2_equals_the_model((changes, cuts, workers) in workload(12, 40)) {
+        check(Mode::Scd2, changes, cuts, workers)?;
+    }
+
+    #[test]
+    fn typed_scd2_tracking_part_of_the_image_equals_the_model(
+        (changes, cuts, workers) in workload(12, 40)
+    ) {
+        check(Mode::Scd2Untracked, changes, cuts, workers)?;
+    }
+
+    /// Long histories: late changes land deep inside runs and windows span many versions.
+    #[test]
+    fn typed_scd2_over_long_histories_equals_the_model(
+        (changes, cuts, workers) in workload(200, 300)
+    ) {
+        check(Mode::Scd2, changes, cuts, workers)?;
+    }
+}
