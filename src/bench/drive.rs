@@ -1,15 +1,17 @@
-//! The timely driver of the `dd reduce` baseline: feeds commits closed or open loop and times
-//! them on worker 0. A snapshot flow's rows go through the engine's snapshot diff first.
+//! The timely driver of the `dd reduce` baseline and the typed operators: feeds commits closed
+//! or open loop and times them on worker 0. A snapshot flow's rows go through the engine's
+//! snapshot diff first.
 
 use super::source::{self, Batch, Commits, Share};
+use super::typed::{self, TypedChange};
 use super::Feed;
 use crate::event::Event;
-use crate::operators::SnapshotDiff;
-use crate::plan::Target;
+use crate::operators::{SnapshotDiff, TypedScd1, TypedScd2};
+use crate::plan::{ScdType, Target};
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::input::{Input, InputSession};
-use differential_dataflow::VecCollection;
+use differential_dataflow::{Data, VecCollection};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -47,9 +49,71 @@ fn reduce<'s>(
         .map(|(_key, row)| row)
 }
 
-/// A worker's input handles: events, or a snapshot's rows and its version.
+/// What a driven dataflow computes.
+#[derive(Clone, Debug)]
+pub(super) enum Render {
+    /// The `dd reduce` baseline of the target.
+    Reduce(Target),
+    /// The typed operator of the target's kind of table, over typed changes.
+    Typed(Target),
+}
+
+impl Render {
+    /// Builds the dataflow that `share` is fed through; its rows pass `probe` and their net
+    /// count goes to `count`.
+    fn build<'s>(
+        &self,
+        scope: Scope<'s, u64>,
+        share: &Share,
+        probe: &ProbeHandle<u64>,
+        count: Rc<Cell<i64>>,
+    ) -> Inputs {
+        match self {
+            Render::Reduce(target) => {
+                let (inputs, events) = Inputs::new(scope, share);
+                counted(reduce(target, events), probe, count);
+                inputs
+            }
+            Render::Typed(target) => {
+                let (input, changes) = scope.new_collection::<TypedChange, isize>();
+                match target.scd {
+                    ScdType::Type1 => counted(changes.typed_scd1(), probe, count),
+                    _ => counted(changes.typed_scd2(), probe, count),
+                }
+                Inputs::Typed(input)
+            }
+        }
+    }
+
+    /// Deals `commits` to `workers` shares of what this dataflow is fed.
+    fn deal(&self, commits: Commits, workers: usize) -> Result<Vec<Share>> {
+        match self {
+            Render::Reduce(_) => Ok(source::deal(commits, workers)),
+            Render::Typed(target) => typed::deal(target, commits, workers),
+        }
+    }
+}
+
+/// Counts the net updates of `rows` into `count`, after `probe`.
+fn counted<D: Data>(
+    rows: VecCollection<'_, u64, D>,
+    probe: &ProbeHandle<u64>,
+    count: Rc<Cell<i64>>,
+) {
+    rows.inner
+        .probe_with(probe)
+        .sink(Pipeline, "Count", move |(input, _)| {
+            input.for_each(|_, updates| {
+                let net: i64 = updates.drain(..).map(|(_, _, d)| d as i64).sum();
+                count.set(count.get() + net);
+            });
+        });
+}
+
+/// A worker's input handles: events, a snapshot's rows and its version, or typed changes.
 enum Inputs {
     Events(InputSession<u64, Event, isize>),
+    Typed(InputSession<u64, TypedChange, isize>),
     Snapshots {
         rows: InputSession<u64, (Row, Row), isize>,
         // Boxed to keep the variants of a size (one allocation per worker).
@@ -88,6 +152,13 @@ impl Inputs {
                 input.advance_to(next);
                 input.flush();
             }
+            (Inputs::Typed(input), Batch::Typed(changes)) => {
+                for change in changes {
+                    input.insert(change);
+                }
+                input.advance_to(next);
+                input.flush();
+            }
             (Inputs::Snapshots { rows, versions }, Batch::Snapshot(snapshot)) => {
                 for row in snapshot {
                     rows.insert(row);
@@ -105,15 +176,14 @@ impl Inputs {
     }
 }
 
-/// Runs the `reduce` of `target` over `commits` (commit `i` at timely time `i`) on
-/// `feed.workers` threads.
+/// Runs `render`'s dataflow over `commits` (commit `i` at timely time `i`) on `feed.workers`
+/// threads.
 ///
 /// The budget: in an open loop, every worker hands over the commits due within it. In a closed
 /// loop, worker 0 stops handing over commits once it runs out and publishes how many it handed
 /// over; the other workers hand over no more than that. (One that already handed over a commit
 /// more sees it complete once worker 0 drops its input; that commit is not timed.)
-pub(super) fn drive(target: &Target, commits: Commits, feed: Feed) -> Result<Run> {
-    let target = target.clone();
+pub(super) fn drive(render: Render, commits: Commits, feed: Feed) -> Result<Run> {
     let Feed {
         workers,
         pacing,
@@ -123,7 +193,7 @@ pub(super) fn drive(target: &Target, commits: Commits, feed: Feed) -> Result<Run
     let limit = Arc::new(AtomicUsize::new(usize::MAX));
     let n = commits.len();
     let shares: Arc<Vec<Mutex<Option<Share>>>> = Arc::new(
-        source::deal(commits, workers)
+        (render.deal(commits, workers)?)
             .into_iter()
             .map(|s| Mutex::new(Some(s)))
             .collect(),
@@ -146,20 +216,8 @@ pub(super) fn drive(target: &Target, commits: Commits, feed: Feed) -> Result<Run
         let probe: ProbeHandle<u64> = ProbeHandle::new();
         let rows = Rc::new(Cell::new(0i64));
         let count = Rc::clone(&rows);
-        let mut input = worker.dataflow::<u64, _, _>(|scope| {
-            let (inputs, events) = Inputs::new(scope, &share);
-            reduce(&target, events).inner.probe_with(&probe).sink(
-                Pipeline,
-                "Count",
-                move |(input, _)| {
-                    input.for_each(|_, updates| {
-                        let net: i64 = updates.drain(..).map(|(_, _, d)| d as i64).sum();
-                        count.set(count.get() + net);
-                    });
-                },
-            );
-            inputs
-        });
+        let mut input =
+            worker.dataflow::<u64, _, _>(|scope| render.build(scope, &share, &probe, count));
         ready.wait();
         let start = *origin.get_or_init(Instant::now);
         let (mut fed, mut done) = (0, 0);

@@ -21,7 +21,12 @@
 //! - [`System::DdReduce`]: the same semantics as a plain differential `reduce` per key that
 //!   re-evaluates the reference model ([`crate::model::evaluate`]) over the key's whole history:
 //!   what a differential-dataflow user would write first. Truncates are not broadcast to the
-//!   keys (each is a group of its own), so with `truncates > 0` its SCD1 table differs.
+//!   keys (each is a group of its own), so with `truncates > 0` its SCD1 table differs;
+//! - [`System::Typed`] and [`System::TypedLoop`]: the embedders' typed operators
+//!   ([`TypedScd1`], [`TypedScd2`]) on timely workers, driven like `dd reduce`, and their typed
+//!   states in one thread, over the same events as `u64` keys and sequences and images of
+//!   [`TYPED_WIDTH`] `u64`s (SCD1 and SCD2 flows of whole upserts and deletes, see `typed`).
+//!   The typed loop is the plain sequential loop the typed operator is held to.
 //!
 //! A commit's **latency** is the time from handing it over until it is complete: for scdflow
 //! until the engine's last worker finished it, for dd reduce until the output frontier has
@@ -55,6 +60,8 @@
 //! [`SnapshotDiff`]: crate::operators::SnapshotDiff
 //! [`Scd1`]: crate::operators::Scd1
 //! [`Scd2`]: crate::operators::Scd2
+//! [`TypedScd1`]: crate::operators::TypedScd1
+//! [`TypedScd2`]: crate::operators::TypedScd2
 //! [`Bitemporal`]: crate::operators::Bitemporal
 
 mod drive;
@@ -66,6 +73,7 @@ mod state_loop;
 mod state_size;
 mod summary;
 mod table;
+mod typed;
 
 #[cfg(test)]
 mod tests;
@@ -76,10 +84,12 @@ pub use source::{Changes, Commits};
 pub use state_size::StateSize;
 pub use summary::Summary;
 pub use table::{markdown_table, ratios_table};
+pub use typed::{TypedChange, WIDTH as TYPED_WIDTH};
 
 use crate::gen::{self, Workload};
 use crate::plan::{ScdType, Target, TargetKind};
 use crate::{Error, ErrorKind, Result};
+use drive::Render;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -92,19 +102,44 @@ pub enum System {
     StateLoop,
     /// A differential `reduce` per key re-evaluating the reference model.
     DdReduce,
+    /// The typed operators for embedders on timely workers, over `u64` keys and fixed-width
+    /// images (SCD1 and SCD2 flows).
+    Typed,
+    /// The typed states in one thread: a plain sequential loop over the same types.
+    TypedLoop,
 }
 
 impl System {
     /// Every system, in the order a run measures them (the engine first, so that its memory
     /// figures are its own).
-    pub const ALL: [System; 3] = [System::Scdflow, System::StateLoop, System::DdReduce];
+    pub const ALL: [System; 5] = [
+        System::Scdflow,
+        System::StateLoop,
+        System::DdReduce,
+        System::Typed,
+        System::TypedLoop,
+    ];
 
-    /// The name in tables and plots: `scdflow`, `state loop`, `dd reduce`.
+    /// The name in tables and plots: `scdflow`, `state loop`, `dd reduce`, `typed`,
+    /// `typed loop`.
     pub fn label(self) -> &'static str {
         match self {
             System::Scdflow => "scdflow",
             System::StateLoop => "state loop",
             System::DdReduce => "dd reduce",
+            System::Typed => "typed",
+            System::TypedLoop => "typed loop",
+        }
+    }
+
+    /// Whether the system measures `flow` (the typed systems have no bitemporal or snapshot
+    /// instance).
+    pub fn measures(self, flow: Flow) -> bool {
+        match self {
+            System::Typed | System::TypedLoop => {
+                flow != Flow::Snapshot && typed::measures(flow.scd())
+            }
+            _ => true,
         }
     }
 }
@@ -233,8 +268,10 @@ pub fn measure(
     let sizes = commits.sizes();
     let (run, rss) = rss::during(|| match system {
         System::Scdflow => session::run(target, commits, feed),
-        System::DdReduce => drive::drive(target, commits, feed),
+        System::DdReduce => drive::drive(Render::Reduce(target.clone()), commits, feed),
         System::StateLoop => Ok(state_loop::run(target, commits, feed)),
+        System::Typed => drive::drive(Render::Typed(target.clone()), commits, feed),
+        System::TypedLoop => typed::run_loop(target, commits, feed),
     });
     let run = run?;
     Ok(Measurement {
@@ -439,6 +476,14 @@ impl Suite {
                 return invalid(format!("{name}: give at least one"));
             }
         }
+        let typed = (self.systems.iter()).any(|s| matches!(s, System::Typed | System::TypedLoop));
+        let w = &self.workload;
+        if typed && (w.partial > 0.0 || w.truncates > 0.0 || w.width > TYPED_WIDTH) {
+            return invalid(format!(
+                "the typed systems take whole upserts and deletes of at most {TYPED_WIDTH} \
+                 payload columns (width): no partial upserts or truncates"
+            ));
+        }
         for point in self.points() {
             self.workload(point).validate()?;
         }
@@ -552,7 +597,7 @@ impl Suite {
                     _ => gen::events(&w, &target).into(),
                 };
                 let first = records.len();
-                for &system in &self.systems {
+                for &system in self.systems.iter().filter(|s| s.measures(flow)) {
                     let m = measure(system, &target, commits.clone(), self.feed())?;
                     let record = Record::new(flow, &w, system, &m, self.warmup);
                     each(&record);

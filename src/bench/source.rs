@@ -9,6 +9,7 @@
 //! changes which keys a snapshot changes, not the work of diffing it: every snapshot costs
 //! O(rows of the table).
 
+use super::typed::TypedChange;
 use crate::engine::KeyMap;
 use crate::event::{Event, EventKind};
 use crate::runtime::CommitEvents;
@@ -161,6 +162,8 @@ pub(super) enum Batch {
     Events(Vec<Event>),
     /// The worker's share of a full snapshot, as `(key, row)`.
     Snapshot(Vec<(Row, Row)>),
+    /// Changes of the typed instance.
+    Typed(Vec<TypedChange>),
 }
 
 /// One worker's share of a run's commits.
@@ -169,6 +172,8 @@ pub(super) enum Share {
     Events(std::vec::IntoIter<Vec<Event>>),
     /// The changes to its keys, and its share of the source table.
     Snapshots(std::vec::IntoIter<Changes>, Table),
+    /// Its changes of each commit, typed ([`super::typed`]).
+    Typed(std::vec::IntoIter<Vec<TypedChange>>),
 }
 
 impl Share {
@@ -176,6 +181,7 @@ impl Share {
     pub(super) fn next(&mut self) -> Option<Batch> {
         match self {
             Share::Events(commits) => commits.next().map(Batch::Events),
+            Share::Typed(commits) => commits.next().map(Batch::Typed),
             Share::Snapshots(commits, table) => {
                 table.apply(commits.next()?);
                 Some(Batch::Snapshot(table.snapshot()))
@@ -209,7 +215,7 @@ pub(super) fn deal(commits: Commits, workers: usize) -> Vec<Share> {
 }
 
 /// Splits every commit among `workers` shares: item `i` of a commit goes to `share(i, item)`.
-fn split<T>(
+pub(super) fn split<T>(
     commits: Vec<Vec<T>>,
     workers: usize,
     mut share: impl FnMut(usize, &T) -> usize,

@@ -66,6 +66,7 @@ pub(super) fn run(target: &Target, commits: Commits, feed: Feed) -> Run {
         let events = match batch {
             Batch::Events(events) => events,
             Batch::Snapshot(rows) => snapshots.diff(rows, i as i64 + 1, 0),
+            Batch::Typed(_) => unreachable!("the state loop is dealt events or snapshots"),
         };
         out.clear();
         state.apply(events, 0, &mut out, &mut CommitStats::default());

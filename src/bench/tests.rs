@@ -70,10 +70,18 @@ fn invalid_suites_are_rejected() {
     assert!(s.validate().is_err(), "keys must be at least 1");
     let s = suite(vec![], vec![10]);
     assert!(s.validate().is_err());
+    // The typed systems have no partial upserts.
+    let mut s = suite(vec![0], vec![10]);
+    s.workload.partial = 0.1;
+    let e = s.validate().unwrap_err();
+    assert!(e.to_string().contains("typed systems"), "{e}");
+    s.systems = vec![System::Scdflow];
+    s.validate().unwrap();
 }
 
 /// Every system, closed and open loop, one and two workers: a latency per commit and the same
-/// table size as the state loop (`Suite::run` checks the sizes).
+/// table size as the state loop (`Suite::run` checks the sizes; the typed systems' tables come
+/// from the same events as `u64`s).
 #[test]
 fn every_system_measures_every_commit() {
     for (workers, rate) in [(1, None), (2, None), (1, Some(200_000.0)), (2, Some(1e9))] {
@@ -82,7 +90,8 @@ fn every_system_measures_every_commit() {
         s.rate = rate;
         let mut seen = 0;
         let records = s.run(|_| {}, |_| seen += 1).expect("run");
-        assert_eq!(records.len(), 4 * 3);
+        // Three systems measure every flow, the typed ones SCD1 and SCD2.
+        assert_eq!(records.len(), 4 * 3 + 2 * 2);
         assert_eq!(seen, records.len());
         for r in &records {
             assert_eq!(r.commits, 10, "{r}");

@@ -474,6 +474,10 @@ pub enum SystemArg {
     StateLoop,
     /// A differential `reduce` per key over the reference model.
     DdReduce,
+    /// The typed operators for embedders (`u64` keys, fixed-width images; SCD1 and SCD2).
+    Typed,
+    /// The typed states in one thread, without timely.
+    TypedLoop,
 }
 
 impl From<SystemArg> for scdflow::bench::System {
@@ -482,6 +486,8 @@ impl From<SystemArg> for scdflow::bench::System {
             SystemArg::Scdflow => scdflow::bench::System::Scdflow,
             SystemArg::StateLoop => scdflow::bench::System::StateLoop,
             SystemArg::DdReduce => scdflow::bench::System::DdReduce,
+            SystemArg::Typed => scdflow::bench::System::Typed,
+            SystemArg::TypedLoop => scdflow::bench::System::TypedLoop,
         }
     }
 }

@@ -118,16 +118,25 @@ type Updates<'s, T> = Stream<'s, T, Vec<(Event, T, isize)>>;
 pub(crate) type Stash<T, D> = BTreeMap<T, (Capability<T>, Vec<D>)>;
 
 /// Adds a message's `(item, time)`s to `stash`, retaining a capability for each new time.
+/// Items come in runs of one time (a message is mostly one commit's), so the stash is looked up
+/// once per run, not per item: a tree lookup per item cost a fifth of a typed operator's time.
 pub(crate) fn stash_by_time<T: Timestamp, D>(
     stash: &mut Stash<T, D>,
     cap: &InputCapability<T>,
     items: impl Iterator<Item = (D, T)>,
 ) {
+    let mut run: Option<(T, &mut Vec<D>)> = None;
     for (item, time) in items {
-        let slot = stash
-            .entry(time)
-            .or_insert_with_key(|time| (cap.delayed(time, 0), Vec::new()));
-        slot.1.push(item);
+        match &mut run {
+            Some((at, slot)) if *at == time => slot.push(item),
+            _ => {
+                let slot = &mut (stash.entry(time.clone()))
+                    .or_insert_with_key(|time| (cap.delayed(time, 0), Vec::new()))
+                    .1;
+                slot.push(item);
+                run = Some((time, slot));
+            }
+        }
     }
 }
 

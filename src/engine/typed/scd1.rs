@@ -3,7 +3,7 @@
 //! A deleted key keeps its delete as its winner (a tombstone, kept forever), so a late upsert
 //! older than the delete stays stale.
 
-use super::{by_key, Change, Op, TypedMap, TypedState};
+use super::{by_key, warm, Change, Op, TypedMap, TypedState};
 use std::hash::Hash;
 
 /// The SCD1 table of the keys one worker owns, over keys `K`, sequences `S` and images `I`.
@@ -42,6 +42,7 @@ where
 
     fn apply(&mut self, changes: &mut Vec<(K, Change<S, I>)>, out: &mut Vec<((K, I), isize)>) {
         by_key(changes);
+        warm(&self.winners, changes, |w, c| w.seq < c.seq);
         let mut changes = changes.drain(..).peekable();
         while let Some((key, mut winner)) = changes.next() {
             // Sorted: the key's last change is its greatest.

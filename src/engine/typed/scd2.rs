@@ -13,7 +13,7 @@
 //! unchanged upserts is walked), and an insert's shift of the later changes (histories are
 //! vectors: short, and mostly appended to).
 
-use super::{by_key, Change, Op, TypedMap, TypedState, Version};
+use super::{by_key, warm, Change, Op, TypedMap, TypedState, Version};
 use std::hash::Hash;
 
 /// The SCD2 table of the keys one worker owns, over keys `K`, sequences `S` and images `I`.
@@ -80,6 +80,9 @@ where
         out: &mut Vec<((K, Version<S, I>), isize)>,
     ) {
         by_key(changes);
+        warm(&self.histories, changes, |h, c| {
+            h.last().is_some_and(|(s, _)| *s < c.seq)
+        });
         let mut changes = changes.drain(..).peekable();
         while let Some((key, first)) = changes.next() {
             self.group.clear();
@@ -97,7 +100,11 @@ where
             };
             let same = self.same_version;
             let (lo, hi) = (&self.group[0].seq, &self.group[self.group.len() - 1].seq);
-            let at = history.partition_point(|(s, _)| s < lo);
+            // In order: after the last stored change, found without a search.
+            let at = match history.last() {
+                Some((last, _)) if last >= lo => history.partition_point(|(s, _)| s < lo),
+                _ => history.len(),
+            };
             let from = match at.checked_sub(1) {
                 Some(i) if matches!(history[i].1, Op::Upsert(_)) => run_start(history, i, same),
                 _ => at,
