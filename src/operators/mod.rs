@@ -37,4 +37,4 @@ pub use replace_using::{ReplaceConfig, ReplaceUsing};
 pub use scd1::{Scd1, Scd1Config};
 pub use scd2::{Scd2, Scd2Config};
 pub use snapshot_diff::SnapshotDiff;
-pub use typed::{TypedScd1, TypedScd2};
+pub use typed::{TypedScd1, TypedScd2, TypedSnapshotDiff};

@@ -1,4 +1,5 @@
-//! `TypedScd1`, `TypedScd2`: change collections of the caller's own types → SCD tables.
+//! `TypedScd1`, `TypedScd2`: change collections of the caller's own types → SCD tables;
+//! `TypedSnapshotDiff`: full snapshots → the changes between them.
 //!
 //! The typed counterparts of [`Scd1`](super::Scd1) and [`Scd2`](super::Scd2) for research
 //! dataflows: a collection of `(key, Change { seq, op })` with keys, sequences and images of any
@@ -7,19 +8,25 @@
 //! stream is the change feed. The semantics and limits are the typed states'
 //! ([`crate::engine::typed`]): whole images, deletes, any arrival order; no truncates or
 //! partial upserts. Changes are exchanged by key hash and applied per time once the input
-//! frontier has passed it, in time order.
+//! frontier has passed it, in time order. [`TypedSnapshotDiff`] feeds them from full
+//! snapshots of `(key, image)` rows, as [`SnapshotDiff`](super::SnapshotDiff) feeds the SQL
+//! operators.
 //!
 //! Limits: inputs are insert-only (a retraction is ignored), and timestamps must be totally
-//! ordered.
+//! ordered; a snapshot's sequence must be greater than the previous snapshot's (the SQL driver
+//! skips stale snapshots, D12; here the caller does).
 
 use super::keyed::{stash_by_time, Stash};
-use crate::engine::typed::{Change, TypedScd1State, TypedScd2State, TypedState, Version};
+use crate::engine::typed::{
+    Change, TypedScd1State, TypedScd2State, TypedSnapshotState, TypedState, Version,
+};
 use differential_dataflow::{AsCollection, Data, ExchangeData, Hashable, VecCollection};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::vec::Broadcast;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
@@ -182,4 +189,130 @@ where
             }
         })
         .as_collection()
+}
+
+/// Diffs consecutive full snapshots of `(key, image)` rows into typed changes: at a time that
+/// carries a snapshot's sequence (on `versions`, from any worker), every key whose image is new
+/// or changed becomes an upsert at that sequence and every key the snapshot no longer has a
+/// delete; a time without a sequence is no snapshot. The semantics are the SQL
+/// [`SnapshotDiff`](super::SnapshotDiff)'s (SPEC 3.7); see [`TypedSnapshotState`].
+///
+/// ```
+/// use differential_dataflow::input::Input;
+/// use scdflow::engine::typed::Version;
+/// use scdflow::operators::{TypedScd2, TypedSnapshotDiff};
+/// use std::sync::{Arc, Mutex};
+///
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = Arc::clone(&seen);
+/// timely::execute_directly(move |worker| {
+///     let (mut rows, mut versions) = worker.dataflow::<u64, _, _>(|scope| {
+///         let (rows, snapshot) = scope.new_collection::<(u64, char), isize>();
+///         let (versions, version) = scope.new_collection::<u64, isize>();
+///         let sink = Arc::clone(&sink);
+///         snapshot
+///             .typed_snapshot_diff(version)
+///             .typed_scd2()
+///             .inspect(move |u| sink.lock().unwrap().push(u.clone()));
+///         (rows, versions)
+///     });
+///     versions.insert(10);
+///     rows.insert((1, 'a'));
+///     rows.advance_to(1);
+///     versions.advance_to(1);
+///     // The next snapshot no longer has key 1.
+///     versions.insert(20);
+///     rows.advance_to(2);
+///     versions.advance_to(2);
+/// });
+/// let v = |end| (1, Version { start: 10, end, image: 'a' });
+/// assert_eq!(*seen.lock().unwrap(), vec![(v(None), 0, 1), (v(None), 1, -1), (v(Some(20)), 1, 1)]);
+/// ```
+pub trait TypedSnapshotDiff<'s, T: Timestamp, K, I> {
+    /// The changes between consecutive snapshots; `versions` holds each snapshot's sequence.
+    fn typed_snapshot_diff<S: ExchangeData>(
+        self,
+        versions: VecCollection<'s, T, S>,
+    ) -> VecCollection<'s, T, (K, Change<S, I>)>;
+    /// As [`TypedSnapshotDiff::typed_snapshot_diff`], over this worker's `state`, which the
+    /// caller shares.
+    fn typed_snapshot_diff_core<S: ExchangeData>(
+        self,
+        versions: VecCollection<'s, T, S>,
+        state: Rc<RefCell<TypedSnapshotState<K, I>>>,
+    ) -> VecCollection<'s, T, (K, Change<S, I>)>;
+}
+
+impl<'s, T, K, I> TypedSnapshotDiff<'s, T, K, I> for VecCollection<'s, T, (K, I)>
+where
+    T: Timestamp + TotalOrder + timely::ExchangeData,
+    K: ExchangeData + std::hash::Hash,
+    I: ExchangeData,
+{
+    fn typed_snapshot_diff<S: ExchangeData>(
+        self,
+        versions: VecCollection<'s, T, S>,
+    ) -> VecCollection<'s, T, (K, Change<S, I>)> {
+        self.typed_snapshot_diff_core(versions, Rc::default())
+    }
+
+    fn typed_snapshot_diff_core<S: ExchangeData>(
+        self,
+        versions: VecCollection<'s, T, S>,
+        state: Rc<RefCell<TypedSnapshotState<K, I>>>,
+    ) -> VecCollection<'s, T, (K, Change<S, I>)> {
+        let exchange = Exchange::new(|((key, _), _, _): &((K, I), T, isize)| key.hashed());
+        self.inner
+            // Every worker sees every snapshot's sequence, to delete the keys it owns that a
+            // snapshot no longer has even when none of its rows are this worker's.
+            .binary_frontier(
+                versions.inner.broadcast(),
+                exchange,
+                Pipeline,
+                "TypedSnapshotDiff",
+                move |_, _| {
+                    let mut rows: Stash<T, (K, I)> = BTreeMap::new();
+                    let mut marks: Stash<T, S> = BTreeMap::new();
+                    let mut changes = Vec::new();
+                    move |(input, frontier), (version_input, version_frontier), output| {
+                        input.for_each(|cap, data| {
+                            let rows_in = data.drain(..).filter(|u| u.2 > 0);
+                            stash_by_time(&mut rows, &cap, rows_in.map(|(r, t, _)| (r, t)));
+                        });
+                        version_input.for_each(|cap, data| {
+                            let marks_in = data.drain(..).filter(|u| u.2 > 0);
+                            stash_by_time(&mut marks, &cap, marks_in.map(|(v, t, _)| (v, t)));
+                        });
+                        while let Some(entry) = marks.first_entry() {
+                            let time = entry.key();
+                            if frontier.less_equal(time) || version_frontier.less_equal(time) {
+                                break;
+                            }
+                            let (time, (cap, seqs)) = entry.remove_entry();
+                            let mut snapshot =
+                                rows.remove(&time).map(|(_, r)| r).unwrap_or_default();
+                            // Each feeding worker may have sent the sequence: one snapshot.
+                            let Some(seq) = seqs.into_iter().max() else {
+                                continue;
+                            };
+                            state.borrow_mut().diff(&mut snapshot, seq, &mut changes);
+                            let mut session = output.session(&cap);
+                            for change in changes.drain(..) {
+                                session.give((change, time.clone(), 1));
+                            }
+                        }
+                        // Rows at a time without a snapshot are no snapshot: dropped once
+                        // the time is complete.
+                        while let Some(entry) = rows.first_entry() {
+                            let time = entry.key();
+                            if frontier.less_equal(time) || version_frontier.less_equal(time) {
+                                break;
+                            }
+                            entry.remove();
+                        }
+                    }
+                },
+            )
+            .as_collection()
+    }
 }

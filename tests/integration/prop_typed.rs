@@ -1,14 +1,14 @@
 //! The typed operators (`TypedScd1`, `TypedScd2`) equal the reference model after every commit,
 //! for random changes (ties, deletes, replays), arrival orders, commit splits and 1, 2 or 4
-//! workers. Typed changes map to the model's events as `u64` key `k` → key `(k)`, image
-//! `(a, b)` → `(k, a, b)`.
+//! workers; fed by `TypedSnapshotDiff`, after every snapshot of a random sequence. Typed changes
+//! map to the model's events as `u64` key `k` → key `(k)`, image `(a, b)` → `(k, a, b)`.
 
 use crate::util::{table_at, target};
 use differential_dataflow::input::Input;
 use proptest::prelude::*;
 use scdflow::engine::typed::{Change, Op, TypedScd2State, Version};
 use scdflow::event::{Event, EventKind};
-use scdflow::operators::{TypedScd1, TypedScd2};
+use scdflow::operators::{TypedScd1, TypedScd2, TypedSnapshotDiff};
 use scdflow::plan::{ScdType, Target};
 use scdflow::value::{Row, Value};
 use std::cell::RefCell;
@@ -181,6 +181,69 @@ fn check(
     Ok(())
 }
 
+/// Snapshots at increasing versions, each of distinct keys among 6, and workers.
+fn snapshots() -> impl Strategy<Value = (Vec<(u64, Vec<(u64, Image)>)>, usize)> {
+    let snapshot = (
+        1..4u64,
+        proptest::collection::btree_map(0..6u64, (0..3u64, 0..2u64), 0..6),
+    );
+    (
+        proptest::collection::vec(snapshot, 1..8),
+        prop_oneof![Just(1usize), Just(2), Just(4)],
+    )
+        .prop_map(|(snapshots, workers)| {
+            let mut version = 0;
+            let snapshots = (snapshots.into_iter())
+                .map(|(gap, rows)| {
+                    version += gap;
+                    (version, rows.into_iter().collect())
+                })
+                .collect();
+            (snapshots, workers)
+        })
+}
+
+/// Feeds snapshot `i` at time `i + 1`, its rows dealt round-robin to the workers and its
+/// version fed by every worker (each may; one snapshot results), through the snapshot diff
+/// and the mode's operator; returns the updates as model rows.
+fn run_snapshots(
+    mode: Mode,
+    snapshots: &[(u64, Vec<(u64, Image)>)],
+    workers: usize,
+) -> Vec<(Row, u64, isize)> {
+    let snapshots = snapshots.to_vec();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    timely::execute(timely::Config::process(workers), move |worker| {
+        let sink = Arc::clone(&sink);
+        let (mut rows, mut versions) = worker.dataflow::<u64, _, _>(|scope| {
+            let (rows, snapshot) = scope.new_collection::<(u64, Image), isize>();
+            let (versions, version) = scope.new_collection::<u64, isize>();
+            let changes = snapshot.typed_snapshot_diff(version);
+            let table = match mode {
+                Mode::Scd1 => changes.typed_scd1().map(scd1_row),
+                _ => changes.typed_scd2().map(scd2_row),
+            };
+            table.inspect(move |u| sink.lock().unwrap().push(u.clone()));
+            (rows, versions)
+        });
+        rows.advance_to(1);
+        versions.advance_to(1);
+        let (me, n) = (worker.index(), worker.peers());
+        for (i, (version, snapshot)) in snapshots.iter().enumerate() {
+            versions.insert(*version);
+            for row in snapshot.iter().skip(me).step_by(n) {
+                rows.insert(*row);
+            }
+            rows.advance_to(i as u64 + 2);
+            versions.advance_to(i as u64 + 2);
+        }
+    })
+    .expect("timely runs");
+    let updates = std::mem::take(&mut *seen.lock().unwrap());
+    updates
+}
+
 proptest! {
     #[test]
     fn typed_scd1_equals_the_model((changes, cuts, workers) in workload(12, 40)) {
@@ -205,5 +268,20 @@ proptest! {
         (changes, cuts, workers) in workload(200, 300)
     ) {
         check(Mode::Scd2, changes, cuts, workers)?;
+    }
+
+    #[test]
+    fn typed_snapshot_diffs_equal_the_model((snapshots, workers) in snapshots(), scd2: bool) {
+        let mode = if scd2 { Mode::Scd2 } else { Mode::Scd1 };
+        let target = mode.target();
+        let updates = run_snapshots(mode, &snapshots, workers);
+        let model: Vec<(i64, Vec<Row>)> = (snapshots.iter())
+            .map(|(v, rows)| (*v as i64, rows.iter().map(|r| scd1_row(*r)).collect()))
+            .collect();
+        for c in 0..snapshots.len() {
+            let expected = scdflow::model::snapshots(&target, &model[..=c]).expect("distinct keys");
+            let actual = table_at(&target, &updates, c as u64 + 1);
+            prop_assert_eq!(actual, expected, "after snapshot {} on {} workers", c + 1, workers);
+        }
     }
 }
