@@ -11,7 +11,7 @@
 
 use super::drive::Run;
 use super::source::{self, Commits, Share};
-use super::Feed;
+use super::{Feed, StateSize};
 use crate::engine::typed::{Change, TypedScd1State, TypedScd2State, TypedState};
 use crate::event::{Event, EventKind};
 use crate::plan::{ScdType, Target};
@@ -24,7 +24,7 @@ use std::time::Instant;
 type KeyMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 /// The payload columns an image holds.
-pub const WIDTH: usize = 4;
+pub const WIDTH: usize = 2;
 
 /// A change of the typed instance: a `u64` key, a `u64` sequence, a fixed-width image.
 pub type TypedChange = (u64, Change<u64, [u64; WIDTH]>);
@@ -122,15 +122,22 @@ fn convert(target: &Target, commits: Commits) -> Result<Vec<Vec<TypedChange>>> {
 }
 
 /// Applies `commits` to the typed state of `target`'s kind in this thread, commit by commit, as
-/// the state loop does (the same pacing and budget).
+/// the state loop does (the same pacing and budget), and sizes the state left.
 pub(super) fn run_loop(target: &Target, commits: Commits, feed: Feed) -> Result<Run> {
     let n = commits.len();
     let mut share = deal(target, commits, 1)?
         .pop()
         .expect("one share for one worker");
+    // A row's raw width, as `StateSize` counts the SQL rows': its values at their natural
+    // width (the image's unused slots and an open version's end count nothing).
+    let image = 8 * (target.image_len as u64 - 1);
     Ok(match target.scd {
-        ScdType::Type1 => apply_all(TypedScd1State::default(), &mut share, n, feed),
-        _ => apply_all(TypedScd2State::default(), &mut share, n, feed),
+        ScdType::Type1 => apply_all(TypedScd1State::default(), &mut share, n, feed, |_| {
+            8 + image
+        }),
+        _ => apply_all(TypedScd2State::default(), &mut share, n, feed, |(_, v)| {
+            8 + image + 8 + v.end.map_or(0, |_| 8)
+        }),
     })
 }
 
@@ -139,6 +146,7 @@ fn apply_all<St: TypedState<u64, Change<u64, [u64; WIDTH]>>>(
     share: &mut Share,
     n: usize,
     feed: Feed,
+    raw_width: impl Fn(&St::Row) -> u64,
 ) -> Run {
     let mut latencies = Vec::with_capacity(n);
     let (mut rows, mut out) = (0i64, Vec::new());
@@ -161,10 +169,17 @@ fn apply_all<St: TypedState<u64, Change<u64, [u64; WIDTH]>>>(
         latencies.push(due.unwrap_or(handed).elapsed());
         rows += out.iter().map(|(_, diff)| *diff as i64).sum::<i64>();
     }
+    let total = start.elapsed();
+    let mut table = Vec::new();
+    state.rows(&mut table);
     Run {
         latencies,
-        total: start.elapsed(),
+        total,
         rows,
-        state: None,
+        state: Some(StateSize {
+            bytes: state.heap_bytes() as u64,
+            rows: table.len() as u64,
+            raw: table.iter().map(raw_width).sum(),
+        }),
     }
 }

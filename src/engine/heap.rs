@@ -158,7 +158,7 @@ impl<K: HeapSize, S> HeapSize for HashSet<K, S> {
 /// The bytes of a hash table (std's, hashbrown's SwissTable) that holds `capacity` entries of
 /// `T`: a bucket and a control byte per bucket, and one group of control bytes more. Its
 /// buckets are a power of two, filled to seven eighths at most (all of them below eight).
-fn table_bytes<T>(capacity: usize) -> usize {
+pub(super) fn table_bytes<T>(capacity: usize) -> usize {
     if capacity == 0 {
         return 0;
     }

@@ -108,6 +108,14 @@ pub trait TypedState<K, C>: 'static {
 
     /// Number of keys held (live rows and deleted keys).
     fn keys(&self) -> usize;
+
+    /// Appends the table's rows to `out`, key by key.
+    fn rows(&self, out: &mut Vec<Self::Row>);
+
+    /// The bytes the state's own structures hold on the heap (the map's table, each history's
+    /// capacity), beside what keys, sequences and images hold on the heap themselves (nothing,
+    /// for plain data such as integers and arrays).
+    fn heap_bytes(&self) -> usize;
 }
 
 /// The per-key map: a fixed-seed fast hash, for the reasons of [`super::KeyMap`].
@@ -135,4 +143,43 @@ fn warm<K: Hash + Eq, C, V>(
         .count();
     // What was read must look used, or the reads go.
     std::hint::black_box(read);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// The updates a state emitted, summed, against the rows it enumerates.
+    fn emitted_equals_rows<St: TypedState<u64, Change<u64, u8>>>(mut state: St)
+    where
+        St::Row: Ord + Clone + std::fmt::Debug,
+    {
+        let commits = [
+            vec![(1, Change::upsert(5, b'a')), (2, Change::upsert(1, b'x'))],
+            vec![(1, Change::upsert(2, b'b')), (1, Change::delete(7))],
+            vec![(1, Change::upsert(6, b'a')), (2, Change::upsert(1, b'y'))],
+        ];
+        let (mut out, mut table) = (Vec::new(), BTreeMap::new());
+        for commit in commits {
+            state.apply(&mut commit.to_vec(), &mut out);
+            for (row, diff) in out.drain(..) {
+                *table.entry(row).or_insert(0) += diff;
+            }
+        }
+        table.retain(|_, n| *n != 0);
+        assert!(table.values().all(|n| *n == 1), "{table:?}");
+        let mut rows = Vec::new();
+        state.rows(&mut rows);
+        rows.sort();
+        assert_eq!(rows, table.into_keys().collect::<Vec<_>>());
+        assert_eq!(state.keys(), 2);
+        assert!(state.heap_bytes() > 0);
+    }
+
+    #[test]
+    fn the_rows_of_a_state_are_the_sum_of_its_updates() {
+        emitted_equals_rows(TypedScd1State::default());
+        emitted_equals_rows(TypedScd2State::default());
+    }
 }

@@ -4,6 +4,7 @@
 //! older than the delete stays stale.
 
 use super::{by_key, warm, Change, Op, TypedMap, TypedState};
+use crate::engine::heap::table_bytes;
 use std::hash::Hash;
 
 /// The SCD1 table of the keys one worker owns, over keys `K`, sequences `S` and images `I`.
@@ -74,5 +75,15 @@ where
 
     fn keys(&self) -> usize {
         self.winners.len()
+    }
+
+    fn rows(&self, out: &mut Vec<(K, I)>) {
+        let live =
+            (self.winners.iter()).filter_map(|(k, w)| Some((k.clone(), w.op.image()?.clone())));
+        out.extend(live);
+    }
+
+    fn heap_bytes(&self) -> usize {
+        table_bytes::<(K, Change<S, I>)>(self.winners.capacity())
     }
 }

@@ -14,6 +14,7 @@
 //! vectors: short, and mostly appended to).
 
 use super::{by_key, warm, Change, Op, TypedMap, TypedState, Version};
+use crate::engine::heap::table_bytes;
 use std::hash::Hash;
 
 /// The SCD2 table of the keys one worker owns, over keys `K`, sequences `S` and images `I`.
@@ -119,6 +120,26 @@ where
 
     fn keys(&self) -> usize {
         self.histories.len()
+    }
+
+    fn rows(&self, out: &mut Vec<(K, Version<S, I>)>) {
+        let mut versions_of = Vec::new();
+        for (key, history) in &self.histories {
+            versions(
+                history,
+                0,
+                history.len(),
+                self.same_version,
+                &mut versions_of,
+            );
+            out.extend(versions_of.drain(..).map(|v| (key.clone(), v)));
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        let events: usize = self.histories.values().map(Vec::capacity).sum();
+        table_bytes::<(K, Vec<(S, Op<I>)>)>(self.histories.capacity())
+            + events * std::mem::size_of::<(S, Op<I>)>()
     }
 }
 
