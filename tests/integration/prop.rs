@@ -2,7 +2,7 @@
 //! deletes, truncates, partial updates, NULL values, STRUCT sequences, independent business and
 //! system times), random arrival orders, random commit splits and 1, 2 or 4 workers.
 
-use crate::util::{table_at, target};
+use crate::util::{arrivals, table_at, target};
 use proptest::prelude::*;
 use scdflow::event::{Event, EventKind};
 use scdflow::plan::{ScdType, Target};
@@ -140,25 +140,7 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
 fn workload(mode: Mode) -> impl Strategy<Value = (Vec<Event>, Vec<usize>, usize)> {
     any::<bool>()
         .prop_flat_map(move |structured| proptest::collection::vec(event(mode, structured), 1..40))
-        .prop_flat_map(|events| {
-            let n = events.len();
-            let with_replays = (
-                Just(events.clone()),
-                proptest::sample::subsequence(events, 0..=n.min(5)),
-            )
-                .prop_map(|(mut e, replays)| {
-                    e.extend(replays);
-                    e
-                });
-            with_replays.prop_flat_map(|events| {
-                let n = events.len();
-                (
-                    Just(events).prop_shuffle(),
-                    proptest::collection::vec(0..n, 0..6),
-                    prop_oneof![Just(1usize), Just(2), Just(4)],
-                )
-            })
-        })
+        .prop_flat_map(arrivals)
 }
 
 /// Runs `events` cut into commits at `cuts` (their order is the arrival order); returns the

@@ -3,7 +3,7 @@
 //! workers; fed by `TypedSnapshotDiff`, after every snapshot of a random sequence. Typed changes
 //! map to the model's events as `u64` key `k` → key `(k)`, image `(a, b)` → `(k, a, b)`.
 
-use crate::util::{table_at, target};
+use crate::util::{arrivals, table_at, target};
 use differential_dataflow::input::Input;
 use proptest::prelude::*;
 use scdflow::engine::typed::{Change, Op, TypedScd2State, Version};
@@ -81,22 +81,7 @@ fn change(seqs: u64) -> impl Strategy<Value = Typed> {
 /// Up to `len` changes (replayed sometimes, to exercise D1), an arrival order, commit cuts and
 /// workers.
 fn workload(seqs: u64, len: usize) -> impl Strategy<Value = (Vec<Typed>, Vec<usize>, usize)> {
-    proptest::collection::vec(change(seqs), 1..len).prop_flat_map(|changes| {
-        let n = changes.len();
-        (
-            Just(changes.clone()),
-            proptest::sample::subsequence(changes, 0..=n.min(5)),
-        )
-            .prop_flat_map(|(mut changes, replays)| {
-                changes.extend(replays);
-                let n = changes.len();
-                (
-                    Just(changes).prop_shuffle(),
-                    proptest::collection::vec(0..n, 0..6),
-                    prop_oneof![Just(1usize), Just(2), Just(4)],
-                )
-            })
-    })
+    proptest::collection::vec(change(seqs), 1..len).prop_flat_map(arrivals)
 }
 
 /// Runs `changes` cut into commits (times 1, 2, ...) at `cuts` through the mode's operator on

@@ -1,5 +1,6 @@
 //! Builders shared by the integration tests.
 
+use proptest::prelude::*;
 use scdflow::plan::{ScdType, Target, TargetKind};
 use scdflow::value::{DataType, Row, Schema};
 use std::collections::BTreeMap;
@@ -82,4 +83,28 @@ pub fn metrics_without_latency(bytes: &[u8]) -> serde_json::Value {
     let latency = json.as_object_mut().and_then(|o| o.remove("latency"));
     assert!(latency.is_some(), "metrics.json has per-commit latencies");
     json
+}
+
+/// Random arrivals of `items`: a few replayed (to exercise D1), in a random order, with commit
+/// cuts (positions in that order) and 1, 2 or 4 workers.
+pub fn arrivals<T: Clone + std::fmt::Debug + 'static>(
+    items: Vec<T>,
+) -> impl Strategy<Value = (Vec<T>, Vec<usize>, usize)> {
+    let n = items.len();
+    let with_replays = (
+        Just(items.clone()),
+        proptest::sample::subsequence(items, 0..=n.min(5)),
+    )
+        .prop_map(|(mut items, replays)| {
+            items.extend(replays);
+            items
+        });
+    with_replays.prop_flat_map(|items| {
+        let n = items.len();
+        (
+            Just(items).prop_shuffle(),
+            proptest::collection::vec(0..n, 0..6),
+            prop_oneof![Just(1usize), Just(2), Just(4)],
+        )
+    })
 }

@@ -110,7 +110,10 @@ where
                 Some(i) if matches!(history[i].1, Op::Upsert(_)) => run_start(history, i, same),
                 _ => at,
             };
-            let last = history.partition_point(|(s, _)| s <= hi);
+            let last = match at == history.len() {
+                true => at,
+                false => history.partition_point(|(s, _)| s <= hi),
+            };
             versions(history, from, last, same, &mut self.before);
             let added = store(history, at, &mut self.group);
             versions(history, from, last + added, same, &mut self.after);
