@@ -2,7 +2,7 @@
 //! deletes, truncates, partial updates, NULL values, STRUCT sequences, independent business and
 //! system times), random arrival orders, random commit splits and 1, 2 or 4 workers.
 
-use crate::util::{arrivals, table_at, target};
+use crate::util::{arrivals, equals_the_model_after_every_commit, table_at, target};
 use proptest::prelude::*;
 use scdflow::event::{Event, EventKind};
 use scdflow::plan::{ScdType, Target};
@@ -179,28 +179,8 @@ fn check(
 ) -> Result<(), TestCaseError> {
     let target = mode.target();
     let (updates, prefixes) = run(mode, &events, cuts, workers);
-    // Each commit's updates are consolidated: a row is retracted or inserted at most once.
-    let mut seen = std::collections::BTreeSet::new();
-    for (row, version, _) in &updates {
-        prop_assert!(
-            seen.insert((row, *version)),
-            "{:?} twice in commit {}",
-            row,
-            version
-        );
-    }
-    for (c, prefix) in prefixes.iter().enumerate() {
-        let expected = scdflow::model::evaluate(&target, &events[..*prefix]);
-        let actual = table_at(&target, &updates, c as u64 + 1);
-        prop_assert_eq!(
-            actual,
-            expected,
-            "after commit {} of {:?} with {} workers",
-            c + 1,
-            mode,
-            workers
-        );
-    }
+    let run = format!("{mode:?} with {workers} workers");
+    equals_the_model_after_every_commit(&target, &events, &updates, &prefixes, &run)?;
     if mode.bitemporal() {
         let last = prefixes.len() as u64;
         believed_histories_are_scd2(&target, &events, &table_at(&target, &updates, last))?;

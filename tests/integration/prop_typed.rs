@@ -3,7 +3,7 @@
 //! workers; fed by `TypedSnapshotDiff`, after every snapshot of a random sequence. Typed changes
 //! map to the model's events as `u64` key `k` → key `(k)`, image `(a, b)` → `(k, a, b)`.
 
-use crate::util::{arrivals, table_at, target};
+use crate::util::{arrivals, equals_the_model_after_every_commit, table_at, target};
 use differential_dataflow::input::Input;
 use proptest::prelude::*;
 use scdflow::engine::typed::{Change, Op, TypedScd2State, Version};
@@ -145,25 +145,9 @@ fn check(
 ) -> Result<(), TestCaseError> {
     let target = mode.target();
     let (updates, prefixes) = run(mode, &changes, cuts, workers);
-    // A commit emits a row at most once.
-    let mut seen = std::collections::BTreeSet::new();
-    for (row, time, _) in &updates {
-        prop_assert!(seen.insert((row, *time)), "{:?} twice at {}", row, time);
-    }
     let events: Vec<Event> = changes.iter().map(event).collect();
-    for (c, prefix) in prefixes.iter().enumerate() {
-        let expected = scdflow::model::evaluate(&target, &events[..*prefix]);
-        let actual = table_at(&target, &updates, c as u64 + 1);
-        prop_assert_eq!(
-            actual,
-            expected,
-            "after commit {} of {:?} with {} workers",
-            c + 1,
-            mode,
-            workers
-        );
-    }
-    Ok(())
+    let run = format!("{mode:?} with {workers} workers");
+    equals_the_model_after_every_commit(&target, &events, &updates, &prefixes, &run)
 }
 
 /// Snapshots at increasing versions, each of distinct keys among 6, and workers.

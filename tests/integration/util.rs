@@ -108,3 +108,31 @@ pub fn arrivals<T: Clone + std::fmt::Debug + 'static>(
         )
     })
 }
+
+/// The reference model's check of a run's `updates`: each commit emits a row at most once
+/// (its updates are consolidated), and after commit `c` (at time `c + 1`) the table equals the
+/// model's table of the first `prefixes[c]` of `events`. `run` names the run in a failure.
+pub fn equals_the_model_after_every_commit(
+    target: &Target,
+    events: &[scdflow::event::Event],
+    updates: &[(Row, u64, isize)],
+    prefixes: &[usize],
+    run: &str,
+) -> Result<(), TestCaseError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (row, version, _) in updates {
+        prop_assert!(
+            seen.insert((row, *version)),
+            "{:?} twice in commit {} of {}",
+            row,
+            version,
+            run
+        );
+    }
+    for (c, prefix) in prefixes.iter().enumerate() {
+        let expected = scdflow::model::evaluate(target, &events[..*prefix]);
+        let actual = table_at(target, updates, c as u64 + 1);
+        prop_assert_eq!(actual, expected, "after commit {} of {}", c + 1, run);
+    }
+    Ok(())
+}
