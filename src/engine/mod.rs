@@ -9,7 +9,9 @@
 //!
 //! Beside them, [`SnapshotState`] diffs full snapshots into events and [`ReplaceState`] keeps
 //! REPLACE USING rows. Every state is [`Durable`]: saved key by key at the end of a run and
-//! restored, on any number of workers, at the start of the next.
+//! restored, on any number of workers, at the start of the next. [`typed`] keeps the same rules
+//! for whole upserts and deletes over the caller's own key, sequence and image types, for
+//! dataflows that embed the operators.
 
 mod bitemporal;
 pub mod changefeed;

@@ -5,6 +5,8 @@
 //! stream is the target's change feed ([`ChangeFeed`] labels it). Events are exchanged by key
 //! hash; truncates are broadcast to every worker. [`SnapshotDiff`] turns full snapshots into the
 //! events between consecutive ones, and [`ReplaceUsing`] maintains partial-snapshot replacement.
+//! [`TypedScd1`], [`TypedScd2`] and [`TypedSnapshotDiff`] do the same over collections of the
+//! caller's own types (`u64` keys, structs), for research dataflows.
 //! Every operator applies a time's input once its input frontier has passed it, so its updates
 //! at time `t` are exactly the difference between the result after times `..t` and `..=t`.
 //!
