@@ -79,6 +79,48 @@ where
         .as_collection()
 }
 
+/// Routes `input` by `route` (a hash) and calls `apply` with each time's items once the input
+/// frontier has passed it, in time order; its updates are the output at that time. The shell of
+/// the unary keyed operators (`ReplaceUsing`, the typed SCD operators). Retractions of items
+/// are ignored: these operators take insert-only inputs.
+pub(crate) fn apply_by_time<'s, T, D, R>(
+    input: VecCollection<'s, T, D>,
+    name: &str,
+    route: impl Fn(&D) -> u64 + 'static,
+    mut apply: impl FnMut(Vec<D>, &mut Vec<(R, isize)>) + 'static,
+) -> VecCollection<'s, T, R>
+where
+    T: Timestamp + TotalOrder + timely::ExchangeData,
+    D: timely::ExchangeData,
+    R: Clone + 'static,
+{
+    let exchange = Exchange::new(move |(item, _, _): &(D, T, isize)| route(item));
+    input
+        .inner
+        .unary_frontier(exchange, name, move |_, _| {
+            let mut stash: Stash<T, D> = BTreeMap::new();
+            let mut updates = Vec::new();
+            move |(input, frontier), output| {
+                input.for_each(|cap, data| {
+                    let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(d, t, _)| (d, t));
+                    stash_by_time(&mut stash, &cap, inserted);
+                });
+                while let Some(entry) = stash.first_entry() {
+                    if frontier.less_equal(entry.key()) {
+                        break;
+                    }
+                    let (time, (cap, items)) = entry.remove_entry();
+                    apply(items, &mut updates);
+                    let mut session = output.session(&cap);
+                    for (row, diff) in updates.drain(..) {
+                        session.give((row, time.clone(), diff));
+                    }
+                }
+            }
+        })
+        .as_collection()
+}
+
 /// A duration in microseconds, the clock's unit; saturates (a retention of centuries keeps
 /// tombstones forever, as it should).
 pub(crate) fn micros(d: std::time::Duration) -> i64 {

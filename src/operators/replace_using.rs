@@ -7,15 +7,12 @@
 //!
 //! Limits: rows are insert-only; a NULL sequence is the caller's to reject (it sorts lowest).
 
-use super::keyed::{stash_by_time, Stash};
+use super::keyed::apply_by_time;
 use crate::engine::ReplaceState;
 use crate::value::Row;
-use differential_dataflow::{AsCollection, Hashable, VecCollection};
+use differential_dataflow::{Hashable, VecCollection};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
-use timely::dataflow::channels::pact::Exchange;
-use timely::dataflow::operators::generic::Operator;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
@@ -89,30 +86,12 @@ where
     T: Timestamp + TotalOrder + timely::ExchangeData,
 {
     let route = state.borrow().config().clone();
-    let exchange = Exchange::new(move |(row, _, _): &(Row, T, isize)| route.key(row).hashed());
-    rows.inner
-        .unary_frontier(exchange, "ReplaceUsing", move |_, _| {
-            let mut stash: Stash<T, Row> = BTreeMap::new();
-            move |(input, frontier), output| {
-                input.for_each(|cap, data| {
-                    let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(r, t, _)| (r, t));
-                    stash_by_time(&mut stash, &cap, inserted);
-                });
-                while let Some(entry) = stash.first_entry() {
-                    if frontier.less_equal(entry.key()) {
-                        break;
-                    }
-                    let (time, (cap, rows)) = entry.remove_entry();
-                    let mut updates = Vec::new();
-                    state.borrow_mut().apply(rows, &mut updates);
-                    let mut session = output.session(&cap);
-                    for (row, diff) in updates {
-                        session.give((row, time.clone(), diff));
-                    }
-                }
-            }
-        })
-        .as_collection()
+    apply_by_time(
+        rows,
+        "ReplaceUsing",
+        move |row: &Row| route.key(row).hashed(),
+        move |rows, updates| state.borrow_mut().apply(rows, updates),
+    )
 }
 
 #[cfg(test)]

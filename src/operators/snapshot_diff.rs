@@ -13,8 +13,9 @@
 //! one: the arrangement's batcher sorts both snapshots (2N updates) per version, while the map
 //! costs one hash probe per row; either way the events are exactly the consolidated difference.
 //!
-//! Limits: one snapshot per time; a key must occur once per snapshot (the driver rejects
-//! duplicates before feeding); versions must increase with time (the driver skips others, D12).
+//! Limits: one snapshot per time (rows at a time without a version are dropped); a key must
+//! occur once per snapshot (the driver rejects duplicates before feeding); versions must
+//! increase with time (the driver skips others, D12).
 
 use super::keyed::{stash_by_time, Stash};
 use crate::engine::SnapshotState;
@@ -134,9 +135,36 @@ where
     T: Timestamp + TotalOrder + timely::ExchangeData,
     C: Fn(&T) -> i64 + 'static,
 {
-    let exchange = Exchange::new(|((key, _), _, _): &((Row, Row), T, isize)| key.hashed());
-    snapshot
-        .inner
+    let route = |(key, _): &(Row, Row)| key.hashed();
+    diff_by_snapshot(
+        snapshot,
+        versions,
+        "SnapshotDiff",
+        route,
+        move |rows, v, time, out| out.extend(state.borrow_mut().diff(rows, v, clock(time))),
+    )
+}
+
+/// The shell of the snapshot operators: routes `rows` by `route` (a hash), broadcasts
+/// `versions`, and once a time that carries a version is complete calls `diff` with the time's
+/// rows (possibly none), its version (the greatest, should several workers feed one) and the
+/// time; `diff`'s output is the output at that time. Rows at a time without a version are no
+/// snapshot: dropped once the time is complete. Retractions are ignored.
+pub(super) fn diff_by_snapshot<'s, T, R, S, O>(
+    rows: VecCollection<'s, T, R>,
+    versions: VecCollection<'s, T, S>,
+    name: &str,
+    route: impl Fn(&R) -> u64 + 'static,
+    mut diff: impl FnMut(Vec<R>, S, &T, &mut Vec<O>) + 'static,
+) -> VecCollection<'s, T, O>
+where
+    T: Timestamp + TotalOrder + timely::ExchangeData,
+    R: differential_dataflow::ExchangeData,
+    S: differential_dataflow::ExchangeData,
+    O: Clone + 'static,
+{
+    let exchange = Exchange::new(move |(row, _, _): &(R, T, isize)| route(row));
+    rows.inner
         // Every worker must see every version, whoever fed it (in a cluster only the process
         // that read a snapshot has it), so that it can delete the keys it owns that the
         // snapshot no longer has.
@@ -144,10 +172,11 @@ where
             versions.inner.broadcast(),
             exchange,
             Pipeline,
-            "SnapshotDiff",
+            name,
             move |_, _| {
-                let mut rows: Stash<T, (Row, Row)> = BTreeMap::new();
-                let mut marks: Stash<T, i64> = BTreeMap::new();
+                let mut rows: Stash<T, R> = BTreeMap::new();
+                let mut marks: Stash<T, S> = BTreeMap::new();
+                let mut changes = Vec::new();
                 move |(input, frontier), (version_input, version_frontier), output| {
                     input.for_each(|cap, data| {
                         let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(r, t, _)| (r, t));
@@ -157,9 +186,10 @@ where
                         let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(v, t, _)| (v, t));
                         stash_by_time(&mut marks, &cap, inserted);
                     });
+                    let complete =
+                        |time: &T| !frontier.less_equal(time) && !version_frontier.less_equal(time);
                     while let Some(entry) = marks.first_entry() {
-                        let time = entry.key();
-                        if frontier.less_equal(time) || version_frontier.less_equal(time) {
+                        if !complete(entry.key()) {
                             break;
                         }
                         let (time, (cap, versions)) = entry.remove_entry();
@@ -167,11 +197,14 @@ where
                         let Some(version) = versions.into_iter().max() else {
                             continue;
                         };
-                        let events = state.borrow_mut().diff(snapshot, version, clock(&time));
+                        diff(snapshot, version, &time, &mut changes);
                         let mut session = output.session(&cap);
-                        for event in events {
-                            session.give((event, time.clone(), 1));
+                        for change in changes.drain(..) {
+                            session.give((change, time.clone(), 1));
                         }
+                    }
+                    while rows.first_entry().is_some_and(|e| complete(e.key())) {
+                        rows.pop_first();
                     }
                 }
             },

@@ -16,17 +16,14 @@
 //! ordered; a snapshot's sequence must be greater than the previous snapshot's (the SQL driver
 //! skips stale snapshots, D12; here the caller does).
 
-use super::keyed::{stash_by_time, Stash};
+use super::keyed::apply_by_time;
+use super::snapshot_diff::diff_by_snapshot;
 use crate::engine::typed::{
     Change, TypedScd1State, TypedScd2State, TypedSnapshotState, TypedState, Version,
 };
-use differential_dataflow::{AsCollection, Data, ExchangeData, Hashable, VecCollection};
+use differential_dataflow::{Data, ExchangeData, Hashable, VecCollection};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
-use timely::dataflow::channels::pact::{Exchange, Pipeline};
-use timely::dataflow::operators::generic::Operator;
-use timely::dataflow::operators::vec::Broadcast;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
 
@@ -163,32 +160,10 @@ where
     St: TypedState<K, C>,
     St::Row: Data,
 {
-    let exchange = Exchange::new(|((key, _), _, _): &((K, C), T, isize)| key.hashed());
-    changes
-        .inner
-        .unary_frontier(exchange, name, move |_, _| {
-            let mut stash: Stash<T, (K, C)> = BTreeMap::new();
-            let mut updates = Vec::new();
-            move |(input, frontier), output| {
-                // Retractions of changes are not supported (see the module docs): dropped.
-                input.for_each(|cap, data| {
-                    let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(c, t, _)| (c, t));
-                    stash_by_time(&mut stash, &cap, inserted);
-                });
-                while let Some(entry) = stash.first_entry() {
-                    if frontier.less_equal(entry.key()) {
-                        break;
-                    }
-                    let (time, (cap, mut changes)) = entry.remove_entry();
-                    state.borrow_mut().apply(&mut changes, &mut updates);
-                    let mut session = output.session(&cap);
-                    for (row, diff) in updates.drain(..) {
-                        session.give((row, time.clone(), diff));
-                    }
-                }
-            }
-        })
-        .as_collection()
+    let route = |(key, _): &(K, C)| key.hashed();
+    apply_by_time(changes, name, route, move |mut changes, updates| {
+        state.borrow_mut().apply(&mut changes, updates)
+    })
 }
 
 /// Diffs consecutive full snapshots of `(key, image)` rows into typed changes: at a time that
@@ -261,58 +236,10 @@ where
         versions: VecCollection<'s, T, S>,
         state: Rc<RefCell<TypedSnapshotState<K, I>>>,
     ) -> VecCollection<'s, T, (K, Change<S, I>)> {
-        let exchange = Exchange::new(|((key, _), _, _): &((K, I), T, isize)| key.hashed());
-        self.inner
-            // Every worker sees every snapshot's sequence, to delete the keys it owns that a
-            // snapshot no longer has even when none of its rows are this worker's.
-            .binary_frontier(
-                versions.inner.broadcast(),
-                exchange,
-                Pipeline,
-                "TypedSnapshotDiff",
-                move |_, _| {
-                    let mut rows: Stash<T, (K, I)> = BTreeMap::new();
-                    let mut marks: Stash<T, S> = BTreeMap::new();
-                    let mut changes = Vec::new();
-                    move |(input, frontier), (version_input, version_frontier), output| {
-                        input.for_each(|cap, data| {
-                            let rows_in = data.drain(..).filter(|u| u.2 > 0);
-                            stash_by_time(&mut rows, &cap, rows_in.map(|(r, t, _)| (r, t)));
-                        });
-                        version_input.for_each(|cap, data| {
-                            let marks_in = data.drain(..).filter(|u| u.2 > 0);
-                            stash_by_time(&mut marks, &cap, marks_in.map(|(v, t, _)| (v, t)));
-                        });
-                        while let Some(entry) = marks.first_entry() {
-                            let time = entry.key();
-                            if frontier.less_equal(time) || version_frontier.less_equal(time) {
-                                break;
-                            }
-                            let (time, (cap, seqs)) = entry.remove_entry();
-                            let mut snapshot =
-                                rows.remove(&time).map(|(_, r)| r).unwrap_or_default();
-                            // Each feeding worker may have sent the sequence: one snapshot.
-                            let Some(seq) = seqs.into_iter().max() else {
-                                continue;
-                            };
-                            state.borrow_mut().diff(&mut snapshot, seq, &mut changes);
-                            let mut session = output.session(&cap);
-                            for change in changes.drain(..) {
-                                session.give((change, time.clone(), 1));
-                            }
-                        }
-                        // Rows at a time without a snapshot are no snapshot: dropped once
-                        // the time is complete.
-                        while let Some(entry) = rows.first_entry() {
-                            let time = entry.key();
-                            if frontier.less_equal(time) || version_frontier.less_equal(time) {
-                                break;
-                            }
-                            entry.remove();
-                        }
-                    }
-                },
-            )
-            .as_collection()
+        let route = |(key, _): &(K, I)| key.hashed();
+        let name = "TypedSnapshotDiff";
+        diff_by_snapshot(self, versions, name, route, move |mut rows, seq, _, out| {
+            state.borrow_mut().diff(&mut rows, seq, out)
+        })
     }
 }
