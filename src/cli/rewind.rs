@@ -14,6 +14,7 @@ pub fn rewind(args: RewindArgs) -> anyhow::Result<ExitCode> {
         cluster: None,
         partitioned_output: false,
         split_bytes: 0,
+        read_halves_over: super::args::READ_HALVES_OVER,
     };
     let published = match args.warehouse.open()? {
         Some(warehouse) => warehouse.published_dirs(&pipeline)?,

@@ -26,6 +26,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         cluster: cluster.clone(),
         partitioned_output: args.partitioned_output,
         split_bytes: args.split_files_over,
+        read_halves_over: args.read_halves_over,
     };
     if cluster.is_some() {
         super::cluster::quiet_network_panics();

@@ -26,8 +26,8 @@ use crate::io::{self, OutputFormat};
 use crate::persist::ShardRecords;
 use crate::plan::{Pipeline, SourceInput, Target};
 use crate::runtime::{
-    Checkpoint, Engine, EngineConfig, Outcome, Progress, RenderRows, RenderedTable, RenderedTables,
-    Rendering,
+    Checkpoint, CommitEvents, Engine, EngineConfig, Outcome, Progress, RenderRows, RenderedTable,
+    RenderedTables, Rendering,
 };
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
@@ -201,16 +201,9 @@ impl<'p> Driver<'p> {
                 self.engine.feed(version, None, None)?;
                 self.pending.push_back((version, None, input_complete));
             } else {
-                let read = share.and_then(|share| {
-                    let source = share.as_ref().unwrap_or(source);
-                    report::read(
-                        self.pipeline,
-                        &self.flows,
-                        source,
-                        version,
-                        self.options.on_invalid,
-                        self.skip_once,
-                    )
+                let read = share.and_then(|share| match share {
+                    Some(share) => self.read(&share, version),
+                    None => self.read_idle(source, version),
                 });
                 match read {
                     Ok((mut commit, report)) => {
@@ -242,6 +235,66 @@ impl<'p> Driver<'p> {
         }
         while self.deliver(true, sink)? {}
         Ok(ends)
+    }
+
+    /// Reads commit `version` from `source` (or this process's share of it).
+    fn read(&self, source: &CommitSource, version: u64) -> Result<(CommitEvents, CommitReport)> {
+        report::read(
+            self.pipeline,
+            &self.flows,
+            source,
+            version,
+            self.options.on_invalid,
+            self.skip_once,
+        )
+    }
+
+    /// Reads commit `version` from `source`; a large file read while no commit is in flight
+    /// (the workers wait for this one) in two halves on two threads
+    /// ([`Options::read_halves_over`]). The halves' events follow each other in file order,
+    /// and their reports add up as a split file's do in a cluster; an error in the first half
+    /// is the one reported, as a single read would.
+    fn read_idle(
+        &self,
+        source: &CommitSource,
+        version: u64,
+    ) -> Result<(CommitEvents, CommitReport)> {
+        let halves = match self.pending.is_empty() && self.options.cluster.is_none() {
+            true => halves_of(self.pipeline, &self.options, source)?,
+            false => None,
+        };
+        let Some((first, second, end)) = halves else {
+            return self.read(source, version);
+        };
+        let (pipeline, flows) = (self.pipeline, &self.flows[..]);
+        let (on_invalid, skip_once) = (self.options.on_invalid, self.skip_once);
+        let read = |source: &CommitSource| {
+            report::read(pipeline, flows, source, version, on_invalid, skip_once)
+        };
+        let (first, second) = std::thread::scope(|scope| {
+            let second = scope.spawn(|| read(&second));
+            (read(&first), second.join())
+        });
+        let second = second.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let (mut input, mut report) = first?;
+        let (more, other) = second?;
+        if more.snapshots.iter().any(Option::is_some) {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                "a file read in halves fed a snapshot",
+            ));
+        }
+        for (mine, theirs) in input.events.iter_mut().zip(more.events) {
+            mine.reserve_exact(theirs.len());
+            mine.extend(theirs);
+        }
+        for (mine, theirs) in input.rows.iter_mut().zip(more.rows) {
+            mine.reserve_exact(theirs.len());
+            mine.extend(theirs);
+        }
+        report.absorb(other);
+        report.end = end;
+        Ok((input, report))
     }
 
     /// Delivers the oldest pending commit's results if it is complete (or, with `wait`, once
@@ -386,6 +439,57 @@ impl<'p> Driver<'p> {
 
 fn to_text(report: &CommitReport) -> String {
     serde_json::to_string(report).expect("reports serialize")
+}
+
+/// The two halves of a commit's file part that [`Driver::read_idle`] reads on two threads, and
+/// where a read of the part ends (a growing file's `Span::From`): `None` to read it whole.
+/// Files that feed periodic snapshots are never split (a snapshot is checked as a whole), nor
+/// are Parquet files (read by row group) or the parts of files shorter than
+/// [`Options::read_halves_over`].
+type Halves = (CommitSource, CommitSource, Option<ReadFrom>);
+
+fn halves_of(
+    pipeline: &Pipeline,
+    options: &Options,
+    source: &CommitSource,
+) -> Result<Option<Halves>> {
+    let CommitSource::Table { table, file, span } = source else {
+        return Ok(None);
+    };
+    let SourceInput::Files { format, .. } = &pipeline.tables[*table].input else {
+        return Ok(None);
+    };
+    let (from, growing) = match span {
+        Span::Whole => (ReadFrom { offset: 0, line: 1 }, false),
+        Span::From(from) => (*from, true),
+        _ => return Ok(None),
+    };
+    if options.read_halves_over == 0
+        || *format == crate::plan::Format::Parquet
+        || new_input::feeds_periodic_snapshot(pipeline, *table)
+        || crate::io::file_len(file)?.saturating_sub(from.offset) < options.read_halves_over
+    {
+        return Ok(None);
+    }
+    let Some([first, middle, end]) =
+        crate::io::halves(file, *format, from.offset, from.line, growing)?
+    else {
+        return Ok(None);
+    };
+    let share = |(offset, line): (u64, u64), to: u64| CommitSource::Table {
+        table: *table,
+        file: file.clone(),
+        span: Span::Share {
+            from: ReadFrom { offset, line },
+            to,
+        },
+    };
+    let halves = (share(first, middle.0), share(middle, end.0));
+    let end = growing.then_some(ReadFrom {
+        offset: end.0,
+        line: end.1,
+    });
+    Ok(Some((halves.0, halves.1, end)))
 }
 
 /// In a cluster, this process's share of a commit whose file is split among the processes:

@@ -45,7 +45,7 @@ mod write;
 pub use files::{crc_of_range, file_len, first_file, list_files, normal_path};
 pub use format::{format_double, format_value_text, value_to_json, value_to_json_text};
 pub use row::{RowError, SourceRow};
-pub use split::split_points;
+pub use split::{halves, split_points};
 pub use swap::{finish_swap, swap_in, JOURNAL};
 pub use tail::Tail;
 pub use versioned::{version_regex, versioned_files};

@@ -1,5 +1,6 @@
-//! Splitting one large input file among the processes of a cluster: each process parses and
-//! validates only the records that begin in its share of the bytes.
+//! Splitting one large input file into shares of whole records: among the processes of a
+//! cluster ([`split_points`]), each parsing and validating only the records that begin in its
+//! share of the bytes, and between two threads of one process ([`halves`]).
 //!
 //! The split points are record boundaries found by the same tokenizers that read the file: a
 //! JSON-lines record ends at `\n`; a CSV record ends where the reader's own scan ends it, so a
@@ -8,6 +9,7 @@
 //! [`super::read_file_range`].
 
 use super::csv_records::CsvRecords;
+use super::tail::Ending;
 use crate::plan::Format;
 use crate::Result;
 use std::path::Path;
@@ -56,6 +58,84 @@ pub fn split_points(path: &Path, format: Format, parts: usize) -> Result<Vec<(u6
     let end = points.len() - 1;
     points[end].0 = len;
     Ok(points)
+}
+
+/// The two halves of what a read of `path` from `from` (a record boundary on line
+/// `first_line`) takes — to its end, or with `growing` up to its last complete record as
+/// [`super::read_file_from`] reads it — as `[(from, first_line), middle, end]`: reading
+/// `from..middle` and `middle..end` with [`super::read_file_range`] gives that read's rows, and
+/// `end` (offset and line) is where it stops. `None` when the part does not split into
+/// records (a malformed CSV record: one read reports it) or holds fewer than two. A CSV file
+/// with a header is split only after it (`from > 0`, or past the header's record).
+pub fn halves(
+    path: &Path,
+    format: Format,
+    from: u64,
+    first_line: u64,
+    growing: bool,
+) -> Result<Option<[(u64, u64); 3]>> {
+    let mut bytes = super::files::read_from(path, from, first_line)?;
+    if growing {
+        // As a growing read: nothing after the last `\n` exists yet.
+        let cut = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        bytes.truncate(cut);
+    }
+    let ending = match growing {
+        true => Ending::Growing,
+        false => Ending::Whole,
+    };
+    let len = bytes.len();
+    let mut ends: Vec<(usize, u64)> = Vec::new();
+    match format {
+        Format::Parquet => return Ok(None),
+        Format::Json => {
+            let mut line = first_line;
+            for (i, _) in bytes.iter().enumerate().filter(|(_, &b)| b == b'\n') {
+                line += 1;
+                ends.push((i + 1, line));
+            }
+            if ends.last().is_none_or(|&(end, _)| end < len) {
+                ends.push((len, line));
+            }
+        }
+        Format::Csv => {
+            let (text, _) = super::files::decode_marking(bytes, first_line);
+            let mut records = CsvRecords::starting_at(path, &text, first_line, ending);
+            while let Some(record) = records.next_record() {
+                if record.is_err() {
+                    return Ok(None);
+                }
+                ends.push(records.consumed());
+            }
+        }
+    }
+    // A header is the first record of a file read from its start.
+    let records = match (format, from) {
+        (Format::Csv, 0) => ends.get(1..).unwrap_or_default(),
+        _ => &ends[..],
+    };
+    let Some(&(end, end_line)) = records.last() else {
+        return Ok(None);
+    };
+    let start = match (format, from) {
+        (Format::Csv, 0) => ends[0].0,
+        _ => 0,
+    };
+    // The first record that ends past the middle of the records' bytes ends the first half.
+    let middle = start + (end - start) / 2;
+    let cut = records.partition_point(|&(e, _)| e <= middle);
+    let Some(&(mid, mid_line)) = records.get(cut.min(records.len() - 1)) else {
+        return Ok(None);
+    };
+    if mid == end || mid <= start {
+        return Ok(None);
+    }
+    let at = |offset: usize| from + offset as u64;
+    Ok(Some([
+        (from, first_line),
+        (at(mid), mid_line),
+        (at(end), end_line),
+    ]))
 }
 
 #[cfg(test)]
@@ -109,6 +189,107 @@ mod tests {
         check(&format!("id,note\n{rows}99,no newline"), Format::Csv, true);
         check("id,note\n", Format::Csv, true);
         check("id,note\n1,bad,extra\n2,x\n", Format::Csv, true);
+    }
+
+    /// Reading both halves gives what one read gives, rows and end alike.
+    fn check_halves(text: &str, format: Format, header: bool, growing: bool, from: (u64, u64)) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, text).unwrap();
+        let (one, end) = match growing {
+            true => {
+                let tail =
+                    crate::io::read_file_from(&path, format, header, &schema(), from.0, from.1)
+                        .unwrap();
+                (tail.rows, (tail.end, tail.end_line))
+            }
+            false => (
+                crate::io::read_file(&path, format, header, &schema()).unwrap(),
+                (text.len() as u64, 0),
+            ),
+        };
+        let Some([first, middle, last]) = halves(&path, format, from.0, from.1, growing).unwrap()
+        else {
+            // Only a part of one record does not split (every case here parses as records).
+            assert!(one.len() < 2, "{text:?}");
+            return;
+        };
+        assert_eq!(first, from);
+        assert!(first.0 < middle.0 && middle.0 < last.0, "{text:?}");
+        let mut joined = Vec::new();
+        for ((from, line), (to, _)) in [(first, middle), (middle, last)] {
+            joined.extend(
+                crate::io::read_file_range(&path, format, header, &schema(), from, line, to)
+                    .unwrap(),
+            );
+        }
+        assert_eq!(joined, one, "{text:?}");
+        match growing {
+            true => assert_eq!(last, end, "{text:?}"),
+            false => assert_eq!(last.0, end.0, "{text:?}"),
+        }
+    }
+
+    #[test]
+    fn halves_read_what_one_read_reads() {
+        let rows: String = (0..40)
+            .map(|i| match i % 4 {
+                0 => format!("{i},\"two\nlines\"\n"),
+                1 => format!("{i},\"a \"\"quote\"\", then\r\nmore\"\r\n"),
+                2 => format!("{i},x\"y\n"),
+                _ => format!("{i},\n"),
+            })
+            .collect();
+        let with_header = format!("id,note\n{rows}");
+        for growing in [false, true] {
+            check_halves(&with_header, Format::Csv, true, growing, (0, 1));
+            check_halves(&rows, Format::Csv, false, growing, (0, 1));
+            check_halves(
+                &format!("{with_header}99,no newline"),
+                Format::Csv,
+                true,
+                growing,
+                (0, 1),
+            );
+            check_halves(
+                &format!("{with_header}99,\"open\nquote"),
+                Format::Csv,
+                true,
+                true,
+                (0, 1),
+            );
+            check_halves("id,note\n1,a\n", Format::Csv, true, growing, (0, 1));
+            check_halves(
+                "id,note\n1,bad,extra\n2,x\n3,y\n",
+                Format::Csv,
+                true,
+                growing,
+                (0, 1),
+            );
+        }
+        // From a record boundary past the header, as a durable run reads a grown file.
+        let at = with_header.find("4,").unwrap();
+        let line = with_header[..at].matches('\n').count() as u64 + 1;
+        check_halves(
+            &format!("{with_header}9"),
+            Format::Csv,
+            true,
+            true,
+            (at as u64, line),
+        );
+        let json: String = (0..30)
+            .map(|i| format!("{{\"id\": {i}, \"note\": \"n{i}\"}}\n"))
+            .collect();
+        for growing in [false, true] {
+            check_halves(&json, Format::Json, false, growing, (0, 1));
+            check_halves(
+                &format!("{json}{{\"id\": 9"),
+                Format::Json,
+                false,
+                growing,
+                (0, 1),
+            );
+        }
     }
 
     #[test]

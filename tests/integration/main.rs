@@ -20,6 +20,8 @@ mod cluster_faults;
 mod prop_snapshot;
 // A target's change data feed read in its own pipeline: copies equal the target at every commit.
 mod prop_target_feed;
+// Reading a file in two halves gives what one read gives.
+mod prop_halves;
 // Materialized views over targets of their own pipeline equal their queries at every commit.
 mod prop_target_view;
 // The same through the binary: plain, durable, rewound, published; refusals.
