@@ -88,9 +88,9 @@ pub struct Options {
     pub split_bytes: u64,
     /// Outside a cluster: a commit's file part of at least this many bytes (0 = none), read
     /// while no commit is in flight (the workers wait for it: a `--follow` step, a run's first
-    /// commit), is parsed by two threads, each taking half its records. Reading then costs
-    /// about half the time on the latency path, for one more pass over the bytes to find the
-    /// records (see `io::halves`).
+    /// commit), is parsed by two threads, each taking half its records, for one more pass over
+    /// the bytes to find where the records split (`io::halves`): a 48 MB file read a third
+    /// faster here, a 440 KB one about half a millisecond.
     pub read_halves_over: u64,
     /// In a cluster: each process keeps the target rows of the keys its workers own (its
     /// partition) instead of gathering every target to process 0; metrics still reach process 0.

@@ -65,8 +65,8 @@ pub fn split_points(path: &Path, format: Format, parts: usize) -> Result<Vec<(u6
 /// [`super::read_file_from`] reads it — as `[(from, first_line), middle, end]`: reading
 /// `from..middle` and `middle..end` with [`super::read_file_range`] gives that read's rows, and
 /// `end` (offset and line) is where it stops. `None` when the part does not split into
-/// records (a malformed CSV record: one read reports it) or holds fewer than two. A CSV file
-/// with a header is split only after it (`from > 0`, or past the header's record).
+/// records (a malformed CSV record: one read reports it) or holds fewer than two. A CSV part
+/// read from the file's start is split after its first record (the header, when it has one).
 pub fn halves(
     path: &Path,
     format: Format,
@@ -109,7 +109,7 @@ pub fn halves(
             }
         }
     }
-    // A header is the first record of a file read from its start.
+    // The first record of a file read from its start may be its header.
     let records = match (format, from) {
         (Format::Csv, 0) => ends.get(1..).unwrap_or_default(),
         _ => &ends[..],
@@ -174,16 +174,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn csv_shares_never_cut_a_quoted_field() {
-        let rows: String = (0..40)
+    /// CSV records of `id,note` with quoted fields spanning lines, escaped quotes, CRLF and a
+    /// quote inside an unquoted field.
+    fn awkward_rows() -> String {
+        (0..40)
             .map(|i| match i % 4 {
                 0 => format!("{i},\"two\nlines\"\n"),
                 1 => format!("{i},\"a \"\"quote\"\", then\r\nmore\"\r\n"),
                 2 => format!("{i},x\"y\n"),
                 _ => format!("{i},\n"),
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn csv_shares_never_cut_a_quoted_field() {
+        let rows = awkward_rows();
         check(&format!("id,note\n{rows}"), Format::Csv, true);
         check(&rows, Format::Csv, false);
         check(&format!("id,note\n{rows}99,no newline"), Format::Csv, true);
@@ -232,14 +238,7 @@ mod tests {
 
     #[test]
     fn halves_read_what_one_read_reads() {
-        let rows: String = (0..40)
-            .map(|i| match i % 4 {
-                0 => format!("{i},\"two\nlines\"\n"),
-                1 => format!("{i},\"a \"\"quote\"\", then\r\nmore\"\r\n"),
-                2 => format!("{i},x\"y\n"),
-                _ => format!("{i},\n"),
-            })
-            .collect();
+        let rows = awkward_rows();
         let with_header = format!("id,note\n{rows}");
         for growing in [false, true] {
             check_halves(&with_header, Format::Csv, true, growing, (0, 1));
