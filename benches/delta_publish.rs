@@ -8,7 +8,8 @@
 //! 1000000 100000 1000 20` gives commits of 1,000 events). Workload: `scdflow generate
 //! --events EVENTS --keys KEYS --displacement 1000 --commits COMMITS --seed 7` (10% deletes).
 //! The first COMMITS - FOLLOWED files are published by one durable run; the peer starts from a
-//! copy of that table; then each system applies the last FOLLOWED files one at a time.
+//! copy of that table; then each system applies the last FOLLOWED files one at a time (scdflow
+//! once its `--follow` run says it is following: its start-up is printed apart).
 //!
 //! Measured per commit, for scdflow: from the commit file appearing complete in the input
 //! directory (renamed in) until its Delta version is in the log (the bench polls for
@@ -25,7 +26,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{feed, last_json, latencies, nearest, run_ok, Followed, SCDFLOW};
+use support::{feed, last_json, latencies, nearest, run_ok, Followed, Following, SCDFLOW};
 
 fn main() {
     let w = Followed::from_args("delta_publish");
@@ -67,15 +68,18 @@ fn main() {
 
     let before = tree_bytes(&table);
     let feeds_before = files_in(&table.join("_change_data"));
-    let child = Command::new(SCDFLOW)
-        .current_dir(work)
-        .args(["run", &pipeline])
-        .args(durable)
-        .args(["--follow", "--poll", "0.002", "--tables-every", "3600"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn --follow");
+    let (following, start_up) = Following::start(
+        Command::new(SCDFLOW)
+            .current_dir(work)
+            .args(["run", &pipeline])
+            .args(durable)
+            .args(["--follow", "--poll", "0.002", "--tables-every", "3600"]),
+    );
+    println!(
+        "--follow ready after {:.2} s (restoring the state, reading the table, writing the \
+         tables); then fed one file at a time",
+        start_up.as_secs_f64()
+    );
     let mut visible = Vec::new();
     for (i, f) in held.iter().enumerate() {
         let version = commits - followed + i as u64 + 1;
@@ -88,9 +92,7 @@ fn main() {
         }
         visible.push(fed.elapsed().as_secs_f64() * 1e3);
     }
-    run_ok(Command::new("kill").args(["-TERM", &child.id().to_string()]));
-    let status = child.wait_with_output().expect("--follow exits").status;
-    assert!(status.success(), "--follow: {status:?}");
+    following.stop();
     let written = (tree_bytes(&table) - before) as f64 / followed as f64;
     let feeds: u64 = files_in(&table.join("_change_data"))
         .difference(&feeds_before)

@@ -20,11 +20,10 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{feed, last_json, latencies, latency_logged, nearest, run_ok, Followed, SCDFLOW};
+use support::{feed, last_json, latencies, latency_logged, nearest, Followed, Following, SCDFLOW};
 
 fn main() {
     let w = Followed::from_args("end_to_end");
@@ -150,33 +149,17 @@ fn follow_once(
     w: &Followed,
 ) -> Vec<f64> {
     let (commits, followed) = (w.commits, w.followed);
-    let spawned = Instant::now();
-    let mut child = Command::new(SCDFLOW)
-        .args(["run", pipeline, "--state", state.to_str().expect("utf-8")])
-        .args([
-            "--out",
-            out.to_str().expect("utf-8"),
-            "-w",
-            &workers.to_string(),
-        ])
-        .args(["--follow", "--poll", "0.002", "--tables-every", "3600"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn --follow");
-    // It says it is following on stderr, after its first step (the restore, the tables).
-    let stderr = child.stderr.take().expect("piped");
-    let (ready, said) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.starts_with("following new input") {
-                let _ = ready.send(());
-            }
-        }
-    });
-    said.recv_timeout(Duration::from_secs(120))
-        .expect("--follow says it is following");
-    let start_up = spawned.elapsed();
+    let (following, start_up) = Following::start(
+        Command::new(SCDFLOW)
+            .args(["run", pipeline, "--state", state.to_str().expect("utf-8")])
+            .args([
+                "--out",
+                out.to_str().expect("utf-8"),
+                "-w",
+                &workers.to_string(),
+            ])
+            .args(["--follow", "--poll", "0.002", "--tables-every", "3600"]),
+    );
     let log = state.join("metrics.jsonl");
     let events = gen.join("events");
     for (i, f) in held.iter().enumerate() {
@@ -188,10 +171,7 @@ fn follow_once(
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    run_ok(Command::new("kill").args(["-TERM", &child.id().to_string()]));
-    let output = child.wait_with_output().expect("--follow exits");
-    assert!(output.status.success(), "--follow: {:?}", output.status);
-    reader.join().expect("stderr reader");
+    let output = following.stop();
     for f in held {
         std::fs::remove_file(events.join(f.file_name().expect("name"))).expect("fed file");
     }

@@ -4,9 +4,11 @@
 // Each benchmark uses a part of what is here.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Instant;
+use std::process::{Child, Command, Output, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// The release binary the benchmark measures.
 pub const SCDFLOW: &str = env!("CARGO_BIN_EXE_scdflow");
@@ -122,4 +124,48 @@ pub fn feed(file: &Path, events: &Path) -> Instant {
     let fed = Instant::now();
     std::fs::rename(&tmp, events.join(file.file_name().expect("name"))).expect("rename");
     fed
+}
+
+/// A `scdflow run --follow` child that has said it is following: its first step (restoring the
+/// state, reading published tables, writing the tables) is over, so a file fed now measures a
+/// followed commit, not the start-up.
+pub struct Following {
+    child: Child,
+    stderr: JoinHandle<()>,
+}
+
+impl Following {
+    /// Spawns `cmd` (a `run --follow`) and waits until it says it is following: the child, and
+    /// how long its start-up took.
+    pub fn start(cmd: &mut Command) -> (Following, Duration) {
+        let spawned = Instant::now();
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn --follow");
+        // It says so on stderr, after its first step.
+        let stderr = child.stderr.take().expect("piped");
+        let (ready, said) = std::sync::mpsc::channel();
+        let stderr = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.starts_with("following new input") {
+                    let _ = ready.send(());
+                }
+            }
+        });
+        said.recv_timeout(Duration::from_secs(300))
+            .expect("--follow says it is following");
+        (Following { child, stderr }, spawned.elapsed())
+    }
+
+    /// Stops the child with SIGTERM (it finishes the commit under way) and returns what it
+    /// wrote to stdout.
+    pub fn stop(self) -> Output {
+        run_ok(Command::new("kill").args(["-TERM", &self.child.id().to_string()]));
+        let output = self.child.wait_with_output().expect("--follow exits");
+        assert!(output.status.success(), "--follow: {:?}", output.status);
+        self.stderr.join().expect("stderr reader");
+        output
+    }
 }
