@@ -171,11 +171,10 @@ fn follow_once(
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let output = following.stop();
+    let stdout = following.stop();
     for f in held {
         std::fs::remove_file(events.join(f.file_name().expect("name"))).expect("fed file");
     }
-    let stdout = String::from_utf8_lossy(&output.stdout);
     let steps: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("commit "))

@@ -4,9 +4,9 @@
 // Each benchmark uses a part of what is here.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -128,9 +128,11 @@ pub fn feed(file: &Path, events: &Path) -> Instant {
 
 /// A `scdflow run --follow` child that has said it is following: its first step (restoring the
 /// state, reading published tables, writing the tables) is over, so a file fed now measures a
-/// followed commit, not the start-up.
+/// followed commit, not the start-up. Its stdout and stderr are read as it writes them, so a
+/// long run never blocks on a full pipe.
 pub struct Following {
     child: Child,
+    stdout: JoinHandle<String>,
     stderr: JoinHandle<()>,
 }
 
@@ -144,11 +146,17 @@ impl Following {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn --follow");
+        let mut out = child.stdout.take().expect("piped");
+        let stdout = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = out.read_to_string(&mut text);
+            text
+        });
         // It says so on stderr, after its first step.
-        let stderr = child.stderr.take().expect("piped");
+        let err = child.stderr.take().expect("piped");
         let (ready, said) = std::sync::mpsc::channel();
         let stderr = std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
                 if line.starts_with("following new input") {
                     let _ = ready.send(());
                 }
@@ -156,16 +164,21 @@ impl Following {
         });
         said.recv_timeout(Duration::from_secs(300))
             .expect("--follow says it is following");
-        (Following { child, stderr }, spawned.elapsed())
+        let following = Following {
+            child,
+            stdout,
+            stderr,
+        };
+        (following, spawned.elapsed())
     }
 
     /// Stops the child with SIGTERM (it finishes the commit under way) and returns what it
     /// wrote to stdout.
-    pub fn stop(self) -> Output {
+    pub fn stop(mut self) -> String {
         run_ok(Command::new("kill").args(["-TERM", &self.child.id().to_string()]));
-        let output = self.child.wait_with_output().expect("--follow exits");
-        assert!(output.status.success(), "--follow: {:?}", output.status);
+        let status = self.child.wait().expect("--follow exits");
+        assert!(status.success(), "--follow: {status:?}");
         self.stderr.join().expect("stderr reader");
-        output
+        self.stdout.join().expect("stdout reader")
     }
 }

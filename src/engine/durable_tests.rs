@@ -486,6 +486,58 @@ fn scd1_restores_on_any_worker_count() {
     }
 }
 
+/// Commits of events on two keys whose histories outgrow a small map (`SMALL` entries): mostly
+/// in order, some late, few deletes, and a tracked column that seldom changes, so open runs of
+/// hundreds of untracked changes cross the switch to a B-tree.
+fn long_events(rng: &mut ChaCha8Rng) -> Vec<(i64, Vec<Event>)> {
+    let mut commits = Vec::new();
+    let (mut next, mut now) = (1, 0);
+    for _ in 0..rng.random_range(8..=14) {
+        let mut events = Vec::new();
+        for _ in 0..rng.random_range(0..=60) {
+            let key = rng.random_range(0..2);
+            let seq = match rng.random_bool(0.1) {
+                true => rng.random_range(1..=next),
+                false => {
+                    next += rng.random_range(1..=3);
+                    next
+                }
+            };
+            let event = match rng.random_bool(0.03) {
+                true => delete(key, seq, Value::Null),
+                false => {
+                    let tracked = pick(rng, &["x", "x", "x", "x", "x", "x", "x", "y"]);
+                    let untracked = Value::Str(format!("u{}", rng.random_range(0..1000)));
+                    upsert(
+                        key,
+                        seq,
+                        Row::from(vec![Value::Int(key), tracked, untracked]),
+                        None,
+                        Value::Null,
+                    )
+                }
+            };
+            events.push(event);
+        }
+        now += rng.random_range(1..=8);
+        commits.push((now, events));
+    }
+    commits
+}
+
+#[test]
+fn scd2_long_histories_restore_on_any_worker_count() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for _ in 0..24 {
+        let tracked = vec![true, true, false];
+        let commits = long_events(&mut rng);
+        let make = || Scd2State::new(3, tracked.clone(), false, None);
+        let table = round_trip(&make, &commits, split(&mut rng, commits.len()));
+        let t = target(ScdType::Type2, tracked.clone(), false);
+        assert_model(&t, &table, model::scd2(&t, &all_events(&commits)));
+    }
+}
+
 #[test]
 fn scd2_restores_on_any_worker_count() {
     let mut rng = ChaCha8Rng::seed_from_u64(2);

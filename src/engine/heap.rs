@@ -17,7 +17,7 @@ use super::seq::Seq;
 use super::sorted_map::SortedMap;
 use crate::value::{Row, Value};
 use smallvec::SmallVec;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::mem::size_of;
 
 /// A value's heap bytes (module docs).
@@ -131,8 +131,11 @@ impl<K: HeapSize + Ord + Clone, V: HeapSize> HeapSize for SortedMap<K, V> {
         let block = match self {
             SortedMap::Small(v) => v.capacity() * size_of::<(K, V)>(),
             // B-tree nodes hold eleven entries and are two thirds full on average.
-            SortedMap::Large(m) => {
-                size_of::<BTreeMap<K, V>>() + m.len() * size_of::<(K, V)>() * 3 / 2
+            SortedMap::Large(_) => {
+                let mark = self.mark().map_or(0, K::heap_bytes);
+                size_of::<super::sorted_map::Large<K, V>>()
+                    + self.len() * size_of::<(K, V)>() * 3 / 2
+                    + mark
             }
         };
         block + entries

@@ -85,14 +85,17 @@ pub(super) struct Shape {
 /// One key's events by sequence; each event that starts a version says so
 /// ([`Stored::starts`]).
 ///
+/// The start of the open run (while the last event is an upsert) is the last event that starts
+/// a run ([`History::open_start`]): a small history finds it scanning back over at most
+/// [`SMALL`](super::sorted_map::SMALL) flags, a large one keeps it as its map's mark, so the
+/// in-order path never walks back over a long run. A history is its map alone, 24 bytes (40
+/// with the start beside it, in every key's entry).
+///
 /// Saved as its events alone: a restored history has no version marked until [`History::fit`]
 /// derives them.
 #[derive(Debug, Default)]
 pub(super) struct History {
     events: SortedMap<Seq, Stored>,
-    /// The start of the open run while the last event is an upsert (else `None`), so the
-    /// in-order path finds it without scanning back over a long run.
-    open: Option<Seq>,
 }
 
 /// The event stored at a sequence (the winner of its ties).
@@ -226,7 +229,7 @@ impl<'de> Deserialize<'de> for History {
         deserializer: D,
     ) -> std::result::Result<Self, D::Error> {
         let events = SortedMap::deserialize(deserializer)?;
-        Ok(History { events, open: None })
+        Ok(History { events })
     }
 }
 
@@ -432,7 +435,7 @@ impl CdcState for Scd2State {
 
 impl HeapSize for History {
     fn heap_bytes(&self) -> usize {
-        self.events.heap_bytes() + self.open.heap_bytes()
+        self.events.heap_bytes()
     }
 }
 
@@ -697,16 +700,13 @@ impl History {
             starts.push(upsert && before.is_none_or(|b| !shape.tracked_eq(b, e.folded())));
             before = upsert.then(|| e.folded());
         }
-        let mut open = None;
-        for ((seq, e), starts) in self.events.range_mut(Unbounded, Unbounded).zip(starts) {
+        for ((_, e), starts) in self.events.range_mut(Unbounded, Unbounded).zip(starts) {
             e.set_starts(starts);
-            match e.kind() {
-                EventKind::Upsert if starts => open = Some(seq.clone()),
-                EventKind::Upsert => {}
-                _ => open = None,
-            }
         }
-        self.open = open;
+        // The flags are new: so is the open run's start.
+        self.events.set_mark(None);
+        let open = self.open_start().cloned();
+        self.events.set_mark(open);
         Ok(())
     }
 
@@ -774,13 +774,25 @@ impl History {
         Some(tombstones)
     }
 
+    /// The start of the open run: the last event that starts a run, while the last event is an
+    /// upsert (which always lies inside a run). Runs do not cross deletes, so the scan back
+    /// never passes one.
+    fn open_start(&self) -> Option<&Seq> {
+        let (_, last) = (self.events.last()).filter(|(_, e)| e.kind() == EventKind::Upsert)?;
+        if let Some(start) = self.events.mark() {
+            return Some(start);
+        }
+        let start = match last.starts() {
+            true => self.events.last(),
+            false => (self.events.range_to(Unbounded).rev()).find(|(_, e)| e.starts()),
+        };
+        Some(start.expect("an upsert always lies inside a run").0)
+    }
+
     /// The row of the open run (the last one, if the last event is an upsert).
     fn open_row(&self) -> Option<Row> {
-        let (_, last) = (self.events.last()).filter(|(_, e)| e.kind() == EventKind::Upsert)?;
-        let start = self
-            .open
-            .as_ref()
-            .expect("an upsert always lies inside a run");
+        let start = self.open_start()?;
+        let (_, last) = self.events.last()?;
         Some(row(start, None, last.folded()))
     }
 
@@ -789,7 +801,8 @@ impl History {
     /// tombstone: it has no successor and is the predecessor of nothing, so no other event's
     /// status changes.
     fn append_one(&mut self, event: Event, shape: &Shape, out: &mut Vec<(Row, isize)>) -> i64 {
-        let History { events, open } = self;
+        let mut open = self.open_start().cloned();
+        let events = &mut self.events;
         let seq = Seq::from(&event.seq);
         let last = (events.last().map(|(_, e)| e)).filter(|e| e.kind() == EventKind::Upsert);
         let mut close = |last: &Stored| {
@@ -823,13 +836,17 @@ impl History {
             }
         }
         stored.set_starts(!last.is_some_and(|l| shape.tracked_eq(l.folded(), stored.folded())));
-        if stored.starts() {
-            if let Some(last) = last {
-                close(last);
+        let start = match stored.starts() {
+            true => {
+                if let Some(last) = last {
+                    close(last);
+                }
+                seq.clone()
             }
-            *open = Some(seq.clone());
-        }
+            false => open.expect("an upsert after an upsert continues its run"),
+        };
         events.push(seq, stored);
+        events.set_mark(Some(start));
         0
     }
 
@@ -883,7 +900,7 @@ impl History {
         }
         out.extend(old.map(|o| (o.row(), -1)));
         out.append(&mut added);
-        let History { events, open } = self;
+        let events = &mut self.events;
         let mut starts = derived.iter().map(|run| &run.start).peekable();
         for (seq, e) in events.range_mut(Included(&from), stop.as_ref()) {
             e.set_starts(starts.next_if(|s| *s == seq).is_some());
@@ -893,9 +910,10 @@ impl History {
             e.set_folded(folded);
         }
         if stop_seq.is_none() {
-            *open = (derived.last())
+            let open = (derived.last())
                 .filter(|run| run.end.is_none())
                 .map(|run| run.start.clone());
+            events.set_mark(open);
         }
     }
 
@@ -1112,14 +1130,15 @@ mod tests {
 
     /// Every stored event of every key costs this much beside its sequence (16 bytes) and its
     /// image's heap bytes, and a version nothing more: it is a flag on the event that starts
-    /// it. A key's history is 40 bytes beside its events (64 with a map of versions). A whole
-    /// upsert or a delete is 32 bytes (40 with a box for partial data beside its image, 56 with
-    /// `Value` sequences and two boxes); a version took 64 bytes, later 48.
+    /// it. A key's history is 24 bytes beside its events (40 with its open run's start, 64 with
+    /// a map of versions). A whole upsert or a delete is 32 bytes (40 with a box for partial
+    /// data beside its image, 56 with `Value` sequences and two boxes); a version took 64
+    /// bytes, later 48.
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_stored_event_is_32_bytes_and_a_version_nothing_more() {
         assert_eq!(std::mem::size_of::<Stored>(), 32);
-        assert_eq!(std::mem::size_of::<History>(), 40);
+        assert_eq!(std::mem::size_of::<History>(), 24);
     }
 
     #[test]

@@ -17,8 +17,13 @@
 //! amortized O(1) per insert; mimalloc (the binary's allocator) grows a block in place while
 //! it fits its size class, which are an eighth apart, so most growths copy nothing.
 //!
-//! Serialized (serde) as the sequence of its entries in key order; deserializing refuses keys
-//! out of order and picks the representation by size.
+//! A large map also keeps a *mark*, one key its owner remembers beside the tree
+//! ([`SortedMap::mark`]): what the owner can find by a short backward search in a small map
+//! (at most [`SMALL`] entries) but would have to walk a long stretch of a tree for (a history's
+//! open run start). A small map has no mark, so small maps stay three words.
+//!
+//! Serialized (serde) as the sequence of its entries in key order (the mark is not saved);
+//! deserializing refuses keys out of order and picks the representation by size.
 
 use serde::de::{Deserialize, Deserializer, Error as _};
 use serde::ser::{Serialize, SerializeSeq, Serializer};
@@ -60,8 +65,21 @@ pub(crate) enum SortedMap<K, V> {
     Small(Vec<(K, V)>),
     /// Past [`SMALL`] entries. Boxed: the vector's capacity then gives the enum its tag, and
     /// the map is 24 bytes (32 with the tree inline), inside every key's state.
-    #[allow(clippy::box_collection)]
-    Large(Box<BTreeMap<K, V>>),
+    Large(Box<Large<K, V>>),
+}
+
+/// A [`SortedMap`] past [`SMALL`] entries: a B-tree and the owner's mark.
+#[derive(Clone, Debug)]
+pub(crate) struct Large<K, V> {
+    map: BTreeMap<K, V>,
+    /// `None` until the owner sets it, and when the map has just become large.
+    mark: Option<K>,
+}
+
+impl<K, V> Large<K, V> {
+    fn new(map: BTreeMap<K, V>) -> Box<Self> {
+        Box::new(Large { map, mark: None })
+    }
 }
 
 impl<K: Ord + Clone, V> Default for SortedMap<K, V> {
@@ -79,7 +97,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
         Ok(if entries.len() <= SMALL {
             SortedMap::Small(entries)
         } else {
-            SortedMap::Large(Box::new(entries.into_iter().collect()))
+            SortedMap::Large(Large::new(entries.into_iter().collect()))
         })
     }
 
@@ -95,7 +113,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
                 let from = start(v, bound);
                 (Some(v[from..].iter().map(|(k, v)| (k, v))), None)
             }
-            SortedMap::Large(m) => (None, Some(m.range((bound, Bound::Unbounded)))),
+            SortedMap::Large(m) => (None, Some(m.map.range((bound, Bound::Unbounded)))),
         };
         small
             .into_iter()
@@ -111,7 +129,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
                 let to = end(v, bound);
                 (Some(v[..to].iter().map(|(k, v)| (k, v))), None)
             }
-            SortedMap::Large(m) => (None, Some(m.range((Bound::Unbounded, bound)))),
+            SortedMap::Large(m) => (None, Some(m.map.range((Bound::Unbounded, bound)))),
         };
         small
             .into_iter()
@@ -131,7 +149,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
                 let slice = &mut v[from..to.max(from)];
                 (Some(slice.iter_mut().map(|(k, v)| (&*k, v))), None)
             }
-            SortedMap::Large(m) => (None, Some(m.range_mut((from, to)))),
+            SortedMap::Large(m) => (None, Some(m.map.range_mut((from, to)))),
         };
         small
             .into_iter()
@@ -143,7 +161,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
     pub(crate) fn len(&self) -> usize {
         match self {
             SortedMap::Small(v) => v.len(),
-            SortedMap::Large(m) => m.len(),
+            SortedMap::Large(m) => m.map.len(),
         }
     }
 
@@ -151,7 +169,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
     pub(crate) fn is_empty(&self) -> bool {
         match self {
             SortedMap::Small(v) => v.is_empty(),
-            SortedMap::Large(m) => m.is_empty(),
+            SortedMap::Large(m) => m.map.is_empty(),
         }
     }
 
@@ -162,7 +180,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
                 .binary_search_by(|(k, _)| k.cmp(key))
                 .ok()
                 .map(|i| &v[i].1),
-            SortedMap::Large(m) => m.get(key),
+            SortedMap::Large(m) => m.map.get(key),
         }
     }
 
@@ -173,7 +191,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
                 Ok(i) => Some(&mut v[i].1),
                 Err(_) => None,
             },
-            SortedMap::Large(m) => m.get_mut(key),
+            SortedMap::Large(m) => m.map.get_mut(key),
         }
     }
 
@@ -181,7 +199,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
     pub(crate) fn last(&self) -> Option<(&K, &V)> {
         match self {
             SortedMap::Small(v) => v.last().map(|(k, v)| (k, v)),
-            SortedMap::Large(m) => m.last_key_value(),
+            SortedMap::Large(m) => m.map.last_key_value(),
         }
     }
 
@@ -213,11 +231,11 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
                 Err(_) => {
                     let mut m: BTreeMap<K, V> = std::mem::take(v).into_iter().collect();
                     m.insert(key, value);
-                    *self = SortedMap::Large(Box::new(m));
+                    *self = SortedMap::Large(Large::new(m));
                     None
                 }
             },
-            SortedMap::Large(m) => m.insert(key, value),
+            SortedMap::Large(m) => m.map.insert(key, value),
         }
     }
 
@@ -228,7 +246,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
                 Ok(i) => Some(v.remove(i).1),
                 Err(_) => None,
             },
-            SortedMap::Large(m) => m.remove(key),
+            SortedMap::Large(m) => m.map.remove(key),
         }
     }
 
@@ -240,6 +258,22 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
     /// The first entry with a key at or after `bound`.
     pub(crate) fn first_from(&self, bound: Bound<&K>) -> Option<(&K, &V)> {
         self.range_from(bound).next()
+    }
+
+    /// The mark of a large map, if set since it became large (see the module docs); a small
+    /// map has none.
+    pub(crate) fn mark(&self) -> Option<&K> {
+        match self {
+            SortedMap::Small(_) => None,
+            SortedMap::Large(m) => m.mark.as_ref(),
+        }
+    }
+
+    /// Sets the mark of a large map; a small map keeps none.
+    pub(crate) fn set_mark(&mut self, mark: Option<K>) {
+        if let SortedMap::Large(m) = self {
+            m.mark = mark;
+        }
     }
 }
 
@@ -289,6 +323,22 @@ mod tests {
         }
         let unordered = postcard::to_stdvec(&vec![(2u32, 0u8), (1, 0)]).unwrap();
         assert!(postcard::from_bytes::<SortedMap<u32, u8>>(&unordered).is_err());
+    }
+
+    /// Only a large map keeps a mark; it is unset when the map becomes large.
+    #[test]
+    fn only_a_large_map_keeps_its_mark() {
+        let mut map: SortedMap<u32, u32> = SortedMap::default();
+        for k in 0..=SMALL as u32 {
+            map.set_mark(Some(k));
+            assert_eq!(map.mark(), None);
+            map.push(k, k);
+        }
+        assert!(matches!(map, SortedMap::Large(_)));
+        assert_eq!(map.mark(), None);
+        map.set_mark(Some(7));
+        map.push(SMALL as u32 + 1, 0);
+        assert_eq!(map.mark(), Some(&7));
     }
 
     #[test]
