@@ -441,11 +441,68 @@ fn to_text(report: &CommitReport) -> String {
     serde_json::to_string(report).expect("reports serialize")
 }
 
+/// A commit's file part that may be read in shares of its records, from `from` (to the end of
+/// the file, or of its complete records when `growing`: a durable run's `Span::From`).
+struct Splittable<'s> {
+    table: usize,
+    file: &'s std::path::PathBuf,
+    format: crate::plan::Format,
+    from: ReadFrom,
+    growing: bool,
+}
+
+impl Splittable<'_> {
+    /// `source`'s file part if it is at least `least` bytes (0: never) and may be split: files
+    /// that feed periodic snapshots are read whole (a snapshot is checked as a whole), and so
+    /// are Parquet files (read by row group).
+    fn of<'s>(
+        pipeline: &Pipeline,
+        source: &'s CommitSource,
+        least: u64,
+    ) -> Result<Option<Splittable<'s>>> {
+        let CommitSource::Table { table, file, span } = source else {
+            return Ok(None);
+        };
+        let SourceInput::Files { format, .. } = &pipeline.tables[*table].input else {
+            return Ok(None);
+        };
+        let (from, growing) = match span {
+            Span::Whole => (ReadFrom { offset: 0, line: 1 }, false),
+            Span::From(from) => (*from, true),
+            _ => return Ok(None),
+        };
+        if least == 0
+            || *format == crate::plan::Format::Parquet
+            || new_input::feeds_periodic_snapshot(pipeline, *table)
+            || crate::io::file_len(file)?.saturating_sub(from.offset) < least
+        {
+            return Ok(None);
+        }
+        Ok(Some(Splittable {
+            table: *table,
+            file,
+            format: *format,
+            from,
+            growing,
+        }))
+    }
+
+    /// The records that begin in `from..to`.
+    fn share(&self, (offset, line): (u64, u64), to: u64) -> CommitSource {
+        CommitSource::Table {
+            table: self.table,
+            file: self.file.clone(),
+            span: Span::Share {
+                from: ReadFrom { offset, line },
+                to,
+            },
+        }
+    }
+}
+
 /// The two halves of a commit's file part that [`Driver::read_idle`] reads on two threads, and
-/// where a read of the part ends (a growing file's `Span::From`): `None` to read it whole.
-/// Files that feed periodic snapshots are never split (a snapshot is checked as a whole), nor
-/// are Parquet files (read by row group) or the parts of files shorter than
-/// [`Options::read_halves_over`].
+/// where a read of the part ends (a growing file's `Span::From`): `None` to read it whole
+/// (see [`Splittable::of`] and [`Options::read_halves_over`]).
 type Halves = (CommitSource, CommitSource, Option<ReadFrom>);
 
 fn halves_of(
@@ -453,38 +510,16 @@ fn halves_of(
     options: &Options,
     source: &CommitSource,
 ) -> Result<Option<Halves>> {
-    let CommitSource::Table { table, file, span } = source else {
+    let Some(part) = Splittable::of(pipeline, source, options.read_halves_over)? else {
         return Ok(None);
     };
-    let SourceInput::Files { format, .. } = &pipeline.tables[*table].input else {
-        return Ok(None);
-    };
-    let (from, growing) = match span {
-        Span::Whole => (ReadFrom { offset: 0, line: 1 }, false),
-        Span::From(from) => (*from, true),
-        _ => return Ok(None),
-    };
-    if options.read_halves_over == 0
-        || *format == crate::plan::Format::Parquet
-        || new_input::feeds_periodic_snapshot(pipeline, *table)
-        || crate::io::file_len(file)?.saturating_sub(from.offset) < options.read_halves_over
-    {
-        return Ok(None);
-    }
+    let (from, growing) = (part.from, part.growing);
     let Some([first, middle, end]) =
-        crate::io::halves(file, *format, from.offset, from.line, growing)?
+        crate::io::halves(part.file, part.format, from.offset, from.line, growing)?
     else {
         return Ok(None);
     };
-    let share = |(offset, line): (u64, u64), to: u64| CommitSource::Table {
-        table: *table,
-        file: file.clone(),
-        span: Span::Share {
-            from: ReadFrom { offset, line },
-            to,
-        },
-    };
-    let halves = (share(first, middle.0), share(middle, end.0));
+    let halves = (part.share(first, middle.0), part.share(middle, end.0));
     let end = growing.then_some(ReadFrom {
         offset: end.0,
         line: end.1,
@@ -493,7 +528,8 @@ fn halves_of(
 }
 
 /// In a cluster, this process's share of a commit whose file is split among the processes:
-/// `None` when the commit is read whole (by one process).
+/// `None` when the commit is read whole (by one process). Only whole files are split
+/// (`Span::Whole`), at least [`Options::split_bytes`] long.
 fn share_of(
     pipeline: &Pipeline,
     options: &Options,
@@ -501,34 +537,19 @@ fn share_of(
     processes: usize,
     process: usize,
 ) -> Result<Option<CommitSource>> {
-    let CommitSource::Table {
-        table,
-        file,
-        span: Span::Whole,
-    } = source
-    else {
-        return Ok(None);
-    };
-    let SourceInput::Files { format, .. } = &pipeline.tables[*table].input else {
-        return Ok(None);
-    };
-    // A Parquet file is read whole, by one process.
-    if processes < 2
-        || *format == crate::plan::Format::Parquet
-        || options.split_bytes == 0
-        || new_input::feeds_periodic_snapshot(pipeline, *table)
-        || crate::io::file_len(file)? < options.split_bytes
-    {
+    let whole = matches!(
+        source,
+        CommitSource::Table {
+            span: Span::Whole,
+            ..
+        }
+    );
+    if processes < 2 || !whole {
         return Ok(None);
     }
-    let points = crate::io::split_points(file, *format, processes)?;
-    let (offset, line) = points[process];
-    Ok(Some(CommitSource::Table {
-        table: *table,
-        file: file.clone(),
-        span: Span::Share {
-            from: ReadFrom { offset, line },
-            to: points[process + 1].0,
-        },
-    }))
+    let Some(part) = Splittable::of(pipeline, source, options.split_bytes)? else {
+        return Ok(None);
+    };
+    let points = crate::io::split_points(part.file, part.format, processes)?;
+    Ok(Some(part.share(points[process], points[process + 1].0)))
 }

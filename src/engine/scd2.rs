@@ -778,14 +778,11 @@ impl History {
     /// upsert (which always lies inside a run). Runs do not cross deletes, so the scan back
     /// never passes one.
     fn open_start(&self) -> Option<&Seq> {
-        let (_, last) = (self.events.last()).filter(|(_, e)| e.kind() == EventKind::Upsert)?;
+        (self.events.last()).filter(|(_, e)| e.kind() == EventKind::Upsert)?;
         if let Some(start) = self.events.mark() {
             return Some(start);
         }
-        let start = match last.starts() {
-            true => self.events.last(),
-            false => (self.events.range_to(Unbounded).rev()).find(|(_, e)| e.starts()),
-        };
+        let start = (self.events.range_to(Unbounded).rev()).find(|(_, e)| e.starts());
         Some(start.expect("an upsert always lies inside a run").0)
     }
 

@@ -18,39 +18,23 @@ use std::path::Path;
 /// end of the file: share `p` is the records that begin in `points[p].0..points[p + 1].0`. A
 /// share may be empty (a file with fewer records than parts).
 pub fn split_points(path: &Path, format: Format, parts: usize) -> Result<Vec<(u64, u64)>> {
+    if format == Format::Parquet {
+        return Err(super::read_whole("split"));
+    }
     let bytes = super::files::read_from(path, 0, 1)?;
     let len = bytes.len() as u64;
     let parts = parts.max(1) as u64;
     let mut points = vec![(0, 1)];
     let mut next = 1;
-    let mut take = |points: &mut Vec<(u64, u64)>, offset: u64, line: u64| {
+    // A malformed file is not split: the share that reads it reports the problem.
+    record_ends(path, format, bytes, 1, Ending::Whole, |offset, line| {
+        let offset = offset as u64;
         // Every target this boundary reaches gets it (short records may cover several).
         while next < parts && offset >= next * len / parts {
             points.push((offset, line));
             next += 1;
         }
-    };
-    match format {
-        Format::Json => {
-            let mut line = 1;
-            for (i, _) in bytes.iter().enumerate().filter(|(_, &b)| b == b'\n') {
-                line += 1;
-                take(&mut points, i as u64 + 1, line);
-            }
-        }
-        Format::Parquet => return Err(super::read_whole("split")),
-        Format::Csv => {
-            // Offsets into the decoded text are offsets into the file (bad bytes stay one
-            // byte each).
-            let (text, _) = super::files::decode_marking(bytes, 1);
-            let mut records = CsvRecords::new(path, &text);
-            // A malformed file is not split: the share that reads it reports the problem.
-            while let Some(Ok(_)) = records.next_record() {
-                let (offset, line) = records.consumed();
-                take(&mut points, offset as u64, line);
-            }
-        }
-    }
+    });
     while points.len() < parts as usize + 1 {
         let last = *points.last().expect("starts with (0, 1)");
         points.push(last);
@@ -58,6 +42,46 @@ pub fn split_points(path: &Path, format: Format, parts: usize) -> Result<Vec<(u6
     let end = points.len() - 1;
     points[end].0 = len;
     Ok(points)
+}
+
+/// Calls `each` with the end of every record of `bytes` (a part of `path` from a record
+/// boundary on line `first_line`, read as `ending`), in order: its offset into `bytes` and
+/// the line after it. A JSON-lines record ends at each `\n` (text after the last is left to
+/// the caller); a CSV record where the reader's own scan ends it. Returns false when a
+/// malformed CSV record stopped the scan. (Parquet files are never split: callers refuse them
+/// first.)
+fn record_ends(
+    path: &Path,
+    format: Format,
+    bytes: Vec<u8>,
+    first_line: u64,
+    ending: Ending,
+    mut each: impl FnMut(usize, u64),
+) -> bool {
+    match format {
+        Format::Json | Format::Parquet => {
+            let mut line = first_line;
+            for (i, _) in bytes.iter().enumerate().filter(|(_, &b)| b == b'\n') {
+                line += 1;
+                each(i + 1, line);
+            }
+            true
+        }
+        Format::Csv => {
+            // Offsets into the decoded text are offsets into the file (bad bytes stay one
+            // byte each).
+            let (text, _) = super::files::decode_marking(bytes, first_line);
+            let mut records = CsvRecords::starting_at(path, &text, first_line, ending);
+            while let Some(record) = records.next_record() {
+                if record.is_err() {
+                    return false;
+                }
+                let (offset, line) = records.consumed();
+                each(offset, line);
+            }
+            true
+        }
+    }
 }
 
 /// The two halves of what a read of `path` from `from` (a record boundary on line
@@ -74,6 +98,9 @@ pub fn halves(
     first_line: u64,
     growing: bool,
 ) -> Result<Option<[(u64, u64); 3]>> {
+    if format == Format::Parquet {
+        return Ok(None);
+    }
     let mut bytes = super::files::read_from(path, from, first_line)?;
     if growing {
         // As a growing read: nothing after the last `\n` exists yet.
@@ -86,28 +113,14 @@ pub fn halves(
     };
     let len = bytes.len();
     let mut ends: Vec<(usize, u64)> = Vec::new();
-    match format {
-        Format::Parquet => return Ok(None),
-        Format::Json => {
-            let mut line = first_line;
-            for (i, _) in bytes.iter().enumerate().filter(|(_, &b)| b == b'\n') {
-                line += 1;
-                ends.push((i + 1, line));
-            }
-            if ends.last().is_none_or(|&(end, _)| end < len) {
-                ends.push((len, line));
-            }
-        }
-        Format::Csv => {
-            let (text, _) = super::files::decode_marking(bytes, first_line);
-            let mut records = CsvRecords::starting_at(path, &text, first_line, ending);
-            while let Some(record) = records.next_record() {
-                if record.is_err() {
-                    return Ok(None);
-                }
-                ends.push(records.consumed());
-            }
-        }
+    if !record_ends(path, format, bytes, first_line, ending, |end, line| {
+        ends.push((end, line))
+    }) {
+        return Ok(None);
+    }
+    if format == Format::Json && ends.last().is_none_or(|&(end, _)| end < len) {
+        let line = ends.last().map_or(first_line, |&(_, line)| line);
+        ends.push((len, line));
     }
     // The first record of a file read from its start may be its header.
     let records = match (format, from) {
