@@ -2,7 +2,8 @@
 //! rows written in proportion to the change, never to the table.
 //!
 //! Layout of a version (one put-if-absent log entry, so it appears whole or not at all):
-//! - the commit's new rows (inserts and post-images) in one new Parquet file;
+//! - the commit's new rows (inserts and post-images) in one new Parquet file — two for a
+//!   history (see below): its open rows and its settled ones;
 //! - the rows it removes (deletes and pre-images) as deletion vectors on the files holding
 //!   them: each touched file is re-added with its grown vector (all vectors of a commit in one
 //!   DV file, see [`super::dv`]), and a file with no row left is removed;
@@ -24,6 +25,14 @@
 //! rewritten about `log_FANOUT(rows)` times over its life and a file's deleted rows fall to its
 //! live size's tier. The merge's actions carry `dataChange = false`.
 //!
+//! A history ([`Kept::History`]: an SCD2 or bitemporal target) keeps its settled rows — closed
+//! versions, which later commits rarely remove — in files apart from its open rows, and
+//! merges each class apart. Delta gives a file one deletion vector, rewritten whole when it
+//! grows, and most commits remove open rows (the versions they close): were open and settled
+//! rows mixed, every commit would rewrite vectors over files holding the whole history, bytes
+//! growing with the table (measured: 162 KB of vectors per 1,000-event commit on a 900,000-row
+//! history, then 25 KB with the classes apart). Vectors now grow with the open rows only.
+//!
 //! Invariant: the index maps every live row (by a 128-bit hash of its packed bytes) to its
 //! file and position, and each live file's deletion vector holds exactly its removed positions;
 //! a removal the index cannot place means the feed and the table disagree and fails the commit
@@ -42,7 +51,7 @@
 //! superseded DV files stay on disk until a vacuum deletes them after the retention period
 //! ([`super::upkeep`]).
 
-use super::batch::{arrow_schema, to_batch};
+use super::batch::{arrow_schema, to_batch_with};
 use super::dv::{self, DvFile};
 use super::files::{self, as_add, remove};
 use super::table::{failed, read_parquet};
@@ -77,6 +86,10 @@ pub const FLOW_PROGRESS: &str = "flowProgress";
 pub enum Kept {
     /// Insert and remove rows (a target's change feed).
     Changes,
+    /// Insert and remove rows of a history, where a row whose column `.0` is not NULL is
+    /// settled (a closed version: later commits rarely remove it) and lives in files apart
+    /// from the open rows (see the module docs).
+    History(usize),
     /// Only insert rows (a streaming table's appends): no index is kept.
     Appends,
 }
@@ -94,11 +107,35 @@ struct LiveFile {
     add: Add,
     rows: u64,
     deleted: RoaringTreemap,
+    /// Holds settled rows only ([`Kept::History`]).
+    settled: bool,
 }
 
 impl LiveFile {
     fn live(&self) -> u64 {
         self.rows - self.deleted.len()
+    }
+}
+
+/// A data file just written: its `add`, its rows in order, whether they are settled.
+struct NewFile<'r> {
+    add: Add,
+    rows: Vec<&'r Row>,
+    settled: bool,
+}
+
+impl Kept {
+    /// Whether live rows are indexed (their removals placed).
+    fn indexed(self) -> bool {
+        self != Kept::Appends
+    }
+
+    /// Whether `row` is settled (see [`Kept::History`]).
+    fn settled(self, row: &Row) -> bool {
+        match self {
+            Kept::History(column) => row.get(column).is_some_and(|d| !d.is_null()),
+            Kept::Changes | Kept::Appends => false,
+        }
     }
 }
 
@@ -170,7 +207,7 @@ impl MaintainedTable {
         let mut properties = properties.clone();
         let reserved =
             (schema.columns.iter()).any(|c| FEED_COLUMN_NAMES.contains(&c.name.as_str()));
-        if reserved && kept == Kept::Changes {
+        if reserved && kept.indexed() {
             return Err(Error::new(
                 ErrorKind::Internal,
                 format!(
@@ -251,20 +288,26 @@ impl MaintainedTable {
                 None => RoaringTreemap::new(),
             };
             let file = maintained.files.len() as u32;
-            let counted = stats_rows(&add).filter(|_| kept == Kept::Appends);
-            let rows = match counted {
-                Some(n) => n,
+            let counted = stats_rows(&add).filter(|_| !kept.indexed());
+            let (rows, settled) = match counted {
+                Some(n) => (n, false),
                 None => {
                     let rows = maintained.read(&add)?;
                     for (i, row) in rows.iter().enumerate() {
-                        if kept == Kept::Changes && !deleted.contains(i as u64) {
+                        if kept.indexed() && !deleted.contains(i as u64) {
                             maintained.place(row, file, i as u32);
                         }
                     }
-                    rows.len() as u64
+                    let settled = !rows.is_empty() && rows.iter().all(|r| kept.settled(r));
+                    (rows.len() as u64, settled)
                 }
             };
-            maintained.files.push(Some(LiveFile { rows, add, deleted }));
+            maintained.files.push(Some(LiveFile {
+                rows,
+                add,
+                deleted,
+                settled,
+            }));
         }
         Ok(maintained)
     }
@@ -282,6 +325,18 @@ impl MaintainedTable {
     /// Files of the current version.
     pub fn files(&self) -> usize {
         self.files.iter().flatten().count()
+    }
+
+    /// Each live file's live rows and whether it is a settled file.
+    #[cfg(test)]
+    pub(super) fn live_files(&self) -> Result<Vec<(bool, Vec<Row>)>> {
+        (self.files.iter().flatten())
+            .map(|file| {
+                let rows = self.read(&file.add)?.into_iter().enumerate();
+                let live = rows.filter(|(i, _)| !file.deleted.contains(*i as u64));
+                Ok((file.settled, live.map(|(_, row)| row).collect()))
+            })
+            .collect()
     }
 
     /// The last scdflow commit this application wrote (its `txn` version), if any.
@@ -410,32 +465,31 @@ impl MaintainedTable {
                 }
             }
         }
-        let inserted: Vec<Row> = inserted.into_iter().flatten().cloned().collect();
+        let inserted: Vec<&Row> = inserted.into_iter().flatten().collect();
         // A commit with changes other than inserts needs a change-data file whatever the
         // compaction below does: it is written on a thread of its own beside the data file.
         let inserts_only = changes.iter().all(|(kind, _)| *kind == ChangeType::Insert);
-        let (add, mut feed) = std::thread::scope(|scope| {
+        let (adds, mut feed) = std::thread::scope(|scope| {
             let feed = (!inserts_only).then(|| scope.spawn(|| self.write_feed(changes)));
-            let add = (!inserted.is_empty())
-                .then(|| self.write_file(&inserted, true))
-                .transpose();
+            let adds = self.write_files(inserted, true);
             let feed = feed.map(|thread| thread.join().unwrap_or_else(|p| resume_unwind(p)));
-            (add, feed)
+            (adds, feed)
         });
         let mut actions = Vec::new();
-        let mut added = None;
-        if let Some(add) = add? {
-            added = Some(add.path.clone());
+        let mut added = Vec::new();
+        for NewFile { add, rows, settled } in adds? {
+            added.push(add.path.clone());
             written.bytes += add.size as u64;
             let file = self.files.len() as u32;
-            for (i, row) in inserted.iter().enumerate().filter(|_| !appends) {
+            for (i, row) in rows.iter().enumerate().filter(|_| !appends) {
                 self.place(row, file, i as u32);
             }
             actions.push(Action::Add(add.clone()));
             self.files.push(Some(LiveFile {
                 add,
-                rows: inserted.len() as u64,
+                rows: rows.len() as u64,
                 deleted: RoaringTreemap::new(),
+                settled,
             }));
         }
         let mut vectors = DvFile::new();
@@ -460,11 +514,12 @@ impl MaintainedTable {
             written.bytes += vectors.bytes().len() as u64;
             self.put(&vectors.name(), vectors.bytes().to_vec())?;
         }
-        // Inserts alone are the added file's rows (see the module docs), unless compaction
-        // merged that file away in this version.
-        let added_kept = added.is_some_and(|path| {
-            (actions.iter()).any(|a| matches!(a, Action::Add(add) if add.path == path))
-        });
+        // Inserts alone are the added files' rows (see the module docs), unless compaction
+        // merged one of them away in this version.
+        let added_kept = !added.is_empty()
+            && added.iter().all(|path| {
+                (actions.iter()).any(|a| matches!(a, Action::Add(add) if add.path == *path))
+            });
         if feed.is_none() && !added_kept && !changes.is_empty() {
             feed = Some(self.write_feed(changes));
         }
@@ -504,11 +559,13 @@ impl MaintainedTable {
                     _ => None,
                 })
                 .collect();
-            let mut tiers: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+            // Open and settled files are merged apart: a tier is a class and a magnitude.
+            let mut tiers: BTreeMap<(bool, u32), Vec<u32>> = BTreeMap::new();
             for (id, file) in self.files.iter().enumerate() {
                 if let Some(file) = file {
+                    let magnitude = file.live().max(1).ilog(FANOUT);
                     tiers
-                        .entry(file.live().max(1).ilog(FANOUT))
+                        .entry((file.settled, magnitude))
                         .or_default()
                         .push(id as u32);
                 }
@@ -534,32 +591,32 @@ impl MaintainedTable {
                     actions.push(Action::Remove(remove(&file.add, timestamp, false)));
                 }
             }
-            let add = self.write_file(&rows, false)?;
-            bytes += add.size as u64;
             moved += rows.len() as u64;
-            let file = self.files.len() as u32;
-            for (i, row) in rows
-                .iter()
-                .enumerate()
-                .filter(|_| self.kept == Kept::Changes)
-            {
-                let hash = self.hash(row);
-                if let Some(at) = self.index.get_mut(&hash).and_then(|ats| {
-                    ats.iter_mut()
-                        .find(|at| ids.contains(&at.file) && at.file != file)
-                }) {
-                    *at = Location {
-                        file,
-                        row: i as u32,
-                    };
+            // A file written before open and settled rows were kept apart holds both: the
+            // merge parts them.
+            for NewFile { add, rows, settled } in self.write_files(rows.iter().collect(), false)? {
+                bytes += add.size as u64;
+                let file = self.files.len() as u32;
+                for (i, row) in rows.iter().enumerate().filter(|_| self.kept.indexed()) {
+                    let hash = self.hash(row);
+                    if let Some(at) = self.index.get_mut(&hash).and_then(|ats| {
+                        ats.iter_mut()
+                            .find(|at| ids.contains(&at.file) && at.file != file)
+                    }) {
+                        *at = Location {
+                            file,
+                            row: i as u32,
+                        };
+                    }
                 }
+                actions.push(Action::Add(add.clone()));
+                self.files.push(Some(LiveFile {
+                    add,
+                    rows: rows.len() as u64,
+                    deleted: RoaringTreemap::new(),
+                    settled,
+                }));
             }
-            actions.push(Action::Add(add.clone()));
-            self.files.push(Some(LiveFile {
-                add,
-                rows: rows.len() as u64,
-                deleted: RoaringTreemap::new(),
-            }));
         }
     }
 
@@ -595,9 +652,26 @@ impl MaintainedTable {
         })
     }
 
+    /// Writes `rows` as data files, the open and the settled ones apart (see [`Kept::History`];
+    /// a class without rows has no file); returns each file's `add`, its rows in order and
+    /// whether they are the settled ones.
+    fn write_files<'r>(&self, rows: Vec<&'r Row>, data_change: bool) -> Result<Vec<NewFile<'r>>> {
+        let (settled, open): (Vec<&Row>, Vec<&Row>) =
+            rows.into_iter().partition(|row| self.kept.settled(row));
+        [(open, false), (settled, true)]
+            .into_iter()
+            .filter(|(rows, _)| !rows.is_empty())
+            .map(|(rows, settled)| {
+                let add = self.write_file(&rows, data_change)?;
+                Ok(NewFile { add, rows, settled })
+            })
+            .collect()
+    }
+
     /// Writes `rows` as one Parquet data file (statistics included); returns its `add`.
-    fn write_file(&self, rows: &[Row], data_change: bool) -> Result<Add> {
-        let batch = to_batch(&self.schema, &self.arrow, rows)?;
+    fn write_file(&self, rows: &[&Row], data_change: bool) -> Result<Add> {
+        let rows = rows.iter().map(|row| row.as_row_ref());
+        let batch = to_batch_with(&self.schema.columns, &self.arrow, rows, Vec::new())?;
         let mut adds = self.write_parquet(self.url.as_str(), self.arrow.clone(), batch)?;
         let mut add = adds
             .pop()

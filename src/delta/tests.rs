@@ -208,6 +208,91 @@ fn random_changes(
     changes
 }
 
+/// A history (`Kept::History`): settled rows (`end` set) live in files apart from open ones,
+/// so the removals of open rows, which most commits make, never grow a settled file's deletion
+/// vector; a settled row is still removed where a commit takes it back (as a late event does).
+/// The table holds what its feed leaves after every commit, reopened or not.
+#[test]
+fn a_maintained_history_keeps_settled_rows_apart() {
+    use super::{Kept, MaintainedTable};
+    use crate::engine::changefeed::ChangeType;
+    use rand::{RngExt, SeedableRng};
+    let schema = Schema::new([
+        ("id".to_string(), DataType::BigInt),
+        ("name".into(), DataType::String),
+        ("end".into(), DataType::BigInt),
+    ]);
+    let history = |id: i64, v: u32, end: Option<u64>| {
+        let mut p = Packer::new();
+        p.push(&Value::Int(id))
+            .push(&Value::Str(format!("v{v}").into()))
+            .push(&end.map_or(Value::Null, |e| Value::Int(e as i64)));
+        p.finish()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t");
+    let kept = Kept::History(2);
+    let mut table =
+        MaintainedTable::create_as(&path, &schema, &BTreeMap::new(), "app", kept).unwrap();
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(3);
+    // Key -> its open row's version; and every settled row.
+    let (mut open, mut settled) = (BTreeMap::<i64, u32>::new(), Vec::<Row>::new());
+    let (mut compacted, mut settled_removed) = (0, 0);
+    for commit in 1..=80u64 {
+        let mut changes = Vec::new();
+        for _ in 0..rng.random_range(0..30) {
+            let key = rng.random_range(0..40i64);
+            match (open.get(&key).copied(), rng.random_range(0..8)) {
+                (None, _) => {
+                    open.insert(key, 0);
+                    changes.push((ChangeType::Insert, history(key, 0, None)));
+                }
+                (Some(_), 0) if !settled.is_empty() => {
+                    let gone = settled.swap_remove(rng.random_range(0..settled.len()));
+                    changes.push((ChangeType::Delete, gone));
+                    settled_removed += 1;
+                }
+                (Some(v), pick) => {
+                    changes.push((ChangeType::UpdatePreimage, history(key, v, None)));
+                    let closed = history(key, v, Some(commit));
+                    changes.push((ChangeType::UpdatePostimage, closed.clone()));
+                    settled.push(closed);
+                    if pick == 1 {
+                        open.remove(&key);
+                    } else {
+                        open.insert(key, v + 1);
+                        changes.push((ChangeType::Insert, history(key, v + 1, None)));
+                    }
+                }
+            }
+        }
+        compacted += (table.commit(commit, 1_000_000 * commit as i64, &changes, &[]))
+            .unwrap()
+            .compacted_rows;
+        if commit % 20 == 0 {
+            table = MaintainedTable::open_as(&path, &schema, "app", kept).unwrap();
+        }
+        let mut expected: Vec<Row> = (open.iter())
+            .map(|(k, v)| history(*k, *v, None))
+            .chain(settled.iter().cloned())
+            .collect();
+        expected.sort();
+        let mut rows = Table::open(&path).unwrap().rows().unwrap();
+        rows.sort();
+        assert_eq!(rows, expected, "after commit {commit}");
+        for (is_settled, rows) in table.live_files().unwrap() {
+            let ends: BTreeSet<bool> = rows.iter().map(|r| r.get(2).unwrap().is_null()).collect();
+            assert_eq!(ends, BTreeSet::from([!is_settled]), "after commit {commit}");
+        }
+    }
+    assert!(
+        compacted > 0 && settled_removed > 0,
+        "{compacted} {settled_removed}"
+    );
+    let classes: BTreeSet<bool> = (table.live_files().unwrap().iter()).map(|f| f.0).collect();
+    assert_eq!(classes, BTreeSet::from([false, true]));
+}
+
 /// Upkeep on the schedule the table's properties set: a checkpoint every 4 versions, and every
 /// 5 a vacuum that (retention 0) leaves only the files the current version holds — and the
 /// table reads the same after each, reopened or not.

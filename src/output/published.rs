@@ -21,7 +21,7 @@ use crate::delta::{Kept, MaintainedTable, Table};
 use crate::driver::{FlowCommitMetrics, FlowRef};
 use crate::engine::changefeed::ChangeType;
 use crate::engine::HistoryRules;
-use crate::plan::{Pipeline, PublishedTable, Publishes};
+use crate::plan::{Pipeline, PublishedTable, Publishes, ScdType};
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use std::collections::BTreeMap;
@@ -66,11 +66,21 @@ pub fn table_properties(pipeline: &Pipeline, table: &PublishedTable) -> BTreeMap
     properties
 }
 
-/// What a published table's commits do to it: a target's apply its change feed, a streaming
-/// table's append rows.
-pub fn kept(table: &PublishedTable) -> Kept {
+/// What a published table's commits do to it: a target's apply its change feed (an SCD2 or
+/// bitemporal target's, a history whose rows with an end are settled: `__END_AT`, or
+/// `__SYSTEM_END_AT` for a bitemporal one), a streaming table's append rows.
+pub fn kept(pipeline: &Pipeline, table: &PublishedTable) -> Kept {
     match table.of {
-        Publishes::Target(_) => Kept::Changes,
+        Publishes::Target(t) => {
+            let end = match pipeline.targets[t].scd {
+                ScdType::Type1 => return Kept::Changes,
+                ScdType::Type2 => "__END_AT",
+                ScdType::Bitemporal => "__SYSTEM_END_AT",
+            };
+            (table.schema.columns.iter())
+                .position(|c| c.name == end)
+                .map_or(Kept::Changes, Kept::History)
+        }
         Publishes::Table(_) => Kept::Appends,
     }
 }
@@ -168,7 +178,7 @@ impl Published {
         let stage = parent.join(format!("{prefix}{}", std::process::id()));
         let properties = table_properties(pipeline, table);
         let app_id = format!("scdflow:{}", table.name);
-        let (schema, kept) = (table.schema, kept(table));
+        let (schema, kept) = (table.schema, kept(pipeline, table));
         let table =
             MaintainedTable::create_as(&stage.join("table"), schema, &properties, &app_id, kept)?;
         Ok(Published {

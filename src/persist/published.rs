@@ -154,7 +154,7 @@ pub fn open(pipeline: &Pipeline, dirs: &[PathBuf], id: &str) -> Result<Vec<Maint
     let mut tables = Vec::new();
     for (published, dir) in pipeline.published().iter().zip(dirs) {
         let app = app_id(published.name, id);
-        let (schema, kept) = (published.schema, kept(published));
+        let (schema, kept) = (published.schema, kept(pipeline, published));
         let table = match Table::exists(dir) {
             true => MaintainedTable::open_as(dir, schema, &app, kept)?,
             false => {
