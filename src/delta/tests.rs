@@ -225,7 +225,7 @@ fn a_maintained_history_keeps_settled_rows_apart() {
     let history = |id: i64, v: u32, end: Option<u64>| {
         let mut p = Packer::new();
         p.push(&Value::Int(id))
-            .push(&Value::Str(format!("v{v}").into()))
+            .push(&Value::Str(format!("v{v}")))
             .push(&end.map_or(Value::Null, |e| Value::Int(e as i64)));
         p.finish()
     };
