@@ -36,7 +36,8 @@
 //! Invariant: the index maps every live row (by a 128-bit hash of its packed bytes) to its
 //! file and position, and each live file's deletion vector holds exactly its removed positions;
 //! a removal the index cannot place means the feed and the table disagree and fails the commit
-//! before anything is written. Memory: about 40 bytes per live row.
+//! before its version is prepared (a change-data file written meanwhile stays unreferenced,
+//! for the vacuum). Memory: about 40 bytes per live row.
 //!
 //! A table of appends ([`Kept::Appends`]: a published streaming table, whose commits only add
 //! rows) keeps no index, and opening it reads no rows, only the log's file list and row counts.
@@ -54,6 +55,7 @@
 use super::batch::{arrow_schema, to_batch_with};
 use super::dv::{self, DvFile};
 use super::files::{self, as_add, remove};
+use super::row_index::{self, Location, RowIndex};
 use super::table::{failed, read_parquet};
 use super::upkeep::{self, Schedule};
 use crate::engine::changefeed::{ChangeType, FEED_COLUMN_NAMES};
@@ -69,7 +71,6 @@ use deltalake::Path as StorePath;
 use roaring::RoaringTreemap;
 use smallvec::SmallVec;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::BuildHasher;
 use std::panic::resume_unwind;
 use std::path::{Path, PathBuf};
 use tokio::runtime::Runtime;
@@ -94,13 +95,6 @@ pub enum Kept {
     Appends,
 }
 
-/// Where a live row is: file id and position in it.
-#[derive(Clone, Copy, Debug)]
-struct Location {
-    file: u32,
-    row: u32,
-}
-
 /// A file of the current version.
 #[derive(Debug)]
 struct LiveFile {
@@ -117,10 +111,11 @@ impl LiveFile {
     }
 }
 
-/// A data file just written: its `add`, its rows in order, whether they are settled.
+/// A data file just written: its `add`, its rows in order (with their hashes), whether they
+/// are settled.
 struct NewFile<'r> {
     add: Add,
-    rows: Vec<&'r Row>,
+    rows: Vec<(u128, &'r Row)>,
     settled: bool,
 }
 
@@ -179,7 +174,7 @@ pub struct MaintainedTable {
     version: u64,
     schedule: Schedule,
     files: Vec<Option<LiveFile>>,
-    index: HashMap<u128, SmallVec<[Location; 1]>, foldhash::fast::FixedState>,
+    index: RowIndex,
 }
 
 impl MaintainedTable {
@@ -279,7 +274,7 @@ impl MaintainedTable {
             kept,
             schedule,
             files: Vec::new(),
-            index: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
+            index: RowIndex::default(),
         };
         for add in adds {
             let where_ = dir.join(&add.path).display().to_string();
@@ -295,7 +290,11 @@ impl MaintainedTable {
                     let rows = maintained.read(&add)?;
                     for (i, row) in rows.iter().enumerate() {
                         if kept.indexed() && !deleted.contains(i as u64) {
-                            maintained.place(row, file, i as u32);
+                            let at = Location {
+                                file,
+                                row: i as u32,
+                            };
+                            maintained.index.place(row_hash(row), at);
                         }
                     }
                     let settled = !rows.is_empty() && rows.iter().all(|r| kept.settled(r));
@@ -418,71 +417,40 @@ impl MaintainedTable {
         operation: DeltaOperation,
     ) -> Result<(Prepared, Written)> {
         let mut written = Written::default();
-        // Removals are placed before anything is written, so a disagreement writes nothing.
-        let mut touched: BTreeMap<u32, RoaringTreemap> = BTreeMap::new();
-        // Rows the commit adds, and by hash the ones a later change of it may take back.
-        let mut inserted: Vec<Option<&Row>> = Vec::new();
-        let mut new_rows: HashMap<u128, SmallVec<[usize; 1]>, _> =
-            HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0));
-        let appends = self.kept == Kept::Appends;
-        for (kind, row) in changes {
-            if appends {
-                if *kind != ChangeType::Insert {
-                    return Err(Error::new(
-                        ErrorKind::Internal,
-                        format!(
-                            "Delta table {}: commit {commit} removes a row from a table of \
-                             appends",
-                            self.dir.display()
-                        ),
-                    ));
-                }
-                inserted.push(Some(row));
-                continue;
-            }
-            let hash = self.hash(row);
-            match kind {
-                ChangeType::Insert | ChangeType::UpdatePostimage => {
-                    new_rows.entry(hash).or_default().push(inserted.len());
-                    inserted.push(Some(row));
-                }
-                ChangeType::Delete | ChangeType::UpdatePreimage => {
-                    if let Some(i) = new_rows.get_mut(&hash).and_then(SmallVec::pop) {
-                        inserted[i] = None;
-                        continue;
-                    }
-                    let Some(at) = self.unplace(row) else {
-                        return Err(Error::new(
-                            ErrorKind::Internal,
-                            format!(
-                                "Delta table {}: commit {commit} removes a row the table does \
-                                 not hold",
-                                self.dir.display()
-                            ),
-                        ));
-                    };
-                    touched.entry(at.file).or_default().insert(at.row as u64);
-                }
-            }
-        }
-        let inserted: Vec<&Row> = inserted.into_iter().flatten().collect();
-        // A commit with changes other than inserts needs a change-data file whatever the
-        // compaction below does: it is written on a thread of its own beside the data file.
         let inserts_only = changes.iter().all(|(kind, _)| *kind == ChangeType::Insert);
-        let (adds, mut feed) = std::thread::scope(|scope| {
-            let feed = (!inserts_only).then(|| scope.spawn(|| self.write_feed(changes)));
-            let adds = self.write_files(inserted, true);
+        // The index is lent to the placing below while the change-data file is written.
+        let mut index = std::mem::take(&mut self.index);
+        let this = &*self;
+        let result = std::thread::scope(|scope| {
+            // The change-data file is the changes as they are: it is written on a thread of its
+            // own while the removals are placed and the data files written. A commit whose
+            // removals cannot be placed publishes nothing (its files stay unreferenced).
+            let feed = (!inserts_only).then(|| scope.spawn(|| this.write_feed(changes)));
+            let placed = place(&mut index, this.kept, changes).map_err(|refused| {
+                Error::new(
+                    ErrorKind::Internal,
+                    format!(
+                        "Delta table {}: commit {commit} {refused}",
+                        this.dir.display()
+                    ),
+                )
+            });
+            let adds = placed
+                .and_then(|(touched, inserted)| Ok((touched, this.write_files(inserted, true)?)));
             let feed = feed.map(|thread| thread.join().unwrap_or_else(|p| resume_unwind(p)));
-            (adds, feed)
+            adds.map(|adds| (adds, feed))
         });
+        self.index = index;
+        let ((touched, adds), mut feed) = result?;
         let mut actions = Vec::new();
         let mut added = Vec::new();
-        for NewFile { add, rows, settled } in adds? {
+        for NewFile { add, rows, settled } in adds {
             added.push(add.path.clone());
             written.bytes += add.size as u64;
             let file = self.files.len() as u32;
-            for (i, row) in rows.iter().enumerate().filter(|_| !appends) {
-                self.place(row, file, i as u32);
+            for (i, (hash, _)) in rows.iter().enumerate().filter(|_| self.kept.indexed()) {
+                let row = i as u32;
+                self.index.place(*hash, Location { file, row });
             }
             actions.push(Action::Add(add.clone()));
             self.files.push(Some(LiveFile {
@@ -594,20 +562,16 @@ impl MaintainedTable {
             moved += rows.len() as u64;
             // A file written before open and settled rows were kept apart holds both: the
             // merge parts them.
-            for NewFile { add, rows, settled } in self.write_files(rows.iter().collect(), false)? {
+            let indexed = self.kept.indexed();
+            let hashed = (rows.iter())
+                .map(|row| (if indexed { row_hash(row) } else { 0 }, row))
+                .collect();
+            for NewFile { add, rows, settled } in self.write_files(hashed, false)? {
                 bytes += add.size as u64;
                 let file = self.files.len() as u32;
-                for (i, row) in rows.iter().enumerate().filter(|_| self.kept.indexed()) {
-                    let hash = self.hash(row);
-                    if let Some(at) = self.index.get_mut(&hash).and_then(|ats| {
-                        ats.iter_mut()
-                            .find(|at| ids.contains(&at.file) && at.file != file)
-                    }) {
-                        *at = Location {
-                            file,
-                            row: i as u32,
-                        };
-                    }
+                for (i, (hash, _)) in rows.iter().enumerate().filter(|_| indexed) {
+                    let row = i as u32;
+                    self.index.moved(*hash, &ids, Location { file, row });
                 }
                 actions.push(Action::Add(add.clone()));
                 self.files.push(Some(LiveFile {
@@ -655,22 +619,31 @@ impl MaintainedTable {
     /// Writes `rows` as data files, the open and the settled ones apart (see [`Kept::History`];
     /// a class without rows has no file); returns each file's `add`, its rows in order and
     /// whether they are the settled ones.
-    fn write_files<'r>(&self, rows: Vec<&'r Row>, data_change: bool) -> Result<Vec<NewFile<'r>>> {
-        let (settled, open): (Vec<&Row>, Vec<&Row>) =
-            rows.into_iter().partition(|row| self.kept.settled(row));
+    fn write_files<'r>(
+        &self,
+        rows: Vec<(u128, &'r Row)>,
+        data_change: bool,
+    ) -> Result<Vec<NewFile<'r>>> {
+        let (settled, open): (Vec<_>, Vec<_>) = rows
+            .into_iter()
+            .partition(|(_, row)| self.kept.settled(row));
         [(open, false), (settled, true)]
             .into_iter()
             .filter(|(rows, _)| !rows.is_empty())
             .map(|(rows, settled)| {
-                let add = self.write_file(&rows, data_change)?;
+                let add = self.write_file(rows.iter().map(|(_, row)| *row), data_change)?;
                 Ok(NewFile { add, rows, settled })
             })
             .collect()
     }
 
     /// Writes `rows` as one Parquet data file (statistics included); returns its `add`.
-    fn write_file(&self, rows: &[&Row], data_change: bool) -> Result<Add> {
-        let rows = rows.iter().map(|row| row.as_row_ref());
+    fn write_file<'r>(
+        &self,
+        rows: impl Iterator<Item = &'r Row>,
+        data_change: bool,
+    ) -> Result<Add> {
+        let rows = rows.map(Row::as_row_ref);
         let batch = to_batch_with(&self.schema.columns, &self.arrow, rows, Vec::new())?;
         let mut adds = self.write_parquet(self.url.as_str(), self.arrow.clone(), batch)?;
         let mut add = adds
@@ -708,32 +681,56 @@ impl MaintainedTable {
         let path = StorePath::from(add.path.as_str());
         read_parquet(&self.runtime, &self.store, &self.dir, &path, &self.schema)
     }
+}
 
-    fn hash(&self, row: &Row) -> u128 {
-        let bytes = row.as_row_ref().as_bytes();
-        let low = self.index.hasher().hash_one(bytes);
-        let high = foldhash::fast::FixedState::with_seed(1).hash_one(bytes);
-        (u128::from(high) << 64) | u128::from(low)
-    }
+/// What [`place`] finds.
+type Placed<'c> = (BTreeMap<u32, RoaringTreemap>, Vec<(u128, &'c Row)>);
 
-    fn place(&mut self, row: &Row, file: u32, row_at: u32) {
-        let hash = self.hash(row);
-        self.index
-            .entry(hash)
-            .or_default()
-            .push(Location { file, row: row_at });
-    }
-
-    /// Takes a live row out of the index; where it was.
-    fn unplace(&mut self, row: &Row) -> Option<Location> {
-        let hash = self.hash(row);
-        let ats = self.index.get_mut(&hash)?;
-        let at = ats.pop()?;
-        if ats.is_empty() {
-            self.index.remove(&hash);
+/// Where a commit's changes leave the table: each removed row's position, by file (taken out
+/// of `index`), and the rows it adds (inserts and post-images, with their hashes) less those
+/// it takes back itself; `Err` says what the table cannot do.
+fn place<'c>(
+    index: &mut RowIndex,
+    kept: Kept,
+    changes: &'c [(ChangeType, Row)],
+) -> std::result::Result<Placed<'c>, &'static str> {
+    let mut touched: BTreeMap<u32, RoaringTreemap> = BTreeMap::new();
+    let mut inserted: Vec<Option<(u128, &Row)>> = Vec::with_capacity(changes.len());
+    // By hash, the rows added so far that a later change of the commit may take back.
+    let mut new_rows: HashMap<u128, SmallVec<[usize; 1]>, _> =
+        HashMap::with_capacity_and_hasher(changes.len(), foldhash::fast::FixedState::default());
+    for (kind, row) in changes {
+        if !kept.indexed() {
+            if *kind != ChangeType::Insert {
+                return Err("removes a row from a table of appends");
+            }
+            inserted.push(Some((0, row)));
+            continue;
         }
-        Some(at)
+        let hash = row_hash(row);
+        match kind {
+            ChangeType::Insert | ChangeType::UpdatePostimage => {
+                new_rows.entry(hash).or_default().push(inserted.len());
+                inserted.push(Some((hash, row)));
+            }
+            ChangeType::Delete | ChangeType::UpdatePreimage => {
+                if let Some(i) = new_rows.get_mut(&hash).and_then(SmallVec::pop) {
+                    inserted[i] = None;
+                    continue;
+                }
+                let at = index
+                    .unplace(hash)
+                    .ok_or("removes a row the table does not hold")?;
+                touched.entry(at.file).or_default().insert(at.row as u64);
+            }
+        }
     }
+    Ok((touched, inserted.into_iter().flatten().collect()))
+}
+
+/// The hash `row` is indexed by.
+fn row_hash(row: &Row) -> u128 {
+    row_index::hash(row.as_row_ref().as_bytes())
 }
 
 /// The rows of a data file as its `add`'s statistics count them (`numRecords`), if they do.

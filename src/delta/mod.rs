@@ -36,6 +36,7 @@ mod properties;
 mod replace;
 mod restore;
 mod rewrite;
+mod row_index;
 mod table;
 mod upkeep;
 

@@ -7,6 +7,7 @@
 
 use super::batch::{arrow_schema, our_schema, to_batch};
 use super::commit::commit;
+use super::files;
 use crate::value::{Row, Schema};
 use crate::{Error, ErrorKind, Result};
 use deltalake::arrow::datatypes::{Schema as ArrowSchema, SchemaRef};
@@ -75,11 +76,11 @@ impl Table {
             .block_on(async {
                 let mut actions = Vec::new();
                 if !rows.is_empty() {
+                    let batch = to_batch(schema, &arrow, rows).map_err(to_delta)?;
                     let mut writer =
-                        RecordBatchWriter::try_new(url.as_str(), arrow.clone(), None, None)?;
-                    writer
-                        .write(to_batch(schema, &arrow, rows).map_err(to_delta)?)
-                        .await?;
+                        RecordBatchWriter::try_new(url.as_str(), arrow.clone(), None, None)?
+                            .with_writer_properties(files::properties(&batch));
+                    writer.write(batch).await?;
                     actions.extend(writer.flush().await?.into_iter().map(Action::Add));
                 }
                 let mode = if replace {
@@ -216,7 +217,9 @@ impl Table {
             ..
         } = self;
         runtime.block_on(async {
-            let mut writer = RecordBatchWriter::for_table(inner).map_err(|e| failed(dir, e))?;
+            let properties = files::properties(&batch);
+            let mut writer = (RecordBatchWriter::for_table(inner).map_err(|e| failed(dir, e))?)
+                .with_writer_properties(properties);
             writer.write(batch).await.map_err(|e| failed(dir, e))?;
             let adds = writer.flush().await.map_err(|e| failed(dir, e))?;
             let operation = DeltaOperation::Write {
