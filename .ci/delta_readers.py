@@ -12,12 +12,13 @@ Polars (run by .ci/run with a virtual environment that has them).
    deltalake writes a table with the change data feed (appends, a delete, an overwrite), and
    scdflow's `table_changes` reads the changes deltalake's load_cdf reads; Polars writes two
    Parquet files, and `read_files(..., format => 'parquet')` reads them.
-4. `scdflow run --warehouse` publishes SCD1 and SCD2 targets of a generated workload (many
-   commits: deletion vectors, merged files), in one plain run and in durable runs (`--state`)
-   as the files arrive: polars and deltalake's query engine read each table as the run without
-   a warehouse writes it to files, and deltalake's load_cdf reads its change data feed as that
-   run's `<target>.changes.csv`, version for commit; deltalake's history shows each version's
-   flow progress (the event log) in its commitInfo.
+4. `scdflow run --warehouse` publishes SCD1, SCD2 and bitemporal targets of a generated
+   workload (many commits: deletion vectors, merged files), in one plain run and (SCD1, SCD2)
+   in durable runs (`--state`) as the files arrive: polars and deltalake's query engine read
+   each table as the run without a warehouse writes it to files, and deltalake's load_cdf reads
+   its change data feed as that run's `<target>.changes.csv`, version for commit; deltalake's
+   history shows each version's flow progress (the event log) in its commitInfo; pyarrow reads
+   each data file of a history as open rows only or ended rows only.
 5. The generated pipelines' source streaming table (`events`), published by the same runs: polars
    reads every input row, deltalake's load_cdf each commit's rows as one version of inserts
    (its versions have no change-data files: readers take the files they add, never the files
@@ -37,6 +38,7 @@ import tempfile
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -237,7 +239,8 @@ def published(scdflow, tmp):
     schemas = {"scd1": "durable1", "scd2": "durable"}
     for schema in schemas.values():
         run(scdflow, "sql", "--warehouse", "w", f"CREATE SCHEMA main.{schema}", cwd=tmp)
-    for flow in ["scd1", "scd2"]:
+    # Bitemporal and SCD2 targets keep their settled rows in files apart from their open ones.
+    for flow in ["bitemporal", "scd1", "scd2"]:
         run(scdflow, "run", f"g/{flow}.sql", "--out", "files", cwd=tmp)
         run(scdflow, "run", f"g/{flow}.sql", "--warehouse", "w", "--out", "out", cwd=tmp)
         check(tmp, flow, "default")
@@ -371,6 +374,15 @@ def check(tmp, flow, schema):
     feed = feed.select(key).with_columns(pl.all().cast(pl.Utf8)).sort(key)
     changes = pl.read_csv(tmp / f"files/{flow}.changes.csv", infer_schema_length=0)
     assert feed.equals(changes.select(key).sort(key)), f"{flow}: the change data feed differs"
+    # A history's data files each hold open rows only or settled (ended) rows only.
+    end = "__SYSTEM_END_AT" if "__SYSTEM_END_AT" in columns else "__END_AT"
+    if end in columns:
+        classes = set()
+        for uri in dt.file_uris():
+            ends = pq.read_table(uri, columns=[end]).column(end)
+            assert ends.null_count in (0, len(ends)), f"{flow}: {uri} mixes open and ended rows"
+            classes.add(ends.null_count == 0)
+        assert classes == {False, True}, f"{flow}: files of one class only"
     # The event log is in the versions' commitInfo, which deltalake's history shows.
     progress = [h for h in dt.history() if "flowProgress" in h]
     assert len(progress) == dt.version(), f"{flow}: {len(progress)} versions with flowProgress"
