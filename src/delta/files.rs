@@ -221,7 +221,7 @@ mod tests {
                     (0..n).map(|i| format!("v{i}")),
                 )),
             ),
-            // Two values in three, then nulls: a null is no value.
+            // One row in three holds a value, each distinct; nulls are not values.
             (
                 "some",
                 Arc::new(Int64Array::from_iter(

@@ -444,21 +444,9 @@ impl MaintainedTable {
         let ((touched, adds), mut feed) = result?;
         let mut actions = Vec::new();
         let mut added = Vec::new();
-        for NewFile { add, rows, settled } in adds {
-            added.push(add.path.clone());
-            written.bytes += add.size as u64;
-            let file = self.files.len() as u32;
-            for (i, (hash, _)) in rows.iter().enumerate().filter(|_| self.kept.indexed()) {
-                let row = i as u32;
-                self.index.place(*hash, Location { file, row });
-            }
-            actions.push(Action::Add(add.clone()));
-            self.files.push(Some(LiveFile {
-                add,
-                rows: rows.len() as u64,
-                deleted: RoaringTreemap::new(),
-                settled,
-            }));
+        for new in adds {
+            added.push(new.add.path.clone());
+            written.bytes += self.take_in(new, None, &mut actions);
         }
         let mut vectors = DvFile::new();
         for (id, positions) in touched {
@@ -566,22 +554,34 @@ impl MaintainedTable {
             let hashed = (rows.iter())
                 .map(|row| (if indexed { row_hash(row) } else { 0 }, row))
                 .collect();
-            for NewFile { add, rows, settled } in self.write_files(hashed, false)? {
-                bytes += add.size as u64;
-                let file = self.files.len() as u32;
-                for (i, (hash, _)) in rows.iter().enumerate().filter(|_| indexed) {
-                    let row = i as u32;
-                    self.index.moved(*hash, &ids, Location { file, row });
-                }
-                actions.push(Action::Add(add.clone()));
-                self.files.push(Some(LiveFile {
-                    add,
-                    rows: rows.len() as u64,
-                    deleted: RoaringTreemap::new(),
-                    settled,
-                }));
+            for new in self.write_files(hashed, false)? {
+                bytes += self.take_in(new, Some(&ids), actions);
             }
         }
+    }
+
+    /// Takes a file just written into the version: its `add` into `actions`, its rows into the
+    /// index (placed anew, or, for a merge, moved from the files `merged`); returns its bytes.
+    fn take_in(&mut self, new: NewFile, merged: Option<&[u32]>, actions: &mut Vec<Action>) -> u64 {
+        let (file, size) = (self.files.len() as u32, new.add.size as u64);
+        for (i, (hash, _)) in new.rows.iter().enumerate().filter(|_| self.kept.indexed()) {
+            let at = Location {
+                file,
+                row: i as u32,
+            };
+            match merged {
+                Some(ids) => self.index.moved(*hash, ids, at),
+                None => self.index.place(*hash, at),
+            }
+        }
+        actions.push(Action::Add(new.add.clone()));
+        self.files.push(Some(LiveFile {
+            rows: new.rows.len() as u64,
+            deleted: RoaringTreemap::new(),
+            settled: new.settled,
+            add: new.add,
+        }));
+        size
     }
 
     /// The log entry of `actions` as the next version, with `txn` and `commitInfo`.
