@@ -214,6 +214,20 @@ fn random_changes(
 /// The table holds what its feed leaves after every commit, reopened or not.
 #[test]
 fn a_maintained_history_keeps_settled_rows_apart() {
+    maintain_a_history(0);
+}
+
+/// A table written before histories kept their classes apart (its first 20 commits, as
+/// `Kept::Changes`: files mixing open and settled rows) goes on as a history: it holds what
+/// its feed leaves, its settled files hold only settled rows, and merges part the mixed files.
+#[test]
+fn a_history_written_mixed_goes_on_apart() {
+    maintain_a_history(20);
+}
+
+/// Commits random changes to a history for 80 commits, the first `mixed` of them as
+/// `Kept::Changes`; see the two tests above.
+fn maintain_a_history(mixed: u64) {
     use super::{Kept, MaintainedTable};
     use crate::engine::changefeed::ChangeType;
     use rand::{RngExt, SeedableRng};
@@ -231,10 +245,13 @@ fn a_maintained_history_keeps_settled_rows_apart() {
     };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t");
-    let kept = Kept::History(2);
+    let kept = |commit: u64| match commit < mixed {
+        true => Kept::Changes,
+        false => Kept::History(2),
+    };
     let mut table =
-        MaintainedTable::create_as(&path, &schema, &BTreeMap::new(), "app", kept).unwrap();
-    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(3);
+        MaintainedTable::create_as(&path, &schema, &BTreeMap::new(), "app", kept(0)).unwrap();
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(3 + mixed);
     // Key -> its open row's version; and every settled row.
     let (mut open, mut settled) = (BTreeMap::<i64, u32>::new(), Vec::<Row>::new());
     let (mut compacted, mut settled_removed) = (0, 0);
@@ -270,7 +287,7 @@ fn a_maintained_history_keeps_settled_rows_apart() {
             .unwrap()
             .compacted_rows;
         if commit % 20 == 0 {
-            table = MaintainedTable::open_as(&path, &schema, "app", kept).unwrap();
+            table = MaintainedTable::open_as(&path, &schema, "app", kept(commit)).unwrap();
         }
         let mut expected: Vec<Row> = (open.iter())
             .map(|(k, v)| history(*k, *v, None))
@@ -280,10 +297,17 @@ fn a_maintained_history_keeps_settled_rows_apart() {
         let mut rows = Table::open(&path).unwrap().rows().unwrap();
         rows.sort();
         assert_eq!(rows, expected, "after commit {commit}");
+        let mut mixing = 0;
         for (is_settled, rows) in table.live_files().unwrap() {
             let ends: BTreeSet<bool> = rows.iter().map(|r| r.get(2).unwrap().is_null()).collect();
-            assert_eq!(ends, BTreeSet::from([!is_settled]), "after commit {commit}");
+            if is_settled || mixed == 0 {
+                assert_eq!(ends, BTreeSet::from([!is_settled]), "after commit {commit}");
+            }
+            mixing += usize::from(ends.len() == 2);
         }
+        // Files written mixed are there when the history starts, and merged apart by the end.
+        assert!(commit != mixed || mixing > 0, "no mixed file to part");
+        assert!(commit < 80 || mixing == 0, "{mixing} files still mixed");
     }
     assert!(
         compacted > 0 && settled_removed > 0,
