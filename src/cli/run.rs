@@ -97,6 +97,7 @@ fn run_durable(
         Some(warehouse) => warehouse.published_dirs(pipeline)?,
         None => Vec::new(),
     };
+    let publishes = !published.is_empty();
     let durability = Durability {
         state: state.to_path_buf(),
         out: args.out.clone(),
@@ -132,14 +133,17 @@ fn run_durable(
         );
         scdflow::persist::follow(&mut session, poll, tables_every, &stop, |run| {
             super::evaluate::report(&run.warnings, &run.quarantined);
-            print_step(run).map_err(|e| scdflow::Error::new(scdflow::ErrorKind::Io, e.to_string()))
+            print_step(run, publishes)
+                .map_err(|e| scdflow::Error::new(scdflow::ErrorKind::Io, e.to_string()))
         })?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// One line per `--follow` step: its commits, events, latencies and checkpoint bytes.
-fn print_step(run: &DurableRun) -> std::io::Result<()> {
+/// One line per `--follow` step: its commits, events, latencies and checkpoint bytes. A
+/// commit's latency ends when its change feeds are synced, or, for a run that publishes
+/// Delta tables (whose change data feeds they are), when its versions' files are written.
+fn print_step(run: &DurableRun, publishes: bool) -> std::io::Result<()> {
     let last = run.base + run.commits;
     let commits = match run.commits {
         1 => format!("commit {last}"),
@@ -160,10 +164,14 @@ fn print_step(run: &DurableRun) -> std::io::Result<()> {
         true => "tables later",
         false => "tables written",
     };
+    let ends = match publishes {
+        true => "input to Delta versions written",
+        false => "input to change feed synced",
+    };
     let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,
-        "{commits}: {} events, {latency} (input to change feed synced), {saved}; {tables}",
+        "{commits}: {} events, {latency} ({ends}), {saved}; {tables}",
         run.events
     )?;
     stdout.flush()
