@@ -74,7 +74,6 @@ const DICTIONARY_BELOW: f64 = 0.75;
 /// Whether `column`'s values repeat enough for a dictionary.
 fn repeats(column: &dyn Array) -> bool {
     let n = column.len().min(DICTIONARY_SAMPLE);
-    let data = column.to_data();
     let distinct = match column.data_type() {
         ArrowType::Utf8 => {
             let strings = column.as_string::<i32>();
@@ -86,6 +85,7 @@ fn repeats(column: &dyn Array) -> bool {
         }
         primitive => match primitive.primitive_width() {
             Some(width) => {
+                let data = column.to_data();
                 let values = &data.buffers()[0].as_slice()[data.offset() * width..];
                 distinct(column, n, |i| &values[i * width..(i + 1) * width])
             }
