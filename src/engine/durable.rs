@@ -13,7 +13,11 @@
 //! entries; the truncate point), then `(key, Some(key state))` for every key changed and still
 //! held and `(key, None)` for every key dropped. Restoring a base and its deltas in order gives
 //! the state at the last delta; a key's records override each other, and worker-wide records
-//! merge exactly as shards of several workers do. States record changed keys only once asked
+//! merge exactly as shards of several workers do. A state whose keys hold long ordered histories
+//! (SCD2) saves less: a changed key's entries from the least position that changed on
+//! ([`ChangedFrom`], [`KeyDelta::From`]), which its restore puts in place of the entries there
+//! and after; in-order events make that the new events alone, where a whole key's record grew
+//! with its history. States record changed keys only once asked
 //! ([`Durable::track_changes`]): tracking copies every changed key, which a run that never
 //! saves should not pay for.
 //!
@@ -23,13 +27,15 @@
 //! queue entries of owned keys keep their commit times and stay ordered by them, and a truncate
 //! point (broadcast, so equal on every old worker) is kept as the maximum.
 
+use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
 use super::KeyMap;
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::Hashable;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// A per-worker operator state that is saved key by key and restored on any number of workers.
 pub trait Durable {
@@ -166,6 +172,85 @@ impl Changed {
     pub(crate) fn take(&mut self) -> impl Iterator<Item = Row> {
         std::mem::take(&mut self.keys).into_iter()
     }
+}
+
+/// Keys changed since the last save, each with where its change starts: the least position
+/// (sequence) of its history whose entry changed, or `None` when the key changed as a whole.
+///
+/// Invariant: every entry of a key below its mark is as the last save left it, so a delta that
+/// gives the entries from the mark on ([`KeyDelta::From`]) gives the key. Every change of an
+/// entry (stored, replaced or removed) lowers the mark to it; a key dropped and created again
+/// keeps its mark, which is at or below every entry it dropped.
+#[derive(Debug)]
+pub(crate) struct ChangedFrom<P> {
+    on: bool,
+    keys: HashMap<Row, Option<P>, foldhash::fast::FixedState>,
+}
+
+impl<P> Default for ChangedFrom<P> {
+    fn default() -> Self {
+        ChangedFrom {
+            on: false,
+            keys: HashMap::default(),
+        }
+    }
+}
+
+impl<P: HeapSize> HeapSize for ChangedFrom<P> {
+    fn heap_bytes(&self) -> usize {
+        self.keys.heap_bytes()
+    }
+}
+
+impl<P: Ord + Clone> ChangedFrom<P> {
+    /// Starts recording.
+    pub(crate) fn track(&mut self) {
+        self.on = true;
+    }
+
+    /// Records that `key`'s entries changed from `from` on.
+    pub(crate) fn mark_from(&mut self, key: &Row, from: &P) {
+        if !self.on {
+            return;
+        }
+        match self.keys.get_mut(key) {
+            Some(Some(mark)) if from < mark => *mark = from.clone(),
+            Some(_) => {}
+            None => {
+                self.keys.insert(key.clone(), Some(from.clone()));
+            }
+        }
+    }
+
+    /// Records that `key` changed as a whole (or was dropped).
+    pub(crate) fn mark_whole(&mut self, key: &Row) {
+        if self.on {
+            self.keys.insert(key.clone(), None);
+        }
+    }
+
+    /// Forgets the changes (a save wrote everything).
+    pub(crate) fn clear(&mut self) {
+        self.keys = Default::default();
+    }
+
+    /// The changed keys and their marks, forgotten.
+    pub(crate) fn take(&mut self) -> impl Iterator<Item = (Row, Option<P>)> {
+        std::mem::take(&mut self.keys).into_iter()
+    }
+}
+
+/// A changed key's record in a delta of a state saved by positions ([`ChangedFrom`]): `W` is
+/// the key's whole state, `F` its entries from a position on (with the position).
+#[derive(Serialize, Deserialize)]
+pub(super) enum KeyDelta<W, F> {
+    /// The key is no longer held.
+    Dropped,
+    /// The key's state, in place of what was held.
+    Whole(W),
+    /// The key's entries from a position on, in place of those held there and after; the
+    /// entries before it stay.
+    From(F),
 }
 
 /// Writes `(key, Some(state))` or `(key, None)` for every key in `changed`, and forgets them.

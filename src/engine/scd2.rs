@@ -38,10 +38,12 @@
 //!
 //! Saved ([`Durable`]) as the tombstone queue, then each key's events; the run flags are
 //! derived again on restore ([`History::fit`]), so a saved state cannot hold runs that
-//! disagree with its events.
+//! disagree with its events. A delta gives a changed key's events from the least sequence a
+//! commit stored, replaced or removed on ([`KeyDelta::From`]): a commit changes nothing before
+//! it (a re-derivation refolds later events only), so in-order events save themselves alone.
 
 use super::durable::{
-    misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
+    misfit, read_header, read_keys, write_header, ChangedFrom, Durable, KeyDelta,
 };
 use super::edits::{Editable, HistoryRules};
 use super::heap::HeapSize;
@@ -69,7 +71,7 @@ pub struct Scd2State {
     tombstones: Tombstones,
     /// Stored deletes that close nothing ([`History::is_tombstone`]).
     held: Live,
-    changed: Changed,
+    changed: ChangedFrom<Seq>,
 }
 
 /// What a target's versions depend on: image width, tracked columns, partial folding.
@@ -248,7 +250,7 @@ impl Scd2State {
             keys: KeyMap::default(),
             tombstones: Tombstones::new(retention),
             held: Live::default(),
-            changed: Changed::default(),
+            changed: ChangedFrom::default(),
         }
     }
 
@@ -258,8 +260,9 @@ impl Scd2State {
             let Some(history) = self.keys.get_mut(&key) else {
                 continue;
             };
-            if history.forget_tombstone(&Seq::from(seq)) {
-                self.changed.mark(&key);
+            let seq = Seq::from(seq);
+            if history.forget_tombstone(&seq) {
+                self.changed.mark_from(&key, &seq);
                 // Forgetting a delete that closes nothing leaves the next event's predecessor
                 // a delete or nothing, so no other tombstone changes.
                 stats.tombstones_collected += 1;
@@ -311,7 +314,16 @@ impl Durable for Scd2State {
 
     fn save_changes(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &self.tombstones.delta())?;
-        write_changes(out, &mut self.changed, &self.keys)?;
+        for (key, from) in self.changed.take() {
+            let record = match (self.keys.get(&key), &from) {
+                (None, _) => KeyDelta::Dropped,
+                (Some(history), None) => KeyDelta::Whole(history),
+                (Some(history), Some(from)) => {
+                    KeyDelta::From((from, history.events.entries_from(from)))
+                }
+            };
+            out.write(&(&key, record))?;
+        }
         self.tombstones.saved();
         Ok(())
     }
@@ -324,17 +336,38 @@ impl Durable for Scd2State {
     ) -> Result<()> {
         let queue: (VecDeque<Queued>, Option<i64>) = read_header(input, TAG)?;
         self.tombstones.restore_delta(queue, owns, wrote);
-        read_changes(input, owns, |key, history: Option<History>| {
-            if let Some(old) = self.keys.remove(&key) {
+        type Record = (Row, KeyDelta<History, (Seq, Vec<(Seq, Stored)>)>);
+        while let Some((key, delta)) = input.read::<Record>()? {
+            if !owns(&key) {
+                continue;
+            }
+            let old = self.keys.remove(&key);
+            if let Some(old) = &old {
                 self.held.replaced(old.tombstones());
             }
-            if let Some(mut history) = history {
-                history.fit(&self.shape)?;
+            let mut history = match delta {
+                KeyDelta::Dropped => continue,
+                KeyDelta::Whole(history) => history,
+                KeyDelta::From((from, entries)) => {
+                    let mut history = old.unwrap_or_default();
+                    history.events.truncate_from(&from);
+                    for (seq, stored) in entries {
+                        let last = history.events.last().map(|(last, _)| last);
+                        if seq < from || last.is_some_and(|last| *last >= seq) {
+                            return Err(input.damaged("holds a history's events out of order"));
+                        }
+                        history.events.push(seq, stored);
+                    }
+                    history
+                }
+            };
+            history.fit(&self.shape)?;
+            if !history.events.is_empty() {
                 self.held.restored(history.tombstones());
                 self.keys.insert(key, history);
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 
     fn restore(&mut self, input: &mut dyn RecordIn, owns: &dyn Fn(&Row) -> bool) -> Result<()> {
@@ -378,7 +411,7 @@ impl Editable for Scd2State {
         if let Some(old) = self.keys.remove(key) {
             self.held.replaced(old.tombstones());
         }
-        self.changed.mark(key);
+        self.changed.mark_whole(key);
         let events = rules.events(key, rows);
         // The rows are in the table already: what the events derive is not emitted again.
         let mut derived = Vec::new();
@@ -403,7 +436,11 @@ impl CdcState for Scd2State {
             for delete in events.iter().filter(|e| e.kind == EventKind::Delete) {
                 self.tombstones.record(now, &key, &delete.seq);
             }
-            self.changed.mark(&key);
+            // Each event is stored at its sequence or loses a tie there; a re-derivation
+            // refolds only events after the least of them.
+            if let Some(from) = events.iter().map(|e| Seq::from(&e.seq)).min() {
+                self.changed.mark_from(&key, &from);
+            }
             let history = match self.keys.entry(key) {
                 Entry::Occupied(o) => o.into_mut(),
                 Entry::Vacant(v) => v.insert(History::default()),

@@ -250,6 +250,25 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
         }
     }
 
+    /// Removes the entries with keys at or after `key`.
+    pub(crate) fn truncate_from(&mut self, key: &K) {
+        match self {
+            SortedMap::Small(v) => v.truncate(start(v, Bound::Included(key))),
+            SortedMap::Large(m) => {
+                m.map.split_off(key);
+                if m.mark.as_ref().is_some_and(|mark| mark >= key) {
+                    m.mark = None;
+                }
+            }
+        }
+    }
+
+    /// The entries with keys at or after `key`, serialized as [`SortedMap`] serializes all of
+    /// them (and deserialized as a `Vec<(K, V)>`).
+    pub(crate) fn entries_from<'a>(&'a self, key: &'a K) -> EntriesFrom<'a, K, V> {
+        EntriesFrom { map: self, key }
+    }
+
     /// The last entry with a key below `bound` (`Included` / `Excluded`).
     pub(crate) fn last_before(&self, bound: Bound<&K>) -> Option<(&K, &V)> {
         self.range_to(bound).next_back()
@@ -282,6 +301,23 @@ impl<K: Ord + Clone + Serialize, V: Serialize> Serialize for SortedMap<K, V> {
         // With its length up front: postcard writes it before the entries.
         let mut seq = serializer.serialize_seq(Some(self.len()))?;
         for entry in self.iter() {
+            seq.serialize_element(&entry)?;
+        }
+        seq.end()
+    }
+}
+
+/// A map's entries from a key on, to serialize ([`SortedMap::entries_from`]).
+pub(crate) struct EntriesFrom<'a, K, V> {
+    map: &'a SortedMap<K, V>,
+    key: &'a K,
+}
+
+impl<K: Ord + Clone + Serialize, V: Serialize> Serialize for EntriesFrom<'_, K, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let entries = || self.map.range_from(Bound::Included(self.key));
+        let mut seq = serializer.serialize_seq(Some(entries().count()))?;
+        for entry in entries() {
             seq.serialize_element(&entry)?;
         }
         seq.end()
@@ -323,6 +359,31 @@ mod tests {
         }
         let unordered = postcard::to_stdvec(&vec![(2u32, 0u8), (1, 0)]).unwrap();
         assert!(postcard::from_bytes::<SortedMap<u32, u8>>(&unordered).is_err());
+    }
+
+    /// Truncating keeps the entries below the key, on both sides of the switch to a B-tree,
+    /// and the entries from a key serialize as a whole map of them does.
+    #[test]
+    fn truncating_and_the_entries_from_a_key_split_the_map() {
+        for n in [0u32, 1, 5, SMALL as u32, 3 * SMALL as u32] {
+            for cut in [0, 1, n / 2, n, n + 1] {
+                let all: Vec<(u32, u32)> = (0..n).map(|k| (2 * k, k)).collect();
+                let map = SortedMap::from_sorted(all.clone()).unwrap();
+                let below: Vec<_> = all.iter().filter(|(k, _)| *k < 2 * cut).cloned().collect();
+                let above: Vec<_> = all.iter().filter(|(k, _)| *k >= 2 * cut).cloned().collect();
+                let bytes = postcard::to_stdvec(&map.entries_from(&(2 * cut))).unwrap();
+                let read: Vec<(u32, u32)> = postcard::from_bytes(&bytes).unwrap();
+                assert_eq!(read, above, "{n} entries from {cut}");
+                let whole = postcard::to_stdvec(&SortedMap::from_sorted(above).unwrap());
+                assert_eq!(bytes, whole.unwrap());
+                let mut truncated = map.clone();
+                truncated.set_mark(Some(2 * n.saturating_sub(1)));
+                truncated.truncate_from(&(2 * cut));
+                let kept: Vec<_> = truncated.iter().map(|(k, v)| (*k, *v)).collect();
+                assert_eq!(kept, below, "{n} entries truncated at {cut}");
+                assert!(truncated.mark().is_none_or(|m| *m < 2 * cut));
+            }
+        }
     }
 
     /// Only a large map keeps a mark; it is unset when the map becomes large.

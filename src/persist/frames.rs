@@ -32,7 +32,8 @@ const MAGIC: &[u8; 8] = b"SCDFLOW\0";
 /// 3: rows are saved packed (`value::Row`'s bytes), no longer value by value. 4: an SCD1 key's
 /// winner is saved as its sequence, kind and image, no longer as a whole event. 5: an SCD2 (and
 /// a bitemporal key's) history is saved as its events; its versions are derived on restore.
-pub const FORMAT_VERSION: u32 = 5;
+/// 6: a delta gives a changed SCD2 key's events from the least sequence that changed on.
+pub const FORMAT_VERSION: u32 = 6;
 const END: u32 = u32::MAX;
 
 /// What a record file holds; its tag is part of the header.
