@@ -19,11 +19,19 @@
 //! run publishes only after its state committed the entries ([`roll_forward`] completes them
 //! after a crash).
 //!
-//! Compaction keeps the files few: whenever [`FANOUT`] files hold live rows of the same order
-//! of magnitude (a tier: live rows in `[FANOUT^k, FANOUT^(k+1))`), the commit merges them into
-//! one (their live rows read back, deletion vectors applied) in the same version, so a row is
-//! rewritten about `log_FANOUT(rows)` times over its life and a file's deleted rows fall to its
-//! live size's tier. The merge's actions carry `dataChange = false`.
+//! Compaction keeps the files few: whenever `F` files hold live rows of the same order of
+//! magnitude (a tier: live rows in `[F^k, F^(k+1))`), the commit merges them into one (their
+//! live rows read back, deletion vectors applied) in the same version, so a row is rewritten
+//! about `log_F(rows)` times over its life and a file's deleted rows fall to its live size's
+//! tier. The merge's actions carry `dataChange = false`. `F` is [`FANOUT`] (8) for rows later
+//! commits remove (a history's open rows, a target's rows): a merge drops their removed rows,
+//! so the deletion vectors, which a commit rewrites whole for every file it touches, stay
+//! small. It is [`COLD_FANOUT`] (32) for rows no commit removes (appends) or few do (settled
+//! rows), whose merges only bound the file count: each is rewritten about `log_32` rather than
+//! `log_8` times. Measured over 100 1,000-event commits on a 900,000-row history: merges wrote
+//! 56 KB a commit, 86 KB with one fanout of 8 (which, for open rows, is the best of 4, 8 and
+//! 16: 16 doubled the vectors' bytes, 4 merged more than the vectors saved); the table kept 48
+//! files (36) and its streaming table of 1M appended rows 39 (13).
 //!
 //! A history ([`Kept::History`]: an SCD2 or bitemporal target) keeps its settled rows — closed
 //! versions, which later commits rarely remove — in files apart from its open rows, and
@@ -75,8 +83,11 @@ use std::panic::resume_unwind;
 use std::path::{Path, PathBuf};
 use tokio::runtime::Runtime;
 
-/// How many files of one tier are merged into one.
+/// How many files of one tier are merged into one: open rows (or any a later commit may remove).
 pub const FANOUT: u64 = 8;
+/// How many files of one tier are merged into one: rows no commit removes (a table of appends)
+/// or few do (a history's settled rows); see the module docs.
+pub const COLD_FANOUT: u64 = 32;
 
 /// The `commitInfo` field holding a version's flow progress: per flow into the table, its name
 /// and its metrics for the commit (`event_log(TABLE(t))` in `scdflow sql` reads them).
@@ -519,14 +530,16 @@ impl MaintainedTable {
             let mut tiers: BTreeMap<(bool, u32), Vec<u32>> = BTreeMap::new();
             for (id, file) in self.files.iter().enumerate() {
                 if let Some(file) = file {
-                    let magnitude = file.live().max(1).ilog(FANOUT);
+                    let magnitude = file.live().max(1).ilog(self.fanout(file.settled));
                     tiers
                         .entry((file.settled, magnitude))
                         .or_default()
                         .push(id as u32);
                 }
             }
-            let Some(ids) = tiers.into_values().find(|ids| ids.len() as u64 >= FANOUT) else {
+            let full = (tiers.into_iter())
+                .find(|((settled, _), ids)| ids.len() as u64 >= self.fanout(*settled));
+            let Some((_, ids)) = full else {
                 return Ok((bytes, moved));
             };
             let mut rows = Vec::new();
@@ -614,6 +627,14 @@ impl MaintainedTable {
             version: self.version + 1,
             entry: bytes.to_vec(),
         })
+    }
+
+    /// The fanout of a tier of settled files, or of open ones.
+    fn fanout(&self, settled: bool) -> u64 {
+        match (self.kept, settled) {
+            (Kept::Appends, _) | (Kept::History(_), true) => COLD_FANOUT,
+            _ => FANOUT,
+        }
     }
 
     /// Writes `rows` as data files, the open and the settled ones apart (see [`Kept::History`];

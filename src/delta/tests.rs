@@ -313,8 +313,17 @@ fn maintain_a_history(mixed: u64) {
         compacted > 0 && settled_removed > 0,
         "{compacted} {settled_removed}"
     );
-    let classes: BTreeSet<bool> = (table.live_files().unwrap().iter()).map(|f| f.0).collect();
+    let files = table.live_files().unwrap();
+    let classes: BTreeSet<bool> = files.iter().map(|f| f.0).collect();
     assert_eq!(classes, BTreeSet::from([false, true]));
+    // Settled files merge too, at their own fanout: one holds more rows than a commit writes,
+    // and they stay fewer than two full tiers.
+    let settled: Vec<usize> = (files.iter().filter(|f| f.0)).map(|f| f.1.len()).collect();
+    assert!(settled.iter().any(|rows| *rows > 30), "{settled:?}");
+    assert!(
+        settled.len() < 2 * super::COLD_FANOUT as usize,
+        "{settled:?}"
+    );
 }
 
 /// Upkeep on the schedule the table's properties set: a checkpoint every 4 versions, and every

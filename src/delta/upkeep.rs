@@ -2,8 +2,12 @@
 //! log entries, and a vacuum of the files no version within the retention period needs.
 //!
 //! Schedule, from the table's properties (a target's `TBLPROPERTIES` set them):
-//! - a **checkpoint** of version `v` when `v` is a multiple of `delta.checkpointInterval` (10,
-//!   Delta's default), so a reader replays at most that many log entries; then the log entries
+//! - a **checkpoint** of version `v` when `v` is a multiple of `delta.checkpointInterval` (100,
+//!   delta-rs's default; Spark's is 10), so a reader replays at most that many log entries. A
+//!   checkpoint holds every live file's `add` and every `remove` tombstone within the
+//!   retention: O(table), where a version is O(change). Every 10 versions it was the largest
+//!   share of a 1,000-event commit's bytes after the change rows (36 KB of 206 KB); every 100,
+//!   a reader replays at most 100 entries of a few KB each. Then the log entries
 //!   and checkpoints that are older than `delta.logRetentionDuration` (30 days) and that the
 //!   newest such checkpoint makes unnecessary are deleted (unless
 //!   `delta.enableExpiredLogCleanup` is false): delta-rs's `create_checkpoint` and
@@ -33,8 +37,9 @@ use std::future::IntoFuture;
 use std::path::Path;
 use tokio::runtime::Runtime;
 
-/// Delta's default checkpoint interval (delta-rs's own is 100).
-const CHECKPOINT_INTERVAL: u64 = 10;
+/// Versions between checkpoints, unless `delta.checkpointInterval` says otherwise (see the
+/// module docs).
+const CHECKPOINT_INTERVAL: u64 = 100;
 /// Versions between vacuums, unless `scdflow.vacuumInterval` says otherwise.
 const VACUUM_INTERVAL: u64 = 100;
 /// The table property that sets the vacuum interval (versions).
