@@ -45,13 +45,14 @@ pub fn list_files(path: &Path) -> Result<Vec<PathBuf>> {
             false => kind.is_file(),
         };
         if is_file {
-            files.push(file);
+            files.push((name, file));
         }
     }
-    // The paths share their directory, so their file names order them, and compare without
-    // splitting each path into components.
-    files.sort_unstable_by(|a, b| a.file_name().cmp(&b.file_name()));
-    Ok(files)
+    // The paths share their directory, so their file names order them; compared as the names
+    // the listing gave, a path is never split into components (a `--follow` poll sorts every
+    // file of the directory).
+    files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(files.into_iter().map(|(_, file)| file).collect())
 }
 
 /// The first data file behind `path`, or an `Io` error when a directory has none.
