@@ -293,7 +293,8 @@ pub(crate) fn find(
 
 /// Files' absolute spellings ([`io::normal_path`]), their directories' made once: a `--follow`
 /// poll spells every input file, and spelling each whole took a system call (the working
-/// directory) and a walk over its components — 2 ms of every 2 ms poll over 1,000 files.
+/// directory) and a walk over its components — with sorting by components, a quarter of a
+/// poll over 1,000 files (2 ms of CPU every 2 ms).
 #[derive(Default)]
 struct Normal(HashMap<OsString, PathBuf, FixedState>);
 
