@@ -15,7 +15,7 @@
 //! the state at the last delta; a key's records override each other, and worker-wide records
 //! merge exactly as shards of several workers do. A state whose keys hold long ordered histories
 //! (SCD2) saves less: a changed key's entries from the least position that changed on
-//! ([`ChangedFrom`], [`KeyDelta::From`]), which its restore puts in place of the entries there
+//! ([`Changed::mark_from`], [`KeyDelta::From`]), which its restore puts in place of the entries there
 //! and after; in-order events make that the new events alone, where a whole key's record grew
 //! with its history. States record changed keys only once asked
 //! ([`Durable::track_changes`]): tracking copies every changed key, which a run that never
@@ -137,75 +137,58 @@ pub(super) fn read_keys<E: DeserializeOwned>(
     Ok(())
 }
 
-/// Keys changed since the last save ([`Durable::save_changes`]).
-#[derive(Debug, Default)]
-pub(crate) struct Changed {
-    on: bool,
-    keys: std::collections::HashSet<Row, foldhash::fast::FixedState>,
-}
-
-impl super::heap::HeapSize for Changed {
-    fn heap_bytes(&self) -> usize {
-        self.keys.heap_bytes()
-    }
-}
-
-impl Changed {
-    /// Starts recording.
-    pub(crate) fn track(&mut self) {
-        self.on = true;
-    }
-
-    /// Records that `key`'s state changed (or was dropped).
-    pub(crate) fn mark(&mut self, key: &Row) {
-        if self.on && !self.keys.contains(key) {
-            self.keys.insert(key.clone());
-        }
-    }
-
-    /// Forgets the changes (a save wrote everything).
-    pub(crate) fn clear(&mut self) {
-        self.keys = Default::default();
-    }
-
-    /// The changed keys, forgotten.
-    pub(crate) fn take(&mut self) -> impl Iterator<Item = Row> {
-        std::mem::take(&mut self.keys).into_iter()
-    }
-}
-
-/// Keys changed since the last save, each with where its change starts: the least position
-/// (sequence) of its history whose entry changed, or `None` when the key changed as a whole.
+/// Keys changed since the last save ([`Durable::save_changes`]), each with where its change
+/// starts: `None` when the key changed as a whole (or was dropped), the only mark of a state
+/// saved key by key (`P = ()`); or, for a state whose keys hold ordered histories (SCD2), the
+/// least position (sequence) whose entry changed.
 ///
 /// Invariant: every entry of a key below its mark is as the last save left it, so a delta that
 /// gives the entries from the mark on ([`KeyDelta::From`]) gives the key. Every change of an
 /// entry (stored, replaced or removed) lowers the mark to it; a key dropped and created again
 /// keeps its mark, which is at or below every entry it dropped.
 #[derive(Debug)]
-pub(crate) struct ChangedFrom<P> {
+pub(crate) struct Changed<P = ()> {
     on: bool,
     keys: HashMap<Row, Option<P>, foldhash::fast::FixedState>,
 }
 
-impl<P> Default for ChangedFrom<P> {
+impl<P> Default for Changed<P> {
     fn default() -> Self {
-        ChangedFrom {
+        Changed {
             on: false,
             keys: HashMap::default(),
         }
     }
 }
 
-impl<P: HeapSize> HeapSize for ChangedFrom<P> {
+impl<P: HeapSize> HeapSize for Changed<P> {
     fn heap_bytes(&self) -> usize {
         self.keys.heap_bytes()
     }
 }
 
-impl<P: Ord + Clone> ChangedFrom<P> {
+impl<P: Ord + Clone> Changed<P> {
     /// Starts recording.
     pub(crate) fn track(&mut self) {
         self.on = true;
+    }
+
+    /// Whether changes are recorded (a run that never saves records none).
+    pub(crate) fn tracks(&self) -> bool {
+        self.on
+    }
+
+    /// Records that `key` changed as a whole (or was dropped).
+    pub(crate) fn mark(&mut self, key: &Row) {
+        if !self.on {
+            return;
+        }
+        match self.keys.get_mut(key) {
+            Some(mark) => *mark = None,
+            None => {
+                self.keys.insert(key.clone(), None);
+            }
+        }
     }
 
     /// Records that `key`'s entries changed from `from` on.
@@ -222,13 +205,6 @@ impl<P: Ord + Clone> ChangedFrom<P> {
         }
     }
 
-    /// Records that `key` changed as a whole (or was dropped).
-    pub(crate) fn mark_whole(&mut self, key: &Row) {
-        if self.on {
-            self.keys.insert(key.clone(), None);
-        }
-    }
-
     /// Forgets the changes (a save wrote everything).
     pub(crate) fn clear(&mut self) {
         self.keys = Default::default();
@@ -240,7 +216,7 @@ impl<P: Ord + Clone> ChangedFrom<P> {
     }
 }
 
-/// A changed key's record in a delta of a state saved by positions ([`ChangedFrom`]): `W` is
+/// A changed key's record in a delta of a state saved by positions ([`Changed::mark_from`]): `W` is
 /// the key's whole state, `F` its entries from a position on (with the position).
 #[derive(Serialize, Deserialize)]
 pub(super) enum KeyDelta<W, F> {
@@ -259,7 +235,7 @@ pub(super) fn write_changes<E: Serialize>(
     changed: &mut Changed,
     keys: &KeyMap<E>,
 ) -> Result<()> {
-    for key in changed.take() {
+    for (key, _) in changed.take() {
         out.write(&(&key, keys.get(&key)))?;
     }
     Ok(())

@@ -51,6 +51,12 @@ impl HeapSize for Seq {
     }
 }
 
+impl HeapSize for () {
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+
 impl HeapSize for bool {
     fn heap_bytes(&self) -> usize {
         0

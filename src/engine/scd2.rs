@@ -42,9 +42,7 @@
 //! commit stored, replaced or removed on ([`KeyDelta::From`]): a commit changes nothing before
 //! it (a re-derivation refolds later events only), so in-order events save themselves alone.
 
-use super::durable::{
-    misfit, read_header, read_keys, write_header, ChangedFrom, Durable, KeyDelta,
-};
+use super::durable::{misfit, read_header, read_keys, write_header, Changed, Durable, KeyDelta};
 use super::edits::{Editable, HistoryRules};
 use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
@@ -71,7 +69,7 @@ pub struct Scd2State {
     tombstones: Tombstones,
     /// Stored deletes that close nothing ([`History::is_tombstone`]).
     held: Live,
-    changed: ChangedFrom<Seq>,
+    changed: Changed<Seq>,
 }
 
 /// What a target's versions depend on: image width, tracked columns, partial folding.
@@ -250,7 +248,7 @@ impl Scd2State {
             keys: KeyMap::default(),
             tombstones: Tombstones::new(retention),
             held: Live::default(),
-            changed: ChangedFrom::default(),
+            changed: Changed::default(),
         }
     }
 
@@ -411,7 +409,7 @@ impl Editable for Scd2State {
         if let Some(old) = self.keys.remove(key) {
             self.held.replaced(old.tombstones());
         }
-        self.changed.mark_whole(key);
+        self.changed.mark(key);
         let events = rules.events(key, rows);
         // The rows are in the table already: what the events derive is not emitted again.
         let mut derived = Vec::new();
@@ -437,8 +435,9 @@ impl CdcState for Scd2State {
                 self.tombstones.record(now, &key, &delete.seq);
             }
             // Each event is stored at its sequence or loses a tie there; a re-derivation
-            // refolds only events after the least of them.
-            if let Some(from) = events.iter().map(|e| Seq::from(&e.seq)).min() {
+            // refolds only events after the least of them. (A run that never saves skips it.)
+            let least = || events.iter().map(|e| Seq::from(&e.seq)).min();
+            if let Some(from) = self.changed.tracks().then(least).flatten() {
                 self.changed.mark_from(&key, &from);
             }
             let history = match self.keys.entry(key) {

@@ -156,7 +156,7 @@ impl Durable for SnapshotState {
 
     fn save_changes(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &())?;
-        for key in self.changed.take() {
+        for (key, _) in self.changed.take() {
             out.write(&(&key, self.previous.get(&key).map(|(image, _)| image)))?;
         }
         Ok(())
