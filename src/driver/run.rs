@@ -83,6 +83,16 @@ pub struct CommitOutput {
 pub trait Sink {
     /// One commit's results; commits arrive in version order.
     fn commit(&mut self, commit: CommitOutput) -> Result<()>;
+
+    /// Commit `(version, timestamp)`'s input, read and about to be applied, in version order,
+    /// before its results: a sink may take the rows it appends to published source tables
+    /// (`(table, rows)`, as [`CommitOutput::appended`], which then holds none), since they are
+    /// the input's, and write them while the engine works. Only a run of one process shows
+    /// its input (a cluster's commit is read in shares); the others never call this.
+    fn input(&mut self, commit: (u64, i64), appended: &mut [(usize, Vec<Row>)]) -> Result<()> {
+        let _ = (commit, appended);
+        Ok(())
+    }
 }
 
 /// A pipeline's targets on a long-lived engine; see the module docs.
@@ -206,12 +216,15 @@ impl<'p> Driver<'p> {
                     None => self.read_idle(source, version),
                 });
                 match read {
-                    Ok((mut commit, report)) => {
+                    Ok((mut commit, mut report)) => {
                         // Commit time is ingestion time, never decreasing even if the clock
                         // steps back.
                         self.last_timestamp = now_micros().max(self.last_timestamp);
                         commit.timestamp = self.last_timestamp;
                         ends[c] = report.end;
+                        if self.options.cluster.is_none() {
+                            sink.input((version, commit.timestamp), &mut report.appended)?;
+                        }
                         // Process 0 hears the others' reports through the engine.
                         let (text, kept) = match process {
                             0 => (None, Some(report)),

@@ -17,9 +17,10 @@
 //! 3. save what every operator's state changed since the last save into a staged delta — or,
 //!    when the deltas have grown to half the base (or [`MAX_DELTAS`]), or the worker count
 //!    changed, the whole state into a staged base checkpoint (compaction). A step publishing
-//!    Delta tables prepares each commit's versions on a thread of their own ([`preparing`])
-//!    while the engine goes on and the workers save, and appends its set-aside rows and
-//!    metrics (2) once they are written;
+//!    Delta tables prepares each commit's versions on threads of their own ([`preparing`]:
+//!    its streaming tables' from the moment the commit is read, its targets' once the engine
+//!    has applied it) while the engine goes on and the workers save, and appends its
+//!    set-aside rows and metrics (2) once they are written;
 //! 4. commit: the staged delta or base and a new manifest (new input offsets, appended
 //!    lengths) replace the old ones atomically (a new base removes the old one and its deltas);
 //! 5. rewrite the target tables (read from the engine's states) and `metrics.json` — or, for
@@ -55,7 +56,7 @@ use crate::persist::table_edits::{self, Absorbed};
 use crate::persist::{
     appended, published, Appended, Checks, Fingerprint, Manifest, Publishing, StateDir,
 };
-use crate::plan::{Pipeline, Publishes};
+use crate::plan::Pipeline;
 use crate::runtime::{Checkpoint, Progress};
 use crate::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
@@ -344,12 +345,12 @@ impl<'a> Session<'a> {
             // The versions the manifest names go into the tables' logs only now; if that
             // fails, the next step opens the tables again and completes them first.
             let prepared = self.manifest.publishing.prepared.iter();
-            for (table, versions) in appender.tables.iter().zip(prepared) {
+            for (table, versions) in appender.publisher.tables().zip(prepared) {
                 versions.iter().try_for_each(|v| table.publish(v))?;
             }
         }
         if !self.published.is_empty() {
-            self.tables = Some(std::mem::take(&mut appender.tables));
+            self.tables = Some(std::mem::take(&mut appender.publisher).into_tables());
         }
         let mut written = std::mem::take(&mut appender.written);
         let tables = match write_tables {
@@ -490,8 +491,9 @@ impl<'a> Session<'a> {
         let (sources, consumed): (Vec<_>, Vec<_>) = new.into_iter().unzip();
         let layout = Layout::new(&self.out, self.format);
         let mut appender = Appender::new(pipeline, layout, next);
-        appender.tables = self.tables.take().unwrap_or_default();
-        appender.next.publishing.prepared = vec![Vec::new(); appender.tables.len()];
+        let tables = self.tables.take().unwrap_or_default();
+        appender.next.publishing.prepared = vec![Vec::new(); tables.len()];
+        appender.publisher = Publisher::new(pipeline, tables);
         let ends = driver.apply(&sources, &mut appender)?;
         if commits == 0 {
             return Ok((appender.next.clone(), None, appender));
@@ -552,10 +554,8 @@ struct Appender<'p> {
     latencies: Vec<CommitLatency>,
     written: Vec<PathBuf>,
     /// The published tables (none when the targets are files), whose versions the step
-    /// prepares into `next`; away while `preparing` holds them.
-    tables: Vec<MaintainedTable>,
-    /// The last commit's versions, while they are being prepared.
-    preparing: Option<Preparing>,
+    /// prepares into `next`.
+    publisher: Publisher,
 }
 
 impl<'p> Appender<'p> {
@@ -575,8 +575,7 @@ impl<'p> Appender<'p> {
             inputs: Vec::new(),
             latencies: Vec::new(),
             written: Vec::new(),
-            tables: Vec::new(),
-            preparing: None,
+            publisher: Publisher::default(),
         }
     }
 
@@ -615,20 +614,13 @@ impl<'p> Appender<'p> {
     /// Whether the step publishes its targets as Delta tables (their change data feeds are
     /// the change feeds).
     fn publishes(&self) -> bool {
-        !self.tables.is_empty() || self.preparing.is_some()
+        self.publisher.publishes()
     }
 
     /// Waits for the versions being prepared, if any: the tables come back, and the log
     /// entries go into `next`.
     fn wait_prepared(&mut self) -> Result<()> {
-        if let Some(preparing) = self.preparing.take() {
-            let (tables, prepared) = preparing.wait()?;
-            self.tables = tables;
-            for (p, prepared) in prepared.into_iter().enumerate() {
-                self.next.publishing.prepared[p].push(prepared);
-            }
-        }
-        Ok(())
+        self.publisher.wait(&mut self.next.publishing.prepared)
     }
 
     /// Appends the step's outputs to their files and records their lengths in `next`.
@@ -651,31 +643,23 @@ impl<'p> Appender<'p> {
 }
 
 impl Sink for Appender<'_> {
+    fn input(
+        &mut self,
+        commit: (u64, i64),
+        appended: &mut [(usize, Vec<crate::value::Row>)],
+    ) -> Result<()> {
+        let prepared = &mut self.next.publishing.prepared;
+        (self.publisher).input(self.pipeline, commit, appended, prepared)
+    }
+
     fn commit(&mut self, mut commit: CommitOutput) -> Result<()> {
         self.inputs.push((commit.version, commit.input_complete));
         let (version, timestamp) = (commit.version, commit.timestamp);
         // Published targets' change feeds are their tables' change data feeds: the commit's
         // versions are prepared, in order, while the step goes on.
         if self.publishes() {
-            self.wait_prepared()?;
-            let commits = (self.pipeline.published().iter())
-                .map(|p| match p.of {
-                    Publishes::Target(t) => (
-                        commit
-                            .changes
-                            .get_mut(t)
-                            .map(std::mem::take)
-                            .unwrap_or_default(),
-                        output::flow_progress(&self.flows, t, &commit.metrics),
-                    ),
-                    Publishes::Table(t) => (
-                        output::appended_changes(&mut commit.appended, t),
-                        Vec::new(),
-                    ),
-                })
-                .collect();
-            let tables = std::mem::take(&mut self.tables);
-            self.preparing = Some(Preparing::start(tables, commits, version, timestamp));
+            let prepared = &mut self.next.publishing.prepared;
+            (self.publisher).commit(self.pipeline, &self.flows, &mut commit, prepared)?;
         } else {
             for (t, changes) in commit.changes.iter().enumerate() {
                 let format = self.layout.format;
@@ -905,7 +889,7 @@ fn dir_size(dir: &Path) -> Result<u64> {
 
 mod preparing;
 mod rewind;
-use preparing::Preparing;
+use preparing::Publisher;
 pub use rewind::Rewound;
 
 #[cfg(test)]
