@@ -137,10 +137,27 @@ pub(super) fn write_feed(
     arrow: &SchemaRef,
     changes: &[(ChangeType, Row)],
 ) -> Result<AddCDCFile> {
+    write_feed_batch(dir, arrow, feed_batch(feed, arrow, changes)?)
+}
+
+/// `changes` as the record batch of a change-data file ([`write_feed`]).
+pub(super) fn feed_batch(
+    feed: &Schema,
+    arrow: &SchemaRef,
+    changes: &[(ChangeType, Row)],
+) -> Result<RecordBatch> {
     let kinds = StringArray::from_iter_values(changes.iter().map(|(kind, _)| kind.as_str()));
     let own = &feed.columns[..feed.columns.len() - 1];
     let rows = changes.iter().map(|(_, row)| row.as_row_ref());
-    let batch = to_batch_with(own, arrow, rows, vec![Arc::new(kinds)])?;
+    to_batch_with(own, arrow, rows, vec![Arc::new(kinds)])
+}
+
+/// Writes `batch` (made by [`feed_batch`]) as a change-data file, as [`write_feed`] does.
+pub(super) fn write_feed_batch(
+    dir: &Path,
+    arrow: &SchemaRef,
+    batch: RecordBatch,
+) -> Result<AddCDCFile> {
     let local = dir.join("_change_data");
     std::fs::create_dir_all(&local).map_err(|e| Error::write(&local, &e))?;
     let name = format!("cdc-{}.snappy.parquet", uuid::Uuid::new_v4());

@@ -69,6 +69,8 @@ use super::upkeep::{self, Schedule};
 use crate::engine::changefeed::{ChangeType, FEED_COLUMN_NAMES};
 use crate::value::{Row, Schema};
 use crate::{Error, ErrorKind, Result};
+use deltalake::arrow::array::{RecordBatch, UInt64Array};
+use deltalake::arrow::compute::take;
 use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::kernel::transaction::{CommitData, TransactionError};
 use deltalake::kernel::{Action, Add, AddCDCFile, Transaction};
@@ -433,10 +435,12 @@ impl MaintainedTable {
         let mut index = std::mem::take(&mut self.index);
         let this = &*self;
         let result = std::thread::scope(|scope| {
-            // The change-data file is the changes as they are: it is written on a thread of its
-            // own while the removals are placed and the data files written. A commit whose
-            // removals cannot be placed publishes nothing (its files stay unreferenced).
-            let feed = (!inserts_only).then(|| scope.spawn(|| this.write_feed(changes)));
+            // The change-data file is the changes as they are: its batch is made on a thread
+            // of its own while the removals are placed, and written on one while the data
+            // files are, which take their rows from it (the inserts and post-images are among
+            // the changes) instead of decoding them again. A commit whose removals cannot be
+            // placed publishes nothing (its files stay unreferenced).
+            let batch = (!inserts_only).then(|| scope.spawn(|| this.feed_batch(changes)));
             let placed = place(&mut index, this.kept, changes).map_err(|refused| {
                 Error::new(
                     ErrorKind::Internal,
@@ -446,10 +450,14 @@ impl MaintainedTable {
                     ),
                 )
             });
-            let adds = placed
-                .and_then(|(touched, inserted)| Ok((touched, this.write_files(inserted, true)?)));
-            let feed = feed.map(|thread| thread.join().unwrap_or_else(|p| resume_unwind(p)));
-            adds.map(|adds| (adds, feed))
+            let batch = batch.map(join).transpose()?;
+            let feed =
+                (batch.clone()).map(|batch| scope.spawn(move || this.write_feed_batch(batch)));
+            let adds = placed.and_then(|(touched, inserted, at)| {
+                let taken = batch.as_ref().map(|batch| (batch, at));
+                Ok((touched, this.write_files(inserted, taken, true)?))
+            });
+            adds.map(|adds| (adds, feed.map(join)))
         });
         self.index = index;
         let ((touched, adds), mut feed) = result?;
@@ -567,7 +575,7 @@ impl MaintainedTable {
             let hashed = (rows.iter())
                 .map(|row| (if indexed { row_hash(row) } else { 0 }, row))
                 .collect();
-            for new in self.write_files(hashed, false)? {
+            for new in self.write_files(hashed, None, false)? {
                 bytes += self.take_in(new, Some(&ids), actions);
             }
         }
@@ -639,33 +647,51 @@ impl MaintainedTable {
 
     /// Writes `rows` as data files, the open and the settled ones apart (see [`Kept::History`];
     /// a class without rows has no file); returns each file's `add`, its rows in order and
-    /// whether they are the settled ones.
+    /// whether they are the settled ones. With `taken`, row `i` is row `at[i]` of the
+    /// change-data batch `feed` ([`files::feed_batch`]), whose columns are taken rather than
+    /// the rows decoded.
     fn write_files<'r>(
         &self,
         rows: Vec<(u128, &'r Row)>,
+        taken: Option<(&RecordBatch, Vec<usize>)>,
         data_change: bool,
     ) -> Result<Vec<NewFile<'r>>> {
-        let (settled, open): (Vec<_>, Vec<_>) = rows
-            .into_iter()
-            .partition(|(_, row)| self.kept.settled(row));
-        [(open, false), (settled, true)]
-            .into_iter()
-            .filter(|(rows, _)| !rows.is_empty())
-            .map(|(rows, settled)| {
-                let add = self.write_file(rows.iter().map(|(_, row)| *row), data_change)?;
+        let (feed, at) = taken.map_or((None, Vec::new()), |(feed, at)| (Some(feed), at));
+        let mut classes = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
+        for (i, (hash, row)) in rows.into_iter().enumerate() {
+            let (rows, taken) = &mut classes[usize::from(self.kept.settled(row))];
+            rows.push((hash, row));
+            taken.extend(at.get(i).map(|&at| at as u64));
+        }
+        (classes.into_iter().zip([false, true]))
+            .filter(|((rows, _), _)| !rows.is_empty())
+            .map(|((rows, at), settled)| {
+                let batch = match feed {
+                    Some(feed) => self.take_batch(feed, at)?,
+                    None => {
+                        let rows = rows.iter().map(|(_, row)| row.as_row_ref());
+                        to_batch_with(&self.schema.columns, &self.arrow, rows, Vec::new())?
+                    }
+                };
+                let add = self.write_file(batch, data_change)?;
                 Ok(NewFile { add, rows, settled })
             })
             .collect()
     }
 
-    /// Writes `rows` as one Parquet data file (statistics included); returns its `add`.
-    fn write_file<'r>(
-        &self,
-        rows: impl Iterator<Item = &'r Row>,
-        data_change: bool,
-    ) -> Result<Add> {
-        let rows = rows.map(Row::as_row_ref);
-        let batch = to_batch_with(&self.schema.columns, &self.arrow, rows, Vec::new())?;
+    /// Rows `at` of change-data batch `feed`, the table's columns only.
+    fn take_batch(&self, feed: &RecordBatch, at: Vec<u64>) -> Result<RecordBatch> {
+        let at = UInt64Array::from(at);
+        let own = &feed.columns()[..self.schema.columns.len()];
+        let columns = (own.iter())
+            .map(|column| take(column, &at, None))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .and_then(|columns| RecordBatch::try_new(self.arrow.clone(), columns));
+        columns.map_err(|e| failed(&self.dir, e))
+    }
+
+    /// Writes `batch` as one Parquet data file (statistics included); returns its `add`.
+    fn write_file(&self, batch: RecordBatch, data_change: bool) -> Result<Add> {
         let mut adds = self.write_parquet(self.url.as_str(), self.arrow.clone(), batch)?;
         let mut add = adds
             .pop()
@@ -678,6 +704,16 @@ impl MaintainedTable {
     /// Writes the change-data file of `changes`.
     fn write_feed(&self, changes: &[(ChangeType, Row)]) -> Result<AddCDCFile> {
         files::write_feed(&self.dir, &self.cdc_schema, &self.cdc_arrow, changes)
+    }
+
+    /// The record batch of the change-data file of `changes`.
+    fn feed_batch(&self, changes: &[(ChangeType, Row)]) -> Result<RecordBatch> {
+        files::feed_batch(&self.cdc_schema, &self.cdc_arrow, changes)
+    }
+
+    /// Writes a change-data file of [`MaintainedTable::feed_batch`]'s batch.
+    fn write_feed_batch(&self, batch: RecordBatch) -> Result<AddCDCFile> {
+        files::write_feed_batch(&self.dir, &self.cdc_arrow, batch)
     }
 
     fn write_parquet(
@@ -705,34 +741,39 @@ impl MaintainedTable {
 }
 
 /// What [`place`] finds.
-type Placed<'c> = (BTreeMap<u32, RoaringTreemap>, Vec<(u128, &'c Row)>);
+type Placed<'c> = (
+    BTreeMap<u32, RoaringTreemap>,
+    Vec<(u128, &'c Row)>,
+    Vec<usize>,
+);
 
 /// Where a commit's changes leave the table: each removed row's position, by file (taken out
 /// of `index`), and the rows it adds (inserts and post-images, with their hashes) less those
-/// it takes back itself; `Err` says what the table cannot do.
+/// it takes back itself, with their positions among the changes; `Err` says what the table
+/// cannot do.
 fn place<'c>(
     index: &mut RowIndex,
     kept: Kept,
     changes: &'c [(ChangeType, Row)],
 ) -> std::result::Result<Placed<'c>, &'static str> {
     let mut touched: BTreeMap<u32, RoaringTreemap> = BTreeMap::new();
-    let mut inserted: Vec<Option<(u128, &Row)>> = Vec::with_capacity(changes.len());
+    let mut inserted: Vec<Option<(u128, &Row, usize)>> = Vec::with_capacity(changes.len());
     // By hash, the rows added so far that a later change of the commit may take back.
     let mut new_rows: HashMap<u128, SmallVec<[usize; 1]>, _> =
         HashMap::with_capacity_and_hasher(changes.len(), foldhash::fast::FixedState::default());
-    for (kind, row) in changes {
+    for (c, (kind, row)) in changes.iter().enumerate() {
         if !kept.indexed() {
             if *kind != ChangeType::Insert {
                 return Err("removes a row from a table of appends");
             }
-            inserted.push(Some((0, row)));
+            inserted.push(Some((0, row, c)));
             continue;
         }
         let hash = row_hash(row);
         match kind {
             ChangeType::Insert | ChangeType::UpdatePostimage => {
                 new_rows.entry(hash).or_default().push(inserted.len());
-                inserted.push(Some((hash, row)));
+                inserted.push(Some((hash, row, c)));
             }
             ChangeType::Delete | ChangeType::UpdatePreimage => {
                 if let Some(i) = new_rows.get_mut(&hash).and_then(SmallVec::pop) {
@@ -746,7 +787,15 @@ fn place<'c>(
             }
         }
     }
-    Ok((touched, inserted.into_iter().flatten().collect()))
+    let (rows, at) = (inserted.into_iter().flatten())
+        .map(|(hash, row, c)| ((hash, row), c))
+        .unzip();
+    Ok((touched, rows, at))
+}
+
+/// A scoped thread's result (its panic resumed).
+fn join<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread.join().unwrap_or_else(|p| resume_unwind(p))
 }
 
 /// The hash `row` is indexed by.

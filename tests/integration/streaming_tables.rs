@@ -144,13 +144,30 @@ fn durable_runs_append_each_new_commit_and_a_rewind_returns_the_table() {
     // The next run reads the later files again, as the same commits.
     succeed(cwd, &run);
     assert_eq!(rows(cwd, "bronze"), bronze_of(4));
-    let silver = rows(cwd, "silver");
-    let plain = setup(4);
+    // A step of two commits makes one version of each (the next step's version follows them).
+    arrive(cwd, 5);
+    arrive(cwd, 6);
+    succeed(cwd, &run);
+    arrive(cwd, 7);
+    succeed(cwd, &run);
+    assert_eq!(rows(cwd, "bronze"), bronze_of(7));
+    let last: Vec<String> = (feed(cwd).lines().rev().take(6))
+        .map(|line| line.split(',').map(str::to_string).collect::<Vec<_>>()[2].clone())
+        .collect();
+    assert_eq!(last, ["17", "7", "16", "6", "15", "5"]);
+    let versions: Vec<u64> = (feed(cwd).lines().skip(1))
+        .map(|line| line.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        versions.windows(2).all(|w| w[1] <= w[0] + 1),
+        "{versions:?}"
+    );
+    let plain = setup(7);
     succeed(
         plain.path(),
         &["run", "p.sql", "--warehouse", "w", "--out", "o"],
     );
-    assert_eq!(silver, rows(plain.path(), "silver"));
+    assert_eq!(rows(cwd, "silver"), rows(plain.path(), "silver"));
 }
 
 #[test]

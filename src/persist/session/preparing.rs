@@ -35,7 +35,9 @@ type TableCommit = (Vec<(ChangeType, Row)>, Vec<serde_json::Value>);
 pub(super) struct Publisher {
     targets: Lane,
     streams: Lane,
-    /// The last commit whose streaming tables' versions were started from its input.
+    /// The last commit whose streaming tables' versions were started from its input: the
+    /// driver shows every commit's input before its outcome (the next commit's may come
+    /// first too), or, in a cluster, none.
     streamed: Option<u64>,
 }
 
@@ -104,7 +106,7 @@ impl Publisher {
         prepared: &mut [Vec<Prepared>],
     ) -> Result<()> {
         let (version, timestamp) = (commit.version, commit.timestamp);
-        if self.streams.holds() && self.streamed != Some(version) {
+        if self.streams.holds() && self.streamed.is_none_or(|s| s < version) {
             let commits = streams(pipeline, &mut commit.appended);
             self.streams.start(commits, version, timestamp, prepared)?;
         }
