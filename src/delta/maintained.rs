@@ -44,8 +44,15 @@
 //! Invariant: the index maps every live row (by a 128-bit hash of its packed bytes) to its
 //! file and position, and each live file's deletion vector holds exactly its removed positions;
 //! a removal the index cannot place means the feed and the table disagree and fails the commit
-//! before its version is prepared (a change-data file written meanwhile stays unreferenced,
-//! for the vacuum). Memory: about 40 bytes per live row.
+//! before its version is prepared (the data and change-data files written meanwhile stay
+//! unreferenced, for the vacuum). Memory: about 40 bytes per live row.
+//!
+//! Preparing a version, the removals are placed in the index (memory-bound: ~9 ms for the
+//! ~13,000 of a 10,000-event SCD2 commit on a 1M-row history) while the new rows' data files
+//! and the change-data file are encoded on threads of their own, the data files from the
+//! change-data file's record batch (the same rows). With the placing and the data files side
+//! by side, a followed 10,000-event step's p50 went from 47.7-50.7 to 44.8-45.6 ms (two
+//! alternating runs of each build, 1 worker).
 //!
 //! A table of appends ([`Kept::Appends`]: a published streaming table, whose commits only add
 //! rows) keeps no index, and opening it reads no rows, only the log's file list and row counts.
@@ -434,33 +441,35 @@ impl MaintainedTable {
         // The index is lent to the placing below while the change-data file is written.
         let mut index = std::mem::take(&mut self.index);
         let this = &*self;
+        let refusal = |refused| {
+            let dir = self.dir.display();
+            let message = format!("Delta table {dir}: commit {commit} {refused}");
+            Error::new(ErrorKind::Internal, message)
+        };
         let result = std::thread::scope(|scope| {
             // The change-data file is the changes as they are: its batch is made on a thread
-            // of its own while the removals are placed, and written on one while the data
-            // files are, which take their rows from it (the inserts and post-images are among
-            // the changes) instead of decoding them again. A commit whose removals cannot be
-            // placed publishes nothing (its files stay unreferenced).
+            // of its own while the changes are sorted out, then written on one, while the data
+            // files are written on another (taking their rows from that batch — the inserts
+            // and post-images are among the changes — instead of decoding them again) and the
+            // removed rows are placed in the index (memory-bound). A commit whose removals
+            // cannot be placed publishes nothing (its files stay unreferenced).
             let batch = (!inserts_only).then(|| scope.spawn(|| this.feed_batch(changes)));
-            let placed = place(&mut index, this.kept, changes).map_err(|refused| {
-                Error::new(
-                    ErrorKind::Internal,
-                    format!(
-                        "Delta table {}: commit {commit} {refused}",
-                        this.dir.display()
-                    ),
-                )
-            });
+            let sorted = sort_out(this.kept, changes).map_err(refusal)?;
             let batch = batch.map(join).transpose()?;
             let feed =
                 (batch.clone()).map(|batch| scope.spawn(move || this.write_feed_batch(batch)));
-            let adds = placed.and_then(|(touched, inserted, at)| {
+            let Sorted { removed, added, at } = sorted;
+            let adds = scope.spawn(move || {
                 let taken = batch.as_ref().map(|batch| (batch, at));
-                Ok((touched, this.write_files(inserted, taken, true)?))
+                this.write_files(added, taken, true)
             });
-            adds.map(|adds| (adds, feed.map(join)))
+            let touched = place(&mut index, &removed).map_err(refusal);
+            let adds = join(adds);
+            let feed = feed.map(join);
+            Ok((touched?, adds?, feed))
         });
         self.index = index;
-        let ((touched, adds), mut feed) = result?;
+        let (touched, adds, mut feed) = result?;
         let mut actions = Vec::new();
         let mut added = Vec::new();
         for new in adds {
@@ -740,24 +749,22 @@ impl MaintainedTable {
     }
 }
 
-/// What [`place`] finds.
-type Placed<'c> = (
-    BTreeMap<u32, RoaringTreemap>,
-    Vec<(u128, &'c Row)>,
-    Vec<usize>,
-);
+/// A commit's changes as the table takes them: the hashes of the rows it removes, and the
+/// rows it adds (inserts and post-images, with their hashes and positions among the changes)
+/// less those it takes back itself.
+struct Sorted<'c> {
+    removed: Vec<u128>,
+    added: Vec<(u128, &'c Row)>,
+    at: Vec<usize>,
+}
 
-/// Where a commit's changes leave the table: each removed row's position, by file (taken out
-/// of `index`), and the rows it adds (inserts and post-images, with their hashes) less those
-/// it takes back itself, with their positions among the changes; `Err` says what the table
-/// cannot do.
-fn place<'c>(
-    index: &mut RowIndex,
+/// Sorts out `changes` ([`Sorted`]); `Err` says what the table cannot do.
+fn sort_out(
     kept: Kept,
-    changes: &'c [(ChangeType, Row)],
-) -> std::result::Result<Placed<'c>, &'static str> {
-    let mut touched: BTreeMap<u32, RoaringTreemap> = BTreeMap::new();
-    let mut inserted: Vec<Option<(u128, &Row, usize)>> = Vec::with_capacity(changes.len());
+    changes: &[(ChangeType, Row)],
+) -> std::result::Result<Sorted<'_>, &'static str> {
+    let mut removed = Vec::new();
+    let mut added: Vec<Option<(u128, &Row, usize)>> = Vec::with_capacity(changes.len());
     // By hash, the rows added so far that a later change of the commit may take back.
     let mut new_rows: HashMap<u128, SmallVec<[usize; 1]>, _> =
         HashMap::with_capacity_and_hasher(changes.len(), foldhash::fast::FixedState::default());
@@ -766,31 +773,43 @@ fn place<'c>(
             if *kind != ChangeType::Insert {
                 return Err("removes a row from a table of appends");
             }
-            inserted.push(Some((0, row, c)));
+            added.push(Some((0, row, c)));
             continue;
         }
         let hash = row_hash(row);
         match kind {
             ChangeType::Insert | ChangeType::UpdatePostimage => {
-                new_rows.entry(hash).or_default().push(inserted.len());
-                inserted.push(Some((hash, row, c)));
+                new_rows.entry(hash).or_default().push(added.len());
+                added.push(Some((hash, row, c)));
             }
             ChangeType::Delete | ChangeType::UpdatePreimage => {
-                if let Some(i) = new_rows.get_mut(&hash).and_then(SmallVec::pop) {
-                    inserted[i] = None;
-                    continue;
+                match new_rows.get_mut(&hash).and_then(SmallVec::pop) {
+                    Some(i) => added[i] = None,
+                    None => removed.push(hash),
                 }
-                let at = index
-                    .unplace(hash)
-                    .ok_or("removes a row the table does not hold")?;
-                touched.entry(at.file).or_default().insert(at.row as u64);
             }
         }
     }
-    let (rows, at) = (inserted.into_iter().flatten())
+    let (added, at) = (added.into_iter().flatten())
         .map(|(hash, row, c)| ((hash, row), c))
         .unzip();
-    Ok((touched, rows, at))
+    Ok(Sorted { removed, added, at })
+}
+
+/// Takes the rows `removed` out of `index`: their positions, by file; `Err` when the table
+/// does not hold one.
+fn place(
+    index: &mut RowIndex,
+    removed: &[u128],
+) -> std::result::Result<BTreeMap<u32, RoaringTreemap>, &'static str> {
+    let mut touched: BTreeMap<u32, RoaringTreemap> = BTreeMap::new();
+    for &hash in removed {
+        let at = index
+            .unplace(hash)
+            .ok_or("removes a row the table does not hold")?;
+        touched.entry(at.file).or_default().insert(at.row as u64);
+    }
+    Ok(touched)
 }
 
 /// A scoped thread's result (its panic resumed).
