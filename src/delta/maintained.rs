@@ -668,15 +668,15 @@ impl MaintainedTable {
         let (feed, at) = taken.map_or((None, Vec::new()), |(feed, at)| (Some(feed), at));
         let mut classes = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
         for (i, (hash, row)) in rows.into_iter().enumerate() {
-            let (rows, taken) = &mut classes[usize::from(self.kept.settled(row))];
+            let (rows, positions) = &mut classes[usize::from(self.kept.settled(row))];
             rows.push((hash, row));
-            taken.extend(at.get(i).map(|&at| at as u64));
+            positions.extend(at.get(i).map(|&at| at as u64));
         }
         (classes.into_iter().zip([false, true]))
             .filter(|((rows, _), _)| !rows.is_empty())
-            .map(|((rows, at), settled)| {
+            .map(|((rows, positions), settled)| {
                 let batch = match feed {
-                    Some(feed) => self.take_batch(feed, at)?,
+                    Some(feed) => self.take_batch(feed, positions)?,
                     None => {
                         let rows = rows.iter().map(|(_, row)| row.as_row_ref());
                         to_batch_with(&self.schema.columns, &self.arrow, rows, Vec::new())?
