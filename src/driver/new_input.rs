@@ -231,7 +231,7 @@ pub(crate) fn find(
         });
         for (v, source) in io::versioned_files(path, version)? {
             let meta = std::fs::metadata(&source).map_err(|e| Error::read(&source, &e))?;
-            let file = io::normal_path(&source)?;
+            let file = normal.path(&source)?;
             if let Some(p) = known(&file) {
                 let look = Look::of(&meta, p.consumed);
                 if checked.files.get(file.as_os_str()) != Some(&look) {

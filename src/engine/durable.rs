@@ -15,9 +15,9 @@
 //! the state at the last delta; a key's records override each other, and worker-wide records
 //! merge exactly as shards of several workers do. A state whose keys hold long ordered histories
 //! (SCD2) saves less: a changed key's entries from the least position that changed on
-//! ([`Changed::mark_from`], [`KeyDelta::From`]), which its restore puts in place of the entries there
-//! and after; in-order events make that the new events alone, where a whole key's record grew
-//! with its history. States record changed keys only once asked
+//! ([`Changed::mark_from`], [`KeyDelta::From`]), which its restore puts in place of the
+//! entries there and after; in-order events make that the new events alone, where a whole
+//! key's record grew with its history. States record changed keys only once asked
 //! ([`Durable::track_changes`]): tracking copies every changed key, which a run that never
 //! saves should not pay for.
 //!
