@@ -3,10 +3,16 @@
 //! by), change-data files (Delta's `cdc` action) and the `remove` of a file.
 //!
 //! Every Parquet file here is written with [`properties`]: snappy, as delta-rs and Spark
-//! write, and dictionary encoding only for the columns whose values repeat. Parquet's Java
-//! writer drops a dictionary that does not make the data smaller; arrow-rs's keeps building
-//! it up to its page-size limit (1 MB), so a column of distinct values (keys, sequences,
-//! free text) is interned whole for nothing: that interning was 57% of the time a
+//! write. Integer columns (and dates, times and timestamps) are `DELTA_BINARY_PACKED`, as
+//! Parquet's v2 writers (Spark's, DuckDB's) write them: keys, sequences and times lie close to
+//! their neighbours, so their differences pack into a few bits where a plain value takes eight
+//! bytes before compression. Over 100 1,000-event SCD2 commits on a 900,000-row history the
+//! bytes a commit wrote fell by a fifth (199 to 161 KB; its change-data file 57 to 45 KB).
+//! Readers: Spark since 3.3 (every reader of a table with deletion vectors), delta-rs, Polars,
+//! DuckDB, pyarrow. Other columns get a dictionary only where their values repeat. Parquet's
+//! Java writer drops a dictionary that does not make the data smaller; arrow-rs's keeps
+//! building it up to its page-size limit (1 MB), so a column of distinct values (keys,
+//! sequences, free text) is interned whole for nothing: that interning was 57% of the time a
 //! 10,000-event SCD2 commit spent writing its data files, and its pages are larger than plain
 //! ones.
 
@@ -19,7 +25,7 @@ use deltalake::arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use deltalake::arrow::datatypes::{DataType as ArrowType, SchemaRef};
 use deltalake::kernel::{Add, AddCDCFile, LogicalFileView, Remove};
 use deltalake::parquet::arrow::ArrowWriter;
-use deltalake::parquet::basic::Compression;
+use deltalake::parquet::basic::{Compression, Encoding};
 use deltalake::parquet::errors::ParquetError;
 use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::parquet::schema::types::ColumnPath;
@@ -48,20 +54,36 @@ pub(super) fn write_parquet(
         .map_err(|e| failed(dir, e))
 }
 
-/// How to write `batch` as Parquet (see the module docs): snappy, and a dictionary for each
-/// column where fewer than [`DICTIONARY_BELOW`] of its first [`DICTIONARY_SAMPLE`] non-null values
-/// are distinct (and for the types not sampled: booleans, nested values).
+/// How to write `batch` as Parquet (see the module docs): snappy; integers, dates, times and
+/// timestamps delta-packed; a dictionary for each other column where fewer than
+/// [`DICTIONARY_BELOW`] of its first [`DICTIONARY_SAMPLE`] non-null values are distinct (and
+/// for the types not sampled: booleans, nested values).
 pub(super) fn properties(batch: &RecordBatch) -> WriterProperties {
     let mut builder = WriterProperties::builder()
         .set_created_by(format!("scdflow {}", env!("CARGO_PKG_VERSION")))
         .set_compression(Compression::SNAPPY);
     for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
-        if !repeats(column.as_ref()) {
-            let path = ColumnPath::new(vec![field.name().clone()]);
+        let path = ColumnPath::new(vec![field.name().clone()]);
+        if delta_packed(field.data_type()) {
+            builder = builder
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+        } else if !repeats(column.as_ref()) {
             builder = builder.set_column_dictionary_enabled(path, false);
         }
     }
     builder.build()
+}
+
+/// Whether a column of `data_type` is written `DELTA_BINARY_PACKED`: its values are stored as
+/// integers in Parquet.
+fn delta_packed(data_type: &ArrowType) -> bool {
+    use ArrowType::{Date32, Date64, Time32, Time64, Timestamp};
+    data_type.is_integer()
+        || matches!(
+            data_type,
+            Date32 | Date64 | Timestamp(..) | Time32(_) | Time64(_)
+        )
 }
 
 /// Values sampled per column to choose its encoding.
@@ -222,7 +244,7 @@ mod tests {
     use deltalake::arrow::datatypes::{Field, Schema as ArrowSchema};
 
     #[test]
-    fn only_columns_whose_values_repeat_get_a_dictionary() {
+    fn integers_are_delta_packed_and_other_columns_interned_where_values_repeat() {
         let n = 1000;
         let columns: Vec<(&str, ArrayRef)> = vec![
             ("key", Arc::new(Int64Array::from_iter_values(0..n))),
@@ -269,11 +291,19 @@ mod tests {
         )
         .unwrap();
         let properties = properties(&batch);
-        let dictionary =
-            |name: &str| properties.dictionary_enabled(&ColumnPath::new(vec![name.to_string()]));
-        assert!(!dictionary("key") && !dictionary("name") && !dictionary("some"));
-        assert!(dictionary("status") && dictionary("half"));
-        assert!(dictionary("nothing") && dictionary("flag"));
+        let path = |name: &str| ColumnPath::new(vec![name.to_string()]);
+        let dictionary = |name: &str| properties.dictionary_enabled(&path(name));
+        assert!(!dictionary("name"));
+        assert!(dictionary("status") && dictionary("flag"));
+        // Integers are delta-packed whatever their values, never interned.
+        for int in ["key", "some", "half", "nothing"] {
+            assert!(!dictionary(int), "{int}");
+            assert_eq!(
+                properties.encoding(&path(int)),
+                Some(Encoding::DELTA_BINARY_PACKED)
+            );
+        }
+        assert_eq!(properties.encoding(&path("name")), None);
         assert_eq!(
             properties.compression(&ColumnPath::new(vec!["key".into()])),
             Compression::SNAPPY

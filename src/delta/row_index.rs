@@ -45,6 +45,11 @@ static SHARD_OF_SLOT: LazyLock<Vec<u8>> = LazyLock::new(|| {
     shard_of_slot
 });
 
+/// The shard holding `hash`.
+fn shard_of(hash: u128) -> usize {
+    usize::from(SHARD_OF_SLOT[(hash >> (128 - SLOT_BITS)) as usize])
+}
+
 /// Where a live row is: file id and position in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Location {
@@ -77,13 +82,25 @@ impl Default for RowIndex {
 
 impl RowIndex {
     fn shard(&mut self, hash: u128) -> &mut Shard {
-        let slot = (hash >> (128 - SLOT_BITS)) as usize;
-        &mut self.shards[usize::from(SHARD_OF_SLOT[slot])]
+        &mut self.shards[shard_of(hash)]
     }
 
     /// Records a live row at `at`.
     pub(super) fn place(&mut self, hash: u128, at: Location) {
         self.shard(hash).entry(hash).or_default().push(at);
+    }
+
+    /// Reads the entries of `hashes` ahead of taking them out: the lookups are independent, so
+    /// the processor overlaps their cache and TLB misses, and the removals that follow find
+    /// them in cache (as the engine's states are warmed before a commit is applied). Placing a
+    /// 10,000-event SCD2 commit's ~13,000 removals: 2.4 -> 1.4 ms, this pass included.
+    pub(super) fn warm(&self, hashes: &[u128]) {
+        let read: usize = (hashes.iter())
+            .filter_map(|h| self.shards[shard_of(*h)].get(h))
+            .map(|ats| ats.len())
+            .fold(0, usize::wrapping_add);
+        // What was read must look used, or the reads go.
+        std::hint::black_box(read);
     }
 
     /// Takes a live row out; where it was.
