@@ -304,10 +304,25 @@ pub fn write_atomically(
     fill: impl FnOnce(&mut FrameWriter) -> Result<()>,
 ) -> Result<()> {
     let tmp = tmp_sibling(path);
-    let mut writer = FrameWriter::create(&tmp, kind)?;
+    write_synced(&tmp, kind, fill)?;
+    replace_with(&tmp, path)
+}
+
+/// Writes `path` through `fill` and syncs it (its directory entry is not synced).
+pub fn write_synced(
+    path: &Path,
+    kind: FileKind,
+    fill: impl FnOnce(&mut FrameWriter) -> Result<()>,
+) -> Result<()> {
+    let mut writer = FrameWriter::create(path, kind)?;
     fill(&mut writer)?;
-    writer.finish()?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::write(path, &e))?;
+    writer.finish()
+}
+
+/// Renames the synced file `tmp` over `path` and syncs their directory: the second half of
+/// [`write_atomically`].
+pub fn replace_with(tmp: &Path, path: &Path) -> Result<()> {
+    std::fs::rename(tmp, path).map_err(|e| Error::write(path, &e))?;
     sync_parent(path)
 }
 
