@@ -16,9 +16,10 @@
 //! `_delta_log/<version>.json` every millisecond), and the bytes the table directory grew by
 //! over the followed commits (data, deletion-vector, change-data, log and checkpoint files),
 //! per commit, beside the commit's change rows as the change-data file holds them. For the
-//! peer: reading the file and its MERGE, and its table's growth. The peer needs `python3 -m pip
-//! install deltalake polars` (or `PEER_PYTHON=/path/to/python`); without it, it is skipped with
-//! a note. Figures drift by ±30% on this shared 2-core machine: compare the ratios of one run.
+//! peer: reading the file and its MERGE, and its table's growth. Then where scdflow's bytes
+//! went, by kind of file, as the followed versions' log entries name them. The peer needs
+//! `python3 -m pip install deltalake polars` (or `PEER_PYTHON=/path/to/python`); without it,
+//! it is skipped with a note. Figures drift by ±30% on this shared 2-core machine: compare the ratios of one run.
 
 mod support;
 
@@ -130,6 +131,60 @@ fn main() {
         written / feed,
         nearest(&logged, 0.5)
     );
+    let first = commits - followed + 1;
+    let parts = (breakdown(&table, first..=commits).into_iter())
+        .map(|(part, bytes)| format!("{part} {:.1}", bytes as f64 / followed as f64 / 1e3))
+        .collect::<Vec<_>>();
+    println!(
+        "where a followed commit's bytes go, KB per commit as its log entries name them: {}",
+        parts.join(", ")
+    );
+}
+
+/// The bytes `versions` of the Delta table at `table` wrote, by what they hold, from their
+/// log entries: change-data files, data files of new rows, files merges wrote, deletion
+/// vectors (as their descriptors size them; their files add a few bytes each), the entries
+/// themselves and the checkpoints of those versions.
+fn breakdown(table: &Path, versions: std::ops::RangeInclusive<u64>) -> Vec<(&'static str, u64)> {
+    let mut parts = [
+        ("change data", 0),
+        ("new rows", 0),
+        ("merges", 0),
+        ("deletion vectors", 0),
+        ("log entries", 0),
+        ("checkpoints", 0),
+    ];
+    let mut add = |part: &str, bytes: u64| {
+        let at = parts.iter().position(|(p, _)| *p == part).expect("a part");
+        parts[at].1 += bytes;
+    };
+    let log = table.join("_delta_log");
+    for version in versions {
+        let entry = std::fs::read_to_string(log.join(format!("{version:020}.json")))
+            .expect("a followed version's log entry");
+        add("log entries", entry.len() as u64);
+        for line in entry.lines() {
+            let action: serde_json::Value = serde_json::from_str(line).expect("a log action");
+            let size = |a: &serde_json::Value| a["size"].as_u64().unwrap_or(0);
+            if let Some(cdc) = action.get("cdc") {
+                add("change data", size(cdc));
+            } else if let Some(file) = action.get("add") {
+                match (&file["deletionVector"], file["dataChange"].as_bool()) {
+                    (dv, _) if dv.is_object() => {
+                        add("deletion vectors", dv["sizeInBytes"].as_u64().unwrap_or(0))
+                    }
+                    (_, Some(true)) => add("new rows", size(file)),
+                    _ => add("merges", size(file)),
+                }
+            }
+        }
+        let checkpoint = log.join(format!("{version:020}.checkpoint.parquet"));
+        add(
+            "checkpoints",
+            std::fs::metadata(checkpoint).map_or(0, |m| m.len()),
+        );
+    }
+    parts.to_vec()
 }
 
 /// The delta-rs MERGE peer over `files`, starting from a copy of `table`: its JSON line, or
