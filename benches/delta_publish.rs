@@ -19,7 +19,8 @@
 //! peer: reading the file and its MERGE, and its table's growth. Then where scdflow's bytes
 //! went, by kind of file, as the followed versions' log entries name them. The peer needs
 //! `python3 -m pip install deltalake polars` (or `PEER_PYTHON=/path/to/python`); without it,
-//! it is skipped with a note. Figures drift by ±30% on this shared 2-core machine: compare the ratios of one run.
+//! it is skipped with a note. Figures drift by ±30% on this shared 2-core machine: compare the
+//! ratios of one run.
 
 mod support;
 
