@@ -395,3 +395,55 @@ fn a_maintained_table_checkpoints_and_vacuums_on_its_schedule() {
     assert_eq!(data, live, "{left:?}");
     assert_eq!(table.last_commit().unwrap(), Some(40));
 }
+
+/// A durable step's order: each version prepared, then merges ahead of the next written, then
+/// the version published through the table's log and its upkeep run (a vacuum at every
+/// version, retention 0) — told when the step began. The vacuum keeps the files merged ahead
+/// (no version holds them yet), so every next version finds them; after the last, with nothing
+/// ahead, it leaves only what the table holds.
+#[test]
+fn a_vacuum_keeps_the_files_merged_ahead_of_the_next_version() {
+    use super::MaintainedTable;
+    use rand::SeedableRng;
+    use std::time::SystemTime;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t");
+    let props = BTreeMap::from([
+        (super::VACUUM_PROPERTY.to_string(), "1".to_string()),
+        (
+            "delta.deletedFileRetentionDuration".to_string(),
+            "interval 0 seconds".to_string(),
+        ),
+    ]);
+    let mut table = MaintainedTable::create(&path, &schema(), &props, "app").unwrap();
+    let log = table.log().unwrap();
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(5);
+    let mut model: BTreeMap<i64, u32> = BTreeMap::new();
+    let mut compacted = 0;
+    for commit in 1..=40u64 {
+        let step = SystemTime::now();
+        let changes = random_changes(&mut rng, &mut model);
+        let (prepared, written) = table
+            .prepare(commit, 1_000_000 * commit as i64, &changes, &[])
+            .unwrap();
+        compacted += written.compacted_rows;
+        table.merge_ahead().unwrap();
+        log.publish(&prepared).unwrap();
+        log.upkeep(prepared.version, step).unwrap();
+        holds_the_model(&path, &model, commit);
+    }
+    assert!(compacted > 0, "40 commits merge files");
+    drop(table);
+    log.upkeep(40, SystemTime::now()).unwrap();
+    let table = MaintainedTable::open(&path, &schema(), "app").unwrap();
+    let data = (std::fs::read_dir(&path).unwrap())
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".parquet")
+        })
+        .count();
+    assert_eq!(data, table.files());
+}
