@@ -447,3 +447,53 @@ fn a_vacuum_keeps_the_files_merged_ahead_of_the_next_version() {
         .count();
     assert_eq!(data, table.files());
 }
+
+/// A table of appends merges its full tiers on a thread of their own, beside its next
+/// versions: each merge goes into the first version prepared after it is done (at the
+/// earliest the second after it started), so the table
+/// holds every appended row after every commit (by its own reading and another reader's, and
+/// after reopening, which drops a merge still running), and the files stay few.
+#[test]
+fn a_table_of_appends_merges_beside_its_versions() {
+    use super::{Kept, MaintainedTable, COLD_FANOUT};
+    use crate::engine::changefeed::ChangeType;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let open = |path: &Path| MaintainedTable::open_as(path, &schema(), "app", Kept::Appends);
+    let props = BTreeMap::new();
+    let mut table =
+        MaintainedTable::create_as(&path, &schema(), &props, "app", Kept::Appends).unwrap();
+    let mut expected = Vec::new();
+    let (mut compacted, mut next) = (0, 0);
+    for commit in 1..=150u64 {
+        let changes: Vec<_> = (0..3)
+            .map(|_| {
+                next += 1;
+                (ChangeType::Insert, row(next, "x"))
+            })
+            .collect();
+        expected.extend(changes.iter().map(|(_, r)| r.clone()));
+        let (prepared, written) = table
+            .prepare(commit, 1_000_000 * commit as i64, &changes, &[])
+            .unwrap();
+        compacted += written.compacted_rows;
+        table.publish(&prepared).unwrap();
+        table.merge_ahead().unwrap();
+        if commit % 50 == 0 {
+            table = open(&path).unwrap();
+        }
+        let mut rows = Table::open(&path).unwrap().rows().unwrap();
+        rows.sort();
+        expected.sort();
+        assert_eq!(rows, expected, "after commit {commit}");
+        assert_eq!(table.rows(), expected.len() as u64);
+    }
+    assert!(compacted > 0, "150 commits merge files");
+    assert!(
+        table.files() < 3 * COLD_FANOUT as usize,
+        "{} files",
+        table.files()
+    );
+    let reopened = open(&path).unwrap();
+    assert_eq!(reopened.rows(), 450);
+}
