@@ -396,25 +396,6 @@ fn a_maintained_table_checkpoints_and_vacuums_on_its_schedule() {
     assert_eq!(table.last_commit().unwrap(), Some(40));
 }
 
-/// Commit `commit` of `changes` as a durable step makes it: its version prepared, merges ahead
-/// of the next written, then the version published through the table's `log` and its upkeep
-/// run, told when the step began; returns the rows merged into the version.
-fn step_durably(
-    table: &mut super::MaintainedTable,
-    log: &super::TableLog,
-    commit: u64,
-    changes: &[(crate::engine::changefeed::ChangeType, Row)],
-) -> u64 {
-    let step = std::time::SystemTime::now();
-    let (prepared, written) = table
-        .prepare(commit, 1_000_000 * commit as i64, changes, &[])
-        .unwrap();
-    table.merge_ahead().unwrap();
-    log.publish(&prepared).unwrap();
-    log.upkeep(prepared.version, step).unwrap();
-    written.compacted_rows
-}
-
 /// A durable step's order: each version prepared, then merges ahead of the next written, then
 /// the version published through the table's log and its upkeep run (a vacuum at every
 /// version, retention 0) — told when the step began. The vacuum keeps the files merged ahead
@@ -440,8 +421,15 @@ fn a_vacuum_keeps_the_files_merged_ahead_of_the_next_version() {
     let mut model: BTreeMap<i64, u32> = BTreeMap::new();
     let mut compacted = 0;
     for commit in 1..=40u64 {
+        let step = SystemTime::now();
         let changes = random_changes(&mut rng, &mut model);
-        compacted += step_durably(&mut table, &log, commit, &changes);
+        let (prepared, written) = table
+            .prepare(commit, 1_000_000 * commit as i64, &changes, &[])
+            .unwrap();
+        compacted += written.compacted_rows;
+        table.merge_ahead().unwrap();
+        log.publish(&prepared).unwrap();
+        log.upkeep(prepared.version, step).unwrap();
         holds_the_model(&path, &model, commit);
     }
     assert!(compacted > 0, "40 commits merge files");
@@ -470,6 +458,7 @@ fn a_vacuum_keeps_the_files_merged_ahead_of_the_next_version() {
 fn a_table_of_appends_merges_beside_its_versions() {
     use super::{Kept, MaintainedTable, COLD_FANOUT};
     use crate::engine::changefeed::ChangeType;
+    use std::time::{Duration, SystemTime};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
     let open = |path: &Path| MaintainedTable::open_as(path, &schema(), "app", Kept::Appends);
@@ -493,8 +482,15 @@ fn a_table_of_appends_merges_beside_its_versions() {
             })
             .collect();
         expected.extend(changes.iter().map(|(_, r)| r.clone()));
-        compacted += step_durably(&mut table, &log, commit, &changes);
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        let step = SystemTime::now();
+        let (prepared, written) = table
+            .prepare(commit, 1_000_000 * commit as i64, &changes, &[])
+            .unwrap();
+        compacted += written.compacted_rows;
+        table.merge_ahead().unwrap();
+        log.publish(&prepared).unwrap();
+        log.upkeep(prepared.version, step).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
         if commit % 50 == 0 {
             table = open(&path).unwrap();
         }
