@@ -485,16 +485,11 @@ impl MaintainedTable {
         if self.ahead.is_none() {
             self.merge_ahead()?;
         }
-        let mut ahead = self.ahead.take().unwrap_or_default();
-        // A streaming table's merge done since goes in now: the first version prepared after a
-        // merge holds its file, which a vacuum keeps only if written since its step began or
-        // held by a version.
-        self.take_merged(&mut ahead)?;
         let Ahead {
             mut actions,
             bytes,
             rows,
-        } = ahead;
+        } = self.ahead.take().unwrap_or_default();
         // A file merged ahead is in no version yet: a removal from it re-adds it, no `remove`.
         let mut merged = Vec::new();
         for action in &mut actions {
@@ -618,7 +613,28 @@ impl MaintainedTable {
     /// the merge takes, since no commit changes its files (none removes a row): a merge that
     /// is done goes into `ahead`; then, if none runs, a full tier starts merging.
     fn merge_beside(&mut self, ahead: &mut Ahead) -> Result<()> {
-        self.take_merged(ahead)?;
+        if self
+            .running
+            .as_ref()
+            .is_some_and(|r| r.thread.is_finished())
+        {
+            let Running { ids, thread } = self.running.take().expect("a finished merge");
+            let (add, rows) = thread.join().unwrap_or_else(|panic| resume_unwind(panic))?;
+            for id in ids {
+                let file = self.files[id as usize].take().expect("a file being merged");
+                ahead
+                    .actions
+                    .push(Action::Remove(remove(&file.add, 0, false)));
+            }
+            (ahead.bytes, ahead.rows) = (add.size as u64, rows);
+            ahead.actions.push(Action::Add(add.clone()));
+            self.files.push(Some(LiveFile {
+                add,
+                rows,
+                deleted: RoaringTreemap::new(),
+                settled: false,
+            }));
+        }
         if self.running.is_some() {
             return Ok(());
         }
@@ -652,30 +668,6 @@ impl MaintainedTable {
             Ok((add, rows.len() as u64))
         });
         self.running = Some(Running { ids, thread });
-        Ok(())
-    }
-
-    /// Takes a table of appends' merge into `ahead` if it is done.
-    fn take_merged(&mut self, ahead: &mut Ahead) -> Result<()> {
-        if !(self.running.as_ref()).is_some_and(|r| r.thread.is_finished()) {
-            return Ok(());
-        }
-        let Running { ids, thread } = self.running.take().expect("a finished merge");
-        let (add, rows) = thread.join().unwrap_or_else(|panic| resume_unwind(panic))?;
-        for id in ids {
-            let file = self.files[id as usize].take().expect("a file being merged");
-            let gone = Action::Remove(remove(&file.add, 0, false));
-            ahead.actions.push(gone);
-        }
-        ahead.bytes += add.size as u64;
-        ahead.rows += rows;
-        ahead.actions.push(Action::Add(add.clone()));
-        self.files.push(Some(LiveFile {
-            add,
-            rows,
-            deleted: RoaringTreemap::new(),
-            settled: false,
-        }));
         Ok(())
     }
 
