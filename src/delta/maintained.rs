@@ -69,10 +69,6 @@
 //!
 //! A table of appends ([`Kept::Appends`]: a published streaming table, whose commits only add
 //! rows) keeps no index, and opening it reads no rows, only the log's file list and row counts.
-//! Its files never change once written, so its merges run on a thread of their own beside as
-//! many versions as they take, and go into the first version prepared once they are done: a
-//! 32-file tier of a 1M-row streaming table took ~150–200 ms, longer than a 10,000-event
-//! commit, which then waited for it.
 //!
 //! A version whose changes are all inserts writes no change-data file: readers take the rows
 //! of the file it adds (with `dataChange`) as its inserts, as the protocol says and as Spark's
@@ -108,7 +104,6 @@ use smallvec::SmallVec;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::resume_unwind;
 use std::path::{Path, PathBuf};
-use std::thread::JoinHandle;
 use std::time::SystemTime;
 use tokio::runtime::Runtime;
 
@@ -219,15 +214,6 @@ pub struct MaintainedTable {
     /// Merges done ahead of the next version ([`MaintainedTable::merge_ahead`]), which they go
     /// into; `None` until merges are looked for again.
     ahead: Option<Ahead>,
-    /// A table of appends' merge, running beside its versions.
-    running: Option<Running>,
-}
-
-/// A merge of a table of appends running on a thread of its own: the files it merges, and the
-/// thread writing the merged file (its `add` and rows).
-struct Running {
-    ids: Vec<u32>,
-    thread: JoinHandle<Result<(Add, u64)>>,
 }
 
 /// Merges made between two versions: their actions (the merged files' `add`s, the sources'
@@ -338,7 +324,6 @@ impl MaintainedTable {
             files: Vec::new(),
             index: Default::default(),
             ahead: None,
-            running: None,
         };
         for add in adds {
             let where_ = dir.join(&add.path).display().to_string();
@@ -601,92 +586,9 @@ impl MaintainedTable {
             return Ok(());
         }
         let mut ahead = Ahead::default();
-        match self.kept {
-            Kept::Appends => self.merge_beside(&mut ahead)?,
-            _ => (ahead.bytes, ahead.rows) = self.compact(&mut ahead.actions)?,
-        }
+        (ahead.bytes, ahead.rows) = self.compact(&mut ahead.actions)?;
         self.ahead = Some(ahead);
         Ok(())
-    }
-
-    /// A table of appends merges a full tier on a thread of its own, beside as many versions as
-    /// the merge takes, since no commit changes its files (none removes a row): a merge that
-    /// is done goes into `ahead`; then, if none runs, a full tier starts merging.
-    fn merge_beside(&mut self, ahead: &mut Ahead) -> Result<()> {
-        if self
-            .running
-            .as_ref()
-            .is_some_and(|r| r.thread.is_finished())
-        {
-            let Running { ids, thread } = self.running.take().expect("a finished merge");
-            let (add, rows) = thread.join().unwrap_or_else(|panic| resume_unwind(panic))?;
-            for id in ids {
-                let file = self.files[id as usize].take().expect("a file being merged");
-                ahead
-                    .actions
-                    .push(Action::Remove(remove(&file.add, 0, false)));
-            }
-            (ahead.bytes, ahead.rows) = (add.size as u64, rows);
-            ahead.actions.push(Action::Add(add.clone()));
-            self.files.push(Some(LiveFile {
-                add,
-                rows,
-                deleted: RoaringTreemap::new(),
-                settled: false,
-            }));
-        }
-        if self.running.is_some() {
-            return Ok(());
-        }
-        let Some(ids) = self.full_tier() else {
-            return Ok(());
-        };
-        let sources: Vec<(Add, RoaringTreemap)> = (ids.iter())
-            .map(|&id| self.files[id as usize].as_ref().expect("a live file"))
-            .map(|file| (file.add.clone(), file.deleted.clone()))
-            .collect();
-        let (store, dir, url) = (self.store.clone(), self.dir.clone(), self.url.clone());
-        let (schema, arrow) = (self.schema.clone(), self.arrow.clone());
-        let thread = std::thread::spawn(move || {
-            let runtime = super::table::runtime(&dir)?;
-            let mut rows = Vec::new();
-            for (add, deleted) in &sources {
-                let path = StorePath::from(add.path.as_str());
-                let all = read_parquet(&runtime, &store, &dir, &path, &schema)?;
-                rows.extend(
-                    (all.into_iter().enumerate())
-                        .filter(|(i, _)| !deleted.contains(*i as u64))
-                        .map(|(_, row)| row),
-                );
-            }
-            let refs = rows.iter().map(Row::as_row_ref);
-            let batch = to_batch_with(&schema.columns, &arrow, refs, Vec::new())?;
-            let mut adds = files::write_parquet(&runtime, &dir, url.as_str(), arrow, batch)?;
-            let mut add = (adds.pop().filter(|_| adds.is_empty()))
-                .ok_or_else(|| failed(&dir, "one batch made other than one file"))?;
-            add.data_change = false;
-            Ok((add, rows.len() as u64))
-        });
-        self.running = Some(Running { ids, thread });
-        Ok(())
-    }
-
-    /// The files of the first tier that has its fanout's count (see the module docs).
-    fn full_tier(&self) -> Option<Vec<u32>> {
-        // Open and settled files are merged apart: a tier is a class and a magnitude.
-        let mut tiers: BTreeMap<(bool, u32), Vec<u32>> = BTreeMap::new();
-        for (id, file) in self.files.iter().enumerate() {
-            if let Some(file) = file {
-                let magnitude = file.live().max(1).ilog(self.fanout(file.settled));
-                tiers
-                    .entry((file.settled, magnitude))
-                    .or_default()
-                    .push(id as u32);
-            }
-        }
-        (tiers.into_iter())
-            .find(|((settled, _), ids)| ids.len() as u64 >= self.fanout(*settled))
-            .map(|(_, ids)| ids)
     }
 
     /// The table's log, to publish prepared versions through while the table itself is busy
@@ -714,7 +616,20 @@ impl MaintainedTable {
                     _ => None,
                 })
                 .collect();
-            let Some(ids) = self.full_tier() else {
+            // Open and settled files are merged apart: a tier is a class and a magnitude.
+            let mut tiers: BTreeMap<(bool, u32), Vec<u32>> = BTreeMap::new();
+            for (id, file) in self.files.iter().enumerate() {
+                if let Some(file) = file {
+                    let magnitude = file.live().max(1).ilog(self.fanout(file.settled));
+                    tiers
+                        .entry((file.settled, magnitude))
+                        .or_default()
+                        .push(id as u32);
+                }
+            }
+            let full = (tiers.into_iter())
+                .find(|((settled, _), ids)| ids.len() as u64 >= self.fanout(*settled));
+            let Some((_, ids)) = full else {
                 return Ok((bytes, moved));
             };
             let mut rows = Vec::new();
@@ -980,29 +895,16 @@ fn row_hash(row: &Row) -> u128 {
 
 impl Drop for MaintainedTable {
     /// Files merged ahead for a version that will never be prepared are referenced by none:
-    /// they go now rather than wait for a vacuum (best effort: a vacuum deletes any left). A
-    /// merge still running is waited for, and its file goes too.
+    /// they go now rather than wait for a vacuum (best effort: a vacuum deletes any left).
     fn drop(&mut self) {
-        let mut merged: Vec<Add> = (self.ahead.take().into_iter())
-            .flat_map(|ahead| ahead.actions)
-            .filter_map(|action| match action {
-                Action::Add(add) => Some(add),
-                _ => None,
-            })
-            .collect();
-        if let Some(running) = self.running.take() {
-            merged.extend(
-                running
-                    .thread
-                    .join()
-                    .ok()
-                    .and_then(Result::ok)
-                    .map(|(add, _)| add),
-            );
-        }
-        for add in merged {
-            let path = StorePath::from(add.path.as_str());
-            let _ = self.runtime.block_on(self.store.delete(&path));
+        let Some(ahead) = self.ahead.take() else {
+            return;
+        };
+        for action in &ahead.actions {
+            if let Action::Add(add) = action {
+                let path = StorePath::from(add.path.as_str());
+                let _ = self.runtime.block_on(self.store.delete(&path));
+            }
         }
     }
 }
