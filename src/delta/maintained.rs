@@ -26,15 +26,13 @@
 //! The merge's actions carry `dataChange = false`. Merges are made between versions
 //! ([`MaintainedTable::merge_ahead`]) and go into the next one, before its commit's changes
 //! (which then remove rows from the merged files): a durable step merges once its version is
-//! prepared, while that version is published and the next commit is read, so a commit does
-//! not wait for the merge its own version made due (ten followed 10,000-event commits 0.4 s
-//! apart: the slowest took 222–243 ms, three of ten over 100, when merges were made inside
-//! the version; 56–62 ms now). A commit that comes before the last one's merge is done still
-//! waits for it (back to back, the slowest of ten still took 199–226 ms). A writer that does
-//! not merge ahead (a plain [`MaintainedTable::commit`]) merges at the start of each version.
-//! `F` is [`FANOUT`] (8) for rows later commits remove (a history's open rows, a target's
-//! rows): a merge drops their removed rows, so the deletion vectors, which a commit rewrites
-//! whole for every file it touches, stay small. It is [`COLD_FANOUT`] (32) for rows no commit removes (appends) or few do (settled
+//! prepared, while that version is published and before the next commit comes, so no commit
+//! waits for a merge (a followed 10,000-event step whose commit filled a large tier took up to
+//! ~210 ms, against ~45 for the others; now the slowest of ten took 52 ms); a writer that does
+//! not merge ahead (a plain [`MaintainedTable::commit`]) merges at the start of each version. `F` is [`FANOUT`] (8) for rows later
+//! commits remove (a history's open rows, a target's rows): a merge drops their removed rows,
+//! so the deletion vectors, which a commit rewrites whole for every file it touches, stay
+//! small. It is [`COLD_FANOUT`] (32) for rows no commit removes (appends) or few do (settled
 //! rows), whose merges only bound the file count: each is rewritten about `log_32` rather than
 //! `log_8` times. Measured over 100 1,000-event commits on a 900,000-row history: merges wrote
 //! 56 KB a commit, 86 KB with one fanout of 8 (which, for open rows, is the best of 4, 8 and
@@ -578,9 +576,8 @@ impl MaintainedTable {
     /// Merges the tiers that are due now (see the module docs), ahead of the next version,
     /// which takes them in: a writer with time between two versions (a durable step, once it
     /// has prepared its version) spends it here instead of in the next commit's latency. The
-    /// merged files are written now and referenced only by that version; a table dropped
-    /// before it deletes them, a process that dies leaves them for the vacuum. Does nothing
-    /// when merges are already ahead.
+    /// merged files are written now and referenced only by that version; a writer that never
+    /// prepares one leaves them for the vacuum. Does nothing when merges are already ahead.
     pub fn merge_ahead(&mut self) -> Result<()> {
         if self.ahead.is_some() {
             return Ok(());

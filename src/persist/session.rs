@@ -26,8 +26,8 @@
 //! 5. rewrite the target tables (read from the engine's states) and `metrics.json` — or, for
 //!    tables published as Delta tables (`published`: the targets, and the streaming tables
 //!    each commit appends to), put the versions the step prepared and its manifest names into
-//!    the tables' logs, then start the upkeep they are due (checkpoints, vacuums) on a thread
-//!    of its own, while the tables merge ahead of the next version ([`preparing`]).
+//!    the tables' logs, then run the upkeep they are due (checkpoints, vacuums) while the
+//!    tables merge ahead of the next version ([`preparing`]).
 //!
 //! A crash before 4 leaves the previous commit: the next run cuts the appended files back and
 //! reads the same input again. A crash after 4 leaves the new commit, and the next run rewrites

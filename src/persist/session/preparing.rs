@@ -10,23 +10,18 @@
 //! Once a commit's versions are prepared, the lane's thread sends their log entries and goes on
 //! merging the tables' full tiers ahead of the next version
 //! ([`MaintainedTable::merge_ahead`]), while the step commits and publishes (through each
-//! table's [`TableLog`]) and the next commit is read and applied; the next commit's thread
-//! waits for the merges before it prepares. The publisher outlives the step (the session keeps
-//! it), so neither a step's end nor the driver waits for them; nor for the upkeep the step's
-//! versions are due, which runs on a thread of its own once they are in the logs
-//! ([`Publisher::publish`]).
+//! table's [`TableLog`]); the next commit's versions, or the step's end, wait for the merges.
 //!
 //! Invariant: in each lane one commit's versions are prepared at a time, in commit order; a
-//! lane's tables are either with the step or with the one thread preparing or merging them
-//! (a later commit's thread takes them from it). A commit's log
+//! lane's tables are either with the step or with the one thread preparing. A commit's log
 //! entries reach the manifest in the order they were prepared, so the manifest still names
 //! every version of the step and nothing is published before the state that holds it commits
 //! (the session's order).
 //!
 //! Limits: a step that fails before taking the versions back drops them with the tables (once
 //! they are written); the files are unreferenced, and the next step opens the tables again. A
-//! commit that comes while the last one's merge is running waits for it before its versions
-//! are prepared (up to ~200 ms for a 32-file tier of a 1M-row table).
+//! step ends once its merges ahead are done, so under `--follow` a commit that comes during a
+//! large merge (up to ~200 ms on a 1M-row history) waits for it.
 
 use crate::delta::{MaintainedTable, Prepared, TableLog};
 use crate::driver::{CommitOutput, FlowRef};
