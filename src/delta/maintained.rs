@@ -102,7 +102,6 @@ use smallvec::SmallVec;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::resume_unwind;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 use tokio::runtime::Runtime;
 
 /// How many files of one tier are merged into one: open rows (or any a later commit may remove).
@@ -569,7 +568,6 @@ impl MaintainedTable {
             &self.url,
             self.schedule,
             prepared.version,
-            None,
         )
     }
 
@@ -921,17 +919,9 @@ impl TableLog {
         put_entry(&self.runtime, &self.log, &self.dir, prepared)
     }
 
-    /// Whether version `version` is due upkeep (see [`super::upkeep`]).
-    pub fn due(&self, version: u64) -> bool {
-        self.schedule.due(version)
-    }
-
-    /// Runs the upkeep version `version` is due, once it is in the log (see [`super::upkeep`]),
-    /// while the writer may be writing files for later versions since `fresh`: a vacuum keeps
-    /// every file last modified since then.
-    pub fn upkeep(&self, version: u64, fresh: SystemTime) -> Result<()> {
-        let (runtime, dir, url) = (&self.runtime, &self.dir, &self.url);
-        upkeep::after(runtime, dir, url, self.schedule, version, Some(fresh))
+    /// Runs the upkeep version `version` is due, once it is in the log (see [`super::upkeep`]).
+    pub fn upkeep(&self, version: u64) -> Result<()> {
+        upkeep::after(&self.runtime, &self.dir, &self.url, self.schedule, version)
     }
 }
 

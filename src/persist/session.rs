@@ -44,6 +44,7 @@
 //! file (O(table); a published Delta table gets only the step's versions); a restart restores
 //! the base and every delta (O(state + deltas)) and reads published tables whole once.
 
+use crate::delta::MaintainedTable;
 use crate::driver::{
     self, CommitLatency, CommitOutput, Driver, Options, Quarantined, Resume, Sink,
 };
@@ -165,9 +166,8 @@ pub struct Session<'a> {
     checked: std::cell::RefCell<driver::new_input::Checked>,
     /// Per published table, its Delta table's directory (absolute); empty: files in `out`.
     published: Vec<PathBuf>,
-    /// The published tables, from the first step on (opened again after a failed step), with
-    /// their merges and upkeep still running after the last step.
-    publisher: Option<Publisher>,
+    /// The published tables, from the first step on (opened again after a failed step).
+    tables: Option<Vec<MaintainedTable>>,
     /// Other writers' edits of the tables that the engine holds.
     absorbed: Absorbed,
     /// The lock on `--out` ([`output::lock`]), held as long as the session.
@@ -290,7 +290,7 @@ impl<'a> Session<'a> {
             driver: None,
             checked: Default::default(),
             published,
-            publisher: None,
+            tables: None,
             absorbed: Absorbed::default(),
             _out_lock: out_lock,
         })
@@ -345,10 +345,18 @@ impl<'a> Session<'a> {
             self.manifest = next;
             // The versions the manifest names go into the tables' logs only now; if that
             // fails, the next step opens the tables again and completes them first.
-            (appender.publisher).publish(&self.manifest.publishing.prepared)?;
+            let prepared = &self.manifest.publishing.prepared;
+            for (log, versions) in appender.publisher.logs().zip(prepared) {
+                versions.iter().try_for_each(|v| log.publish(v))?;
+            }
+            // Then the upkeep they are due (checkpoints, vacuums), while the tables merge
+            // ahead: both after the versions are visible, neither in a commit's latency.
+            for (log, versions) in appender.publisher.logs().zip(prepared) {
+                versions.iter().try_for_each(|v| log.upkeep(v.version))?;
+            }
         }
         if !self.published.is_empty() {
-            self.publisher = Some(std::mem::take(&mut appender.publisher));
+            self.tables = Some(std::mem::take(&mut appender.publisher).into_tables()?);
         }
         let mut written = std::mem::take(&mut appender.written);
         let tables = match write_tables {
@@ -381,11 +389,8 @@ impl<'a> Session<'a> {
             return Ok(Vec::new());
         };
         let log = self.dir.path().join(METRICS_LOG);
-        if let Some(publisher) = &mut self.publisher {
-            let rows = publisher.rows()?;
-            let mut files = (self.published.iter().cloned())
-                .zip(rows)
-                .collect::<Vec<_>>();
+        if let Some(tables) = &self.tables {
+            let mut files = published::report(tables, &self.published);
             files.push((write_metrics(self.pipeline, &log, &self.out)?, 0));
             return Ok(files);
         }
@@ -468,7 +473,7 @@ impl<'a> Session<'a> {
             self.absorbed.reset();
         }
         let id = &self.manifest.publishing.id;
-        if self.publisher.is_none() && !self.published.is_empty() && self.manifest.version > 0 {
+        if self.tables.is_none() && !self.published.is_empty() && self.manifest.version > 0 {
             // After a step that failed publishing, what it prepared goes in first.
             published::resume(pipeline, &self.manifest, &self.published, false)?;
         }
@@ -480,12 +485,11 @@ impl<'a> Session<'a> {
             if !edits.is_empty() {
                 driver.edit(edits)?;
                 // Tables opened before the edits hold the version before them.
-                self.publisher = None;
+                self.tables = None;
             }
         }
-        if self.publisher.is_none() && !self.published.is_empty() {
-            let tables = published::open(pipeline, &self.published, id)?;
-            self.publisher = Some(Publisher::new(pipeline, tables)?);
+        if self.tables.is_none() && !self.published.is_empty() {
+            self.tables = Some(published::open(pipeline, &self.published, id)?);
         }
         let compacts = self.compacts()?;
         let driver = self.driver.as_mut().expect("started above");
@@ -493,9 +497,9 @@ impl<'a> Session<'a> {
         let (sources, consumed): (Vec<_>, Vec<_>) = new.into_iter().unzip();
         let layout = Layout::new(&self.out, self.format);
         let mut appender = Appender::new(pipeline, layout, next);
-        appender.next.publishing.prepared = vec![Vec::new(); self.published.len()];
-        appender.publisher = self.publisher.take().unwrap_or_default();
-        appender.publisher.begin();
+        let tables = self.tables.take().unwrap_or_default();
+        appender.next.publishing.prepared = vec![Vec::new(); tables.len()];
+        appender.publisher = Publisher::new(pipeline, tables)?;
         let ends = driver.apply(&sources, &mut appender)?;
         if commits == 0 {
             return Ok((appender.next.clone(), None, appender));

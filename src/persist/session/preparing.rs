@@ -30,11 +30,8 @@ use crate::output;
 use crate::plan::{Pipeline, Publishes};
 use crate::value::Row;
 use crate::Result;
-use std::panic::resume_unwind;
 use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::SystemTime;
 
 /// One published table's part of a commit: its changes and its flow progress (see
 /// [`MaintainedTable::prepare`]).
@@ -50,11 +47,6 @@ pub(super) struct Publisher {
     /// driver shows every commit's input before its outcome (the next commit's may come
     /// first too), or, in a cluster, none.
     streamed: Option<u64>,
-    /// The upkeep (checkpoints, vacuums) of the versions published last, while it runs.
-    upkeep: Option<JoinHandle<Result<()>>>,
-    /// When the step began: the files it writes (its versions', the merges ahead of its next)
-    /// are written since, and its upkeep's vacuums keep them.
-    step: Option<SystemTime>,
 }
 
 /// Tables whose versions are prepared together, commit after commit.
@@ -64,7 +56,7 @@ struct Lane {
     first: usize,
     tables: Vec<MaintainedTable>,
     /// The tables' logs, which the step publishes through while the tables merge ahead.
-    logs: Vec<Arc<TableLog>>,
+    logs: Vec<TableLog>,
     /// The last commit's versions, while they are being prepared or, once they are, the
     /// tables merge ahead.
     preparing: Option<Preparing>,
@@ -79,8 +71,6 @@ impl Publisher {
             targets: Lane::new(0, tables)?,
             streams: Lane::new(targets, streams)?,
             streamed: None,
-            upkeep: None,
-            step: None,
         })
     }
 
@@ -146,63 +136,19 @@ impl Publisher {
         self.streams.wait(prepared)
     }
 
-    /// A step begins: see [`Publisher::publish`].
-    pub(super) fn begin(&mut self) {
-        self.step = Some(SystemTime::now());
-    }
-
-    /// Puts the versions `prepared` (per table, in [`Pipeline::published`] order, as
-    /// [`Publisher::wait`] gave them) in the tables' logs, then starts the upkeep they are due
-    /// on a thread of its own (after the last one's), so that neither it nor the merges ahead
-    /// wait in a commit's latency.
-    pub(super) fn publish(&mut self, prepared: &[Vec<Prepared>]) -> Result<()> {
-        for (log, versions) in self.logs().zip(prepared) {
-            versions.iter().try_for_each(|v| log.publish(v))?;
-        }
-        // One upkeep at a time (they are due a checkpoint interval apart).
-        self.settle_upkeep()?;
-        let due: Vec<(Arc<TableLog>, u64)> = (self.logs().zip(prepared))
-            .flat_map(|(log, versions)| versions.iter().map(move |v| (log.clone(), v.version)))
-            .filter(|(log, version)| log.due(*version))
-            .collect();
-        // Without a step's start (never: `begin` comes first), no file counts as old.
-        let fresh = self.step.unwrap_or(SystemTime::UNIX_EPOCH);
-        if !due.is_empty() {
-            self.upkeep = Some(std::thread::spawn(move || {
-                (due.iter()).try_for_each(|(log, version)| log.upkeep(*version, fresh))
-            }));
-        }
-        Ok(())
-    }
-
-    fn logs(&self) -> impl Iterator<Item = &Arc<TableLog>> + Clone {
+    /// The tables' logs, in [`Pipeline::published`] order.
+    pub(super) fn logs(&self) -> impl Iterator<Item = &TableLog> {
         self.targets.logs.iter().chain(&self.streams.logs)
     }
 
-    /// Live rows per table, in [`Pipeline::published`] order, once the merges ahead and the
-    /// upkeep are done.
-    pub(super) fn rows(&mut self) -> Result<Vec<usize>> {
+    /// The tables back, in [`Pipeline::published`] order (after [`Publisher::wait`]), once
+    /// their merges ahead are done.
+    pub(super) fn into_tables(mut self) -> Result<Vec<MaintainedTable>> {
         self.targets.join()?;
         self.streams.join()?;
-        self.settle_upkeep()?;
-        let tables = self.targets.tables.iter().chain(&self.streams.tables);
-        Ok(tables.map(|t| t.rows() as usize).collect())
-    }
-
-    /// Waits for the last upkeep, if it runs.
-    fn settle_upkeep(&mut self) -> Result<()> {
-        match self.upkeep.take() {
-            Some(thread) => thread.join().unwrap_or_else(|panic| resume_unwind(panic)),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for Publisher {
-    /// The upkeep is waited for (a process that ends now leaves no checkpoint half done); its
-    /// error, if any, is lost with the publisher (a step that failed, or the session's end).
-    fn drop(&mut self) {
-        let _ = self.settle_upkeep();
+        let mut tables = std::mem::take(&mut self.targets.tables);
+        tables.append(&mut self.streams.tables);
+        Ok(tables)
     }
 }
 
@@ -221,8 +167,9 @@ impl Lane {
     fn new(first: usize, tables: Vec<MaintainedTable>) -> Result<Lane> {
         Ok(Lane {
             first,
-            logs: (tables.iter())
-                .map(|t| t.log().map(Arc::new))
+            logs: tables
+                .iter()
+                .map(MaintainedTable::log)
                 .collect::<Result<_>>()?,
             tables,
             preparing: None,
@@ -235,8 +182,7 @@ impl Lane {
     }
 
     /// Waits for the last commit's versions, then starts preparing commit `version`'s (at
-    /// `timestamp`), table `i` of the lane from `commits[i]`, on a thread that first waits for
-    /// the last one's merges ahead (the caller, the driver, goes on feeding the engine).
+    /// `timestamp`), table `i` of the lane from `commits[i]`.
     fn start(
         &mut self,
         commits: Vec<TableCommit>,
@@ -245,10 +191,8 @@ impl Lane {
         prepared: &mut [Vec<Prepared>],
     ) -> Result<()> {
         self.wait(prepared)?;
-        let tables = match self.preparing.take() {
-            Some(mut last) => Tables::After(last.thread.take().expect("not joined yet")),
-            None => Tables::Here(std::mem::take(&mut self.tables)),
-        };
+        self.join()?;
+        let tables = std::mem::take(&mut self.tables);
         self.preparing = Some(Preparing::start(tables, commits, version, timestamp));
         Ok(())
     }
@@ -291,28 +235,17 @@ struct Preparing {
     thread: Option<JoinHandle<Result<Vec<MaintainedTable>>>>,
 }
 
-/// A lane's tables, or the thread that has them until its merges ahead are done.
-enum Tables {
-    Here(Vec<MaintainedTable>),
-    After(JoinHandle<Result<Vec<MaintainedTable>>>),
-}
-
 impl Preparing {
     /// Starts preparing commit `version` (at `timestamp`) of each of `tables`, table `i` from
     /// `commits[i]`.
-    fn start(tables: Tables, commits: Vec<TableCommit>, version: u64, timestamp: i64) -> Preparing {
+    fn start(
+        mut tables: Vec<MaintainedTable>,
+        commits: Vec<TableCommit>,
+        version: u64,
+        timestamp: i64,
+    ) -> Preparing {
         let (send, entries) = sync_channel(1);
         let thread = std::thread::spawn(move || {
-            let mut tables = match tables {
-                Tables::Here(tables) => tables,
-                Tables::After(last) => match last.join().unwrap_or_else(|p| resume_unwind(p)) {
-                    Ok(tables) => tables,
-                    Err(e) => {
-                        let _ = send.send(Err(e.clone()));
-                        return Err(e);
-                    }
-                },
-            };
             let jobs = tables.iter_mut().zip(&commits).collect();
             let prepared = output::each_table(jobs, |(table, (changes, progress))| {
                 let (prepared, _) = table.prepare(version, timestamp, changes, progress)?;
@@ -351,7 +284,9 @@ impl Preparing {
 
     fn join_thread(&mut self) -> Result<Vec<MaintainedTable>> {
         let thread = self.thread.take().expect("joined once");
-        thread.join().unwrap_or_else(|panic| resume_unwind(panic))
+        thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 }
 
