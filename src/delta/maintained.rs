@@ -20,16 +20,10 @@
 //! after a crash).
 //!
 //! Compaction keeps the files few: whenever `F` files hold live rows of the same order of
-//! magnitude (a tier: live rows in `[F^k, F^(k+1))`), they are merged into one (their live rows
-//! read back, deletion vectors applied) in the next version, so a row is rewritten about
-//! `log_F(rows)` times over its life and a file's deleted rows fall to its live size's tier.
-//! The merge's actions carry `dataChange = false`. Merges are made between versions
-//! ([`MaintainedTable::merge_ahead`]) and go into the next one, before its commit's changes
-//! (which then remove rows from the merged files): a durable step merges once its version is
-//! prepared, while that version is published and before the next commit comes, so no commit
-//! waits for a merge (a followed 10,000-event step whose commit filled a large tier took up to
-//! ~210 ms, against ~45 for the others; now the slowest of ten took 52 ms); a writer that does
-//! not merge ahead (a plain [`MaintainedTable::commit`]) merges at the start of each version. `F` is [`FANOUT`] (8) for rows later
+//! magnitude (a tier: live rows in `[F^k, F^(k+1))`), the commit merges them into one (their
+//! live rows read back, deletion vectors applied) in the same version, so a row is rewritten
+//! about `log_F(rows)` times over its life and a file's deleted rows fall to its live size's
+//! tier. The merge's actions carry `dataChange = false`. `F` is [`FANOUT`] (8) for rows later
 //! commits remove (a history's open rows, a target's rows): a merge drops their removed rows,
 //! so the deletion vectors, which a commit rewrites whole for every file it touches, stay
 //! small. It is [`COLD_FANOUT`] (32) for rows no commit removes (appends) or few do (settled
@@ -70,14 +64,13 @@
 //!
 //! A version whose changes are all inserts writes no change-data file: readers take the rows
 //! of the file it adds (with `dataChange`) as its inserts, as the protocol says and as Spark's
-//! own appends do, so the rows are written once, not twice (merges come before the commit's
-//! files, so they never merge those away in the same version).
+//! own appends do, so the rows are written once, not twice — unless compaction merged that
+//! file away in the same version (the merged file's `add` has no `dataChange`).
 //!
 //! Limits: the table's writer must be the only one (versions are made by this writer in
 //! sequence: another writer's version makes the next commit fail); files merged away and
 //! superseded DV files stay on disk until a vacuum deletes them after the retention period
-//! ([`super::upkeep`]); files merged ahead for a version never prepared (the process died)
-//! wait for the vacuum too — a table dropped with merges ahead deletes them itself.
+//! ([`super::upkeep`]).
 
 use super::batch::{arrow_schema, to_batch_with};
 use super::dv::{self, DvFile};
@@ -208,18 +201,6 @@ pub struct MaintainedTable {
     files: Vec<Option<LiveFile>>,
     /// Per class of row (open, settled: [`Kept::settled`]), the index of the live rows.
     index: [RowIndex; 2],
-    /// Merges done ahead of the next version ([`MaintainedTable::merge_ahead`]), which they go
-    /// into; `None` until merges are looked for again.
-    ahead: Option<Ahead>,
-}
-
-/// Merges made between two versions: their actions (the merged files' `add`s, the sources'
-/// `remove`s), bytes written and rows moved.
-#[derive(Default)]
-struct Ahead {
-    actions: Vec<Action>,
-    bytes: u64,
-    rows: u64,
 }
 
 impl MaintainedTable {
@@ -320,7 +301,6 @@ impl MaintainedTable {
             schedule,
             files: Vec::new(),
             index: Default::default(),
-            ahead: None,
         };
         for add in adds {
             let where_ = dir.join(&add.path).display().to_string();
@@ -463,29 +443,7 @@ impl MaintainedTable {
         progress: &[serde_json::Value],
         operation: DeltaOperation,
     ) -> Result<(Prepared, Written)> {
-        // Due merges go in first, so that the commit's removals are placed in merged files.
-        if self.ahead.is_none() {
-            self.merge_ahead()?;
-        }
-        let Ahead {
-            mut actions,
-            bytes,
-            rows,
-        } = self.ahead.take().unwrap_or_default();
-        // A file merged ahead is in no version yet: a removal from it re-adds it, no `remove`.
-        let mut merged = Vec::new();
-        for action in &mut actions {
-            match action {
-                Action::Add(add) => merged.push(add.path.clone()),
-                Action::Remove(r) => r.deletion_timestamp = Some(timestamp.div_euclid(1000)),
-                _ => {}
-            }
-        }
-        let mut written = Written {
-            bytes,
-            compacted_rows: rows,
-            ..Written::default()
-        };
+        let mut written = Written::default();
         let inserts_only = changes.iter().all(|(kind, _)| *kind == ChangeType::Insert);
         // The index is lent to the placing below while the change-data file is written.
         let mut index = std::mem::take(&mut self.index);
@@ -518,8 +476,11 @@ impl MaintainedTable {
             Ok((touched?, adds?, feed))
         });
         self.index = index;
-        let (touched, adds, feed) = result?;
+        let (touched, adds, mut feed) = result?;
+        let mut actions = Vec::new();
+        let mut added = Vec::new();
         for new in adds {
+            added.push(new.add.path.clone());
             written.bytes += self.take_in(new, None, &mut actions);
         }
         let mut vectors = DvFile::new();
@@ -527,12 +488,7 @@ impl MaintainedTable {
             let file = self.files[id as usize]
                 .as_mut()
                 .expect("a placed row's file");
-            match merged.contains(&file.add.path) {
-                true => {
-                    actions.retain(|a| !matches!(a, Action::Add(add) if add.path == file.add.path))
-                }
-                false => actions.push(Action::Remove(remove(&file.add, timestamp, true))),
-            }
+            actions.push(Action::Remove(remove(&file.add, timestamp, true)));
             file.deleted |= positions;
             if file.live() == 0 {
                 self.files[id as usize] = None;
@@ -542,11 +498,22 @@ impl MaintainedTable {
             file.add.data_change = true;
             actions.push(Action::Add(file.add.clone()));
         }
+        let (merged, rows) = self.compact(timestamp, &mut actions)?;
+        written.bytes += merged;
+        written.compacted_rows = rows;
         if !vectors.is_empty() {
             written.bytes += vectors.bytes().len() as u64;
             self.put(&vectors.name(), vectors.bytes().to_vec())?;
         }
-        // Inserts alone are the added files' rows (see the module docs): no change-data file.
+        // Inserts alone are the added files' rows (see the module docs), unless compaction
+        // merged one of them away in this version.
+        let added_kept = !added.is_empty()
+            && added.iter().all(|path| {
+                (actions.iter()).any(|a| matches!(a, Action::Add(add) if add.path == *path))
+            });
+        if feed.is_none() && !added_kept && !changes.is_empty() {
+            feed = Some(self.write_feed(changes));
+        }
         if let Some(cdc) = feed.transpose()? {
             written.bytes += cdc.size as u64;
             actions.push(Action::Cdc(cdc));
@@ -571,40 +538,12 @@ impl MaintainedTable {
         )
     }
 
-    /// Merges the tiers that are due now (see the module docs), ahead of the next version,
-    /// which takes them in: a writer with time between two versions (a durable step, once it
-    /// has prepared its version) spends it here instead of in the next commit's latency. The
-    /// merged files are written now and referenced only by that version; a writer that never
-    /// prepares one leaves them for the vacuum. Does nothing when merges are already ahead.
-    pub fn merge_ahead(&mut self) -> Result<()> {
-        if self.ahead.is_some() {
-            return Ok(());
-        }
-        let mut ahead = Ahead::default();
-        (ahead.bytes, ahead.rows) = self.compact(&mut ahead.actions)?;
-        self.ahead = Some(ahead);
-        Ok(())
-    }
-
-    /// The table's log, to publish prepared versions through while the table itself is busy
-    /// (merging ahead on another thread).
-    pub fn log(&self) -> Result<TableLog> {
-        Ok(TableLog {
-            runtime: super::table::runtime(&self.dir)?,
-            log: self.log.clone(),
-            dir: self.dir.clone(),
-            url: self.url.clone(),
-            schedule: self.schedule,
-        })
-    }
-
-    /// Merges each tier that has [`FANOUT`] files into one (see the module docs), adding the
-    /// merges' actions to `actions` (the sources' `remove`s timed when a version takes them);
-    /// returns the bytes written and rows moved.
-    fn compact(&mut self, actions: &mut Vec<Action>) -> Result<(u64, u64)> {
+    /// Merges each tier that has [`FANOUT`] files into one (see the module docs); returns the
+    /// bytes written and rows moved.
+    fn compact(&mut self, timestamp: i64, actions: &mut Vec<Action>) -> Result<(u64, u64)> {
         let (mut bytes, mut moved) = (0, 0);
         loop {
-            // A file merged in this round leaves without a `remove`: no version held it.
+            // A file this commit added leaves without a `remove`: no version before held it.
             let fresh: Vec<String> = (actions.iter())
                 .filter_map(|a| match a {
                     Action::Add(add) if add.deletion_vector.is_none() => Some(add.path.clone()),
@@ -636,12 +575,13 @@ impl MaintainedTable {
                         .filter(|(i, _)| !file.deleted.contains(*i as u64))
                         .map(|(_, row)| row),
                 );
+                // The file leaves this version whether or not the commit re-added it above.
                 actions.retain(|a| !matches!(a, Action::Add(add) if add.path == file.add.path));
                 let path = &file.add.path;
                 if !fresh.contains(path)
                     && !(actions.iter()).any(|a| matches!(a, Action::Remove(r) if r.path == *path))
                 {
-                    actions.push(Action::Remove(remove(&file.add, 0, false)));
+                    actions.push(Action::Remove(remove(&file.add, timestamp, false)));
                 }
             }
             moved += rows.len() as u64;
@@ -778,6 +718,11 @@ impl MaintainedTable {
         Ok(add)
     }
 
+    /// Writes the change-data file of `changes`.
+    fn write_feed(&self, changes: &[(ChangeType, Row)]) -> Result<AddCDCFile> {
+        files::write_feed(&self.dir, &self.cdc_schema, &self.cdc_arrow, changes)
+    }
+
     /// The record batch of the change-data file of `changes`.
     fn feed_batch(&self, changes: &[(ChangeType, Row)]) -> Result<RecordBatch> {
         files::feed_batch(&self.cdc_schema, &self.cdc_arrow, changes)
@@ -886,43 +831,6 @@ fn join<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
 /// The hash `row` is indexed by.
 fn row_hash(row: &Row) -> u128 {
     row_index::hash(row.as_row_ref().as_bytes())
-}
-
-impl Drop for MaintainedTable {
-    /// Files merged ahead for a version that will never be prepared are referenced by none:
-    /// they go now rather than wait for a vacuum (best effort: a vacuum deletes any left).
-    fn drop(&mut self) {
-        let Some(ahead) = self.ahead.take() else {
-            return;
-        };
-        for action in &ahead.actions {
-            if let Action::Add(add) = action {
-                let path = StorePath::from(add.path.as_str());
-                let _ = self.runtime.block_on(self.store.delete(&path));
-            }
-        }
-    }
-}
-
-/// A maintained table's log, apart from the table ([`MaintainedTable::log`]).
-pub struct TableLog {
-    runtime: Runtime,
-    log: LogStoreRef,
-    dir: PathBuf,
-    url: url::Url,
-    schedule: Schedule,
-}
-
-impl TableLog {
-    /// Puts a prepared version in the log ([`MaintainedTable::publish`] without the upkeep).
-    pub fn publish(&self, prepared: &Prepared) -> Result<()> {
-        put_entry(&self.runtime, &self.log, &self.dir, prepared)
-    }
-
-    /// Runs the upkeep version `version` is due, once it is in the log (see [`super::upkeep`]).
-    pub fn upkeep(&self, version: u64) -> Result<()> {
-        upkeep::after(&self.runtime, &self.dir, &self.url, self.schedule, version)
-    }
 }
 
 /// The rows of a data file as its `add`'s statistics count them (`numRecords`), if they do.

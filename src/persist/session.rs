@@ -26,8 +26,7 @@
 //! 5. rewrite the target tables (read from the engine's states) and `metrics.json` — or, for
 //!    tables published as Delta tables (`published`: the targets, and the streaming tables
 //!    each commit appends to), put the versions the step prepared and its manifest names into
-//!    the tables' logs, then run the upkeep they are due (checkpoints, vacuums) while the
-//!    tables merge ahead of the next version ([`preparing`]).
+//!    the tables' logs.
 //!
 //! A crash before 4 leaves the previous commit: the next run cuts the appended files back and
 //! reads the same input again. A crash after 4 leaves the new commit, and the next run rewrites
@@ -345,18 +344,13 @@ impl<'a> Session<'a> {
             self.manifest = next;
             // The versions the manifest names go into the tables' logs only now; if that
             // fails, the next step opens the tables again and completes them first.
-            let prepared = &self.manifest.publishing.prepared;
-            for (log, versions) in appender.publisher.logs().zip(prepared) {
-                versions.iter().try_for_each(|v| log.publish(v))?;
-            }
-            // Then the upkeep they are due (checkpoints, vacuums), while the tables merge
-            // ahead: both after the versions are visible, neither in a commit's latency.
-            for (log, versions) in appender.publisher.logs().zip(prepared) {
-                versions.iter().try_for_each(|v| log.upkeep(v.version))?;
+            let prepared = self.manifest.publishing.prepared.iter();
+            for (table, versions) in appender.publisher.tables().zip(prepared) {
+                versions.iter().try_for_each(|v| table.publish(v))?;
             }
         }
         if !self.published.is_empty() {
-            self.tables = Some(std::mem::take(&mut appender.publisher).into_tables()?);
+            self.tables = Some(std::mem::take(&mut appender.publisher).into_tables());
         }
         let mut written = std::mem::take(&mut appender.written);
         let tables = match write_tables {
@@ -499,7 +493,7 @@ impl<'a> Session<'a> {
         let mut appender = Appender::new(pipeline, layout, next);
         let tables = self.tables.take().unwrap_or_default();
         appender.next.publishing.prepared = vec![Vec::new(); tables.len()];
-        appender.publisher = Publisher::new(pipeline, tables)?;
+        appender.publisher = Publisher::new(pipeline, tables);
         let ends = driver.apply(&sources, &mut appender)?;
         if commits == 0 {
             return Ok((appender.next.clone(), None, appender));

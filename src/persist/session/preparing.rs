@@ -7,11 +7,6 @@
 //! 27 ms window that also held the SCD2 target's files and the state's save). A commit the
 //! driver did not show as input (in a cluster) starts both lanes from its outcome.
 //!
-//! Once a commit's versions are prepared, the lane's thread sends their log entries and goes on
-//! merging the tables' full tiers ahead of the next version
-//! ([`MaintainedTable::merge_ahead`]), while the step commits and publishes (through each
-//! table's [`TableLog`]); the next commit's versions, or the step's end, wait for the merges.
-//!
 //! Invariant: in each lane one commit's versions are prepared at a time, in commit order; a
 //! lane's tables are either with the step or with the one thread preparing. A commit's log
 //! entries reach the manifest in the order they were prepared, so the manifest still names
@@ -19,18 +14,15 @@
 //! (the session's order).
 //!
 //! Limits: a step that fails before taking the versions back drops them with the tables (once
-//! they are written); the files are unreferenced, and the next step opens the tables again. A
-//! step ends once its merges ahead are done, so under `--follow` a commit that comes during a
-//! large merge (up to ~200 ms on a 1M-row history) waits for it.
+//! they are written); the files are unreferenced, and the next step opens the tables again.
 
-use crate::delta::{MaintainedTable, Prepared, TableLog};
+use crate::delta::{MaintainedTable, Prepared};
 use crate::driver::{CommitOutput, FlowRef};
 use crate::engine::changefeed::ChangeType;
 use crate::output;
 use crate::plan::{Pipeline, Publishes};
 use crate::value::Row;
 use crate::Result;
-use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread::JoinHandle;
 
 /// One published table's part of a commit: its changes and its flow progress (see
@@ -55,23 +47,28 @@ struct Lane {
     /// Index of the lane's first table in [`Pipeline::published`].
     first: usize,
     tables: Vec<MaintainedTable>,
-    /// The tables' logs, which the step publishes through while the tables merge ahead.
-    logs: Vec<TableLog>,
-    /// The last commit's versions, while they are being prepared or, once they are, the
-    /// tables merge ahead.
+    /// The last commit's versions, while they are being prepared.
     preparing: Option<Preparing>,
 }
 
 impl Publisher {
     /// The published tables of `pipeline` (none when its targets are files).
-    pub(super) fn new(pipeline: &Pipeline, mut tables: Vec<MaintainedTable>) -> Result<Publisher> {
+    pub(super) fn new(pipeline: &Pipeline, mut tables: Vec<MaintainedTable>) -> Publisher {
         let targets = pipeline.targets.len().min(tables.len());
         let streams = tables.split_off(targets);
-        Ok(Publisher {
-            targets: Lane::new(0, tables)?,
-            streams: Lane::new(targets, streams)?,
+        Publisher {
+            targets: Lane {
+                first: 0,
+                tables,
+                preparing: None,
+            },
+            streams: Lane {
+                first: targets,
+                tables: streams,
+                preparing: None,
+            },
             streamed: None,
-        })
+        }
     }
 
     /// Whether the step publishes tables (then its targets' change feeds are their tables'
@@ -136,19 +133,16 @@ impl Publisher {
         self.streams.wait(prepared)
     }
 
-    /// The tables' logs, in [`Pipeline::published`] order.
-    pub(super) fn logs(&self) -> impl Iterator<Item = &TableLog> {
-        self.targets.logs.iter().chain(&self.streams.logs)
+    /// The tables, in [`Pipeline::published`] order (after [`Publisher::wait`]).
+    pub(super) fn tables(&self) -> impl Iterator<Item = &MaintainedTable> {
+        self.targets.tables.iter().chain(&self.streams.tables)
     }
 
-    /// The tables back, in [`Pipeline::published`] order (after [`Publisher::wait`]), once
-    /// their merges ahead are done.
-    pub(super) fn into_tables(mut self) -> Result<Vec<MaintainedTable>> {
-        self.targets.join()?;
-        self.streams.join()?;
-        let mut tables = std::mem::take(&mut self.targets.tables);
-        tables.append(&mut self.streams.tables);
-        Ok(tables)
+    /// The tables back, in [`Pipeline::published`] order (after [`Publisher::wait`]).
+    pub(super) fn into_tables(self) -> Vec<MaintainedTable> {
+        let mut tables = self.targets.tables;
+        tables.extend(self.streams.tables);
+        tables
     }
 }
 
@@ -164,18 +158,6 @@ fn streams(pipeline: &Pipeline, appended: &mut [(usize, Vec<Row>)]) -> Vec<Table
 }
 
 impl Lane {
-    fn new(first: usize, tables: Vec<MaintainedTable>) -> Result<Lane> {
-        Ok(Lane {
-            first,
-            logs: tables
-                .iter()
-                .map(MaintainedTable::log)
-                .collect::<Result<_>>()?,
-            tables,
-            preparing: None,
-        })
-    }
-
     /// Whether the lane has tables (with it, or with the thread preparing).
     fn holds(&self) -> bool {
         !self.tables.is_empty() || self.preparing.is_some()
@@ -191,49 +173,26 @@ impl Lane {
         prepared: &mut [Vec<Prepared>],
     ) -> Result<()> {
         self.wait(prepared)?;
-        self.join()?;
         let tables = std::mem::take(&mut self.tables);
         self.preparing = Some(Preparing::start(tables, commits, version, timestamp));
         Ok(())
     }
 
-    /// Waits for the last commit's versions (not for the merges ahead after them).
     fn wait(&mut self, prepared: &mut [Vec<Prepared>]) -> Result<()> {
-        let Some(preparing) = self.preparing.as_mut() else {
-            return Ok(());
-        };
-        match preparing.entries() {
-            Some(Ok(entries)) => {
-                for (p, entry) in entries.into_iter().enumerate() {
-                    prepared[self.first + p].push(entry);
-                }
-                Ok(())
-            }
-            Some(Err(e)) => {
-                self.preparing = None;
-                Err(e)
-            }
-            None => Ok(()),
-        }
-    }
-
-    /// Takes the tables back from the thread, once it has prepared and merged ahead.
-    fn join(&mut self) -> Result<()> {
         if let Some(preparing) = self.preparing.take() {
-            self.tables = preparing.join()?;
+            let (tables, entries) = preparing.wait()?;
+            self.tables = tables;
+            for (p, entry) in entries.into_iter().enumerate() {
+                prepared[self.first + p].push(entry);
+            }
         }
         Ok(())
     }
 }
 
-/// The versions of one commit being prepared, then the tables' merges ahead of the next
-/// ([`MaintainedTable::merge_ahead`]). Dropped unjoined (a step failed), it waits for the
-/// thread rather than leave it writing into tables the next step opens again.
-struct Preparing {
-    /// The versions' log entries, until received.
-    entries: Option<Receiver<Result<Vec<Prepared>>>>,
-    thread: Option<JoinHandle<Result<Vec<MaintainedTable>>>>,
-}
+/// The versions of one commit being prepared. Dropped unwaited (a step failed), it waits for
+/// the thread rather than leave it writing into tables the next step opens again.
+struct Preparing(Option<JoinHandle<Result<(Vec<MaintainedTable>, Vec<Prepared>)>>>);
 
 impl Preparing {
     /// Starts preparing commit `version` (at `timestamp`) of each of `tables`, table `i` from
@@ -244,46 +203,19 @@ impl Preparing {
         version: u64,
         timestamp: i64,
     ) -> Preparing {
-        let (send, entries) = sync_channel(1);
-        let thread = std::thread::spawn(move || {
+        Preparing(Some(std::thread::spawn(move || {
             let jobs = tables.iter_mut().zip(&commits).collect();
             let prepared = output::each_table(jobs, |(table, (changes, progress))| {
                 let (prepared, _) = table.prepare(version, timestamp, changes, progress)?;
                 Ok(prepared)
-            });
-            let ok = prepared.is_ok();
-            // Nobody waits for the entries when the step failed: no merging for it then.
-            if send.send(prepared).is_ok() && ok {
-                tables
-                    .iter_mut()
-                    .try_for_each(MaintainedTable::merge_ahead)?;
-            }
-            Ok(tables)
-        });
-        Preparing {
-            entries: Some(entries),
-            thread: Some(thread),
-        }
+            })?;
+            Ok((tables, prepared))
+        })))
     }
 
-    /// Waits for the versions' log entries, the first time.
-    fn entries(&mut self) -> Option<Result<Vec<Prepared>>> {
-        let entries = self.entries.take()?;
-        // A thread that hung up without sending panicked: joining says so.
-        Some(
-            entries
-                .recv()
-                .unwrap_or_else(|_| self.join_thread().map(|_| Vec::new())),
-        )
-    }
-
-    /// The tables back, once the thread is done.
-    fn join(mut self) -> Result<Vec<MaintainedTable>> {
-        self.join_thread()
-    }
-
-    fn join_thread(&mut self) -> Result<Vec<MaintainedTable>> {
-        let thread = self.thread.take().expect("joined once");
+    /// Waits for the versions: the tables back, and each one's prepared log entry.
+    fn wait(mut self) -> Result<(Vec<MaintainedTable>, Vec<Prepared>)> {
+        let thread = self.0.take().expect("waited for once");
         thread
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -292,7 +224,7 @@ impl Preparing {
 
 impl Drop for Preparing {
     fn drop(&mut self) {
-        if let Some(thread) = self.thread.take() {
+        if let Some(thread) = self.0.take() {
             let _ = thread.join();
         }
     }
