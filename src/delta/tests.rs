@@ -117,7 +117,9 @@ fn a_directory_without_a_log_is_no_table() {
 
 /// A maintained table holds, after every commit, exactly the rows its change feed leaves — by
 /// its own reading (deletion vectors applied) and after reopening (index rebuilt from the
-/// files) — and each commit is one version carrying its `txn`.
+/// files) — and each commit is one version carrying its `txn`. Most commits are followed by
+/// merges ahead of the next (as a durable step's are), so later commits remove rows from files
+/// no version holds yet; reopening drops the merges still ahead.
 #[test]
 fn a_maintained_table_holds_what_its_feed_leaves() {
     use super::MaintainedTable;
@@ -139,6 +141,9 @@ fn a_maintained_table_holds_what_its_feed_leaves() {
             .unwrap();
         assert_eq!(written.version, commit);
         compacted += written.compacted_rows;
+        if commit % 3 != 0 {
+            table.merge_ahead().unwrap();
+        }
         if commit % 20 == 0 {
             table = MaintainedTable::open(&path, &schema(), "app").unwrap();
         }
@@ -389,4 +394,122 @@ fn a_maintained_table_checkpoints_and_vacuums_on_its_schedule() {
     let data = left.iter().filter(|f| f.ends_with(".parquet")).count();
     assert_eq!(data, live, "{left:?}");
     assert_eq!(table.last_commit().unwrap(), Some(40));
+}
+
+/// Commit `commit` of `changes` as a durable step makes it: its version prepared, merges ahead
+/// of the next written, then the version published through the table's `log` and its upkeep
+/// run, told when the step began; returns the rows merged into the version.
+fn step_durably(
+    table: &mut super::MaintainedTable,
+    log: &super::TableLog,
+    commit: u64,
+    changes: &[(crate::engine::changefeed::ChangeType, Row)],
+) -> u64 {
+    let step = std::time::SystemTime::now();
+    let (prepared, written) = table
+        .prepare(commit, 1_000_000 * commit as i64, changes, &[])
+        .unwrap();
+    table.merge_ahead().unwrap();
+    log.publish(&prepared).unwrap();
+    log.upkeep(prepared.version, step).unwrap();
+    written.compacted_rows
+}
+
+/// A durable step's order: each version prepared, then merges ahead of the next written, then
+/// the version published through the table's log and its upkeep run (a vacuum at every
+/// version, retention 0) — told when the step began. The vacuum keeps the files merged ahead
+/// (no version holds them yet), so every next version finds them; after the last, with nothing
+/// ahead, it leaves only what the table holds.
+#[test]
+fn a_vacuum_keeps_the_files_merged_ahead_of_the_next_version() {
+    use super::MaintainedTable;
+    use rand::SeedableRng;
+    use std::time::SystemTime;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t");
+    let props = BTreeMap::from([
+        (super::VACUUM_PROPERTY.to_string(), "1".to_string()),
+        (
+            "delta.deletedFileRetentionDuration".to_string(),
+            "interval 0 seconds".to_string(),
+        ),
+    ]);
+    let mut table = MaintainedTable::create(&path, &schema(), &props, "app").unwrap();
+    let log = table.log().unwrap();
+    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(5);
+    let mut model: BTreeMap<i64, u32> = BTreeMap::new();
+    let mut compacted = 0;
+    for commit in 1..=40u64 {
+        let changes = random_changes(&mut rng, &mut model);
+        compacted += step_durably(&mut table, &log, commit, &changes);
+        holds_the_model(&path, &model, commit);
+    }
+    assert!(compacted > 0, "40 commits merge files");
+    drop(table);
+    log.upkeep(40, SystemTime::now()).unwrap();
+    let table = MaintainedTable::open(&path, &schema(), "app").unwrap();
+    let data = (std::fs::read_dir(&path).unwrap())
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".parquet")
+        })
+        .count();
+    assert_eq!(data, table.files());
+}
+
+/// A table of appends merges its full tiers on a thread of their own, beside its next
+/// versions: each merge goes into the first version prepared after it is done, so the table
+/// holds every appended row after every commit (by its own reading and another reader's, and
+/// after reopening, which drops a merge still running), and the files stay few. Each commit is
+/// a durable step's (a vacuum at every version, retention 0, told when the step began), and
+/// merges finish between steps: the vacuum keeps the merged files.
+#[test]
+fn a_table_of_appends_merges_beside_its_versions() {
+    use super::{Kept, MaintainedTable, COLD_FANOUT};
+    use crate::engine::changefeed::ChangeType;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let open = |path: &Path| MaintainedTable::open_as(path, &schema(), "app", Kept::Appends);
+    let props = BTreeMap::from([
+        (super::VACUUM_PROPERTY.to_string(), "1".to_string()),
+        (
+            "delta.deletedFileRetentionDuration".to_string(),
+            "interval 0 seconds".to_string(),
+        ),
+    ]);
+    let mut table =
+        MaintainedTable::create_as(&path, &schema(), &props, "app", Kept::Appends).unwrap();
+    let log = table.log().unwrap();
+    let mut expected = Vec::new();
+    let (mut compacted, mut next) = (0, 0);
+    for commit in 1..=150u64 {
+        let changes: Vec<_> = (0..3)
+            .map(|_| {
+                next += 1;
+                (ChangeType::Insert, row(next, "x"))
+            })
+            .collect();
+        expected.extend(changes.iter().map(|(_, r)| r.clone()));
+        compacted += step_durably(&mut table, &log, commit, &changes);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        if commit % 50 == 0 {
+            table = open(&path).unwrap();
+        }
+        let mut rows = Table::open(&path).unwrap().rows().unwrap();
+        rows.sort();
+        expected.sort();
+        assert_eq!(rows, expected, "after commit {commit}");
+        assert_eq!(table.rows(), expected.len() as u64);
+    }
+    assert!(compacted > 0, "150 commits merge files");
+    assert!(
+        table.files() < 3 * COLD_FANOUT as usize,
+        "{} files",
+        table.files()
+    );
+    let reopened = open(&path).unwrap();
+    assert_eq!(reopened.rows(), 450);
 }

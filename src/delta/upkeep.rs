@@ -22,7 +22,15 @@
 //!   delta-rs would commit, since a maintained table's versions are its scdflow commits (and
 //!   delta-rs's commit path refuses these tables without its query engine).
 //!
-//! Invariant: upkeep never changes what any version within the retention holds. Limits: a
+//! Upkeep may run while the writer prepares later versions (a durable step's runs on a thread
+//! of its own, beside the merges ahead of the next version and the next step): then a vacuum
+//! is told when the writer began writing files that no version it vacuums may hold, and
+//! deletes no file written since — with a retention of 0 those files would be orphans to it.
+//!
+//! Invariant: upkeep never changes what any version within the retention holds, nor deletes a
+//! file a later version may take in. Limits: a file written during an upkeep's step is kept
+//! until the next vacuum; a wall clock stepped back by more than the retention could still
+//! make a fresh file look old. Also: a
 //! version put in by [`super::roll_forward`] after a crash gets no upkeep (the next multiple
 //! does); the vacuum lists the table's directory, so its cost grows with the files kept for
 //! the retention period.
@@ -35,6 +43,7 @@ use deltalake::Path as StorePath;
 use std::collections::HashMap;
 use std::future::IntoFuture;
 use std::path::Path;
+use std::time::SystemTime;
 use tokio::runtime::Runtime;
 
 /// Versions between checkpoints, unless `delta.checkpointInterval` says otherwise (see the
@@ -85,13 +94,15 @@ impl Schedule {
 }
 
 /// Runs the upkeep `schedule` asks for after version `version` of the table at `url` (`dir`)
-/// is in the log.
+/// is in the log; with `fresh`, the vacuum deletes no file last modified since that time (see
+/// the module docs).
 pub(super) fn after(
     runtime: &Runtime,
     dir: &Path,
     url: &url::Url,
     schedule: Schedule,
     version: u64,
+    fresh: Option<SystemTime>,
 ) -> Result<()> {
     if !schedule.due(version) {
         return Ok(());
@@ -127,6 +138,13 @@ pub(super) fn after(
             .map_err(|e| failed(dir, format!("vacuum: {e}")))?;
         for file in &plan.files_deleted {
             let path = StorePath::from(file.as_str());
+            if let Some(fresh) = fresh {
+                match runtime.block_on(store.head(&path)) {
+                    Ok(meta) if SystemTime::from(meta.last_modified) < fresh => {}
+                    Ok(_) | Err(deltalake::ObjectStoreError::NotFound { .. }) => continue,
+                    Err(e) => return Err(failed(dir, format!("vacuum: {file}: {e}"))),
+                }
+            }
             match runtime.block_on(store.delete(&path)) {
                 Ok(()) | Err(deltalake::ObjectStoreError::NotFound { .. }) => {}
                 Err(e) => return Err(failed(dir, format!("vacuum: {file}: {e}"))),

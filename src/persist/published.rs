@@ -166,10 +166,3 @@ pub fn open(pipeline: &Pipeline, dirs: &[PathBuf], id: &str) -> Result<Vec<Maint
     }
     Ok(tables)
 }
-
-/// Where the tables are and their rows, as a run reports them.
-pub fn report(tables: &[MaintainedTable], dirs: &[PathBuf]) -> Vec<(PathBuf, usize)> {
-    (dirs.iter().zip(tables))
-        .map(|(dir, t)| (dir.clone(), t.rows() as usize))
-        .collect()
-}

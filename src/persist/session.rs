@@ -26,7 +26,8 @@
 //! 5. rewrite the target tables (read from the engine's states) and `metrics.json` — or, for
 //!    tables published as Delta tables (`published`: the targets, and the streaming tables
 //!    each commit appends to), put the versions the step prepared and its manifest names into
-//!    the tables' logs.
+//!    the tables' logs, then start the upkeep they are due (checkpoints, vacuums) on a thread
+//!    of its own, while the tables merge ahead of the next version ([`preparing`]).
 //!
 //! A crash before 4 leaves the previous commit: the next run cuts the appended files back and
 //! reads the same input again. A crash after 4 leaves the new commit, and the next run rewrites
@@ -43,7 +44,6 @@
 //! file (O(table); a published Delta table gets only the step's versions); a restart restores
 //! the base and every delta (O(state + deltas)) and reads published tables whole once.
 
-use crate::delta::MaintainedTable;
 use crate::driver::{
     self, CommitLatency, CommitOutput, Driver, Options, Quarantined, Resume, Sink,
 };
@@ -165,8 +165,9 @@ pub struct Session<'a> {
     checked: std::cell::RefCell<driver::new_input::Checked>,
     /// Per published table, its Delta table's directory (absolute); empty: files in `out`.
     published: Vec<PathBuf>,
-    /// The published tables, from the first step on (opened again after a failed step).
-    tables: Option<Vec<MaintainedTable>>,
+    /// The published tables, from the first step on (opened again after a failed step), with
+    /// their merges and upkeep still running after the last step.
+    publisher: Option<Publisher>,
     /// Other writers' edits of the tables that the engine holds.
     absorbed: Absorbed,
     /// The lock on `--out` ([`output::lock`]), held as long as the session.
@@ -289,7 +290,7 @@ impl<'a> Session<'a> {
             driver: None,
             checked: Default::default(),
             published,
-            tables: None,
+            publisher: None,
             absorbed: Absorbed::default(),
             _out_lock: out_lock,
         })
@@ -344,13 +345,10 @@ impl<'a> Session<'a> {
             self.manifest = next;
             // The versions the manifest names go into the tables' logs only now; if that
             // fails, the next step opens the tables again and completes them first.
-            let prepared = self.manifest.publishing.prepared.iter();
-            for (table, versions) in appender.publisher.tables().zip(prepared) {
-                versions.iter().try_for_each(|v| table.publish(v))?;
-            }
+            (appender.publisher).publish(&self.manifest.publishing.prepared)?;
         }
         if !self.published.is_empty() {
-            self.tables = Some(std::mem::take(&mut appender.publisher).into_tables());
+            self.publisher = Some(std::mem::take(&mut appender.publisher));
         }
         let mut written = std::mem::take(&mut appender.written);
         let tables = match write_tables {
@@ -383,8 +381,11 @@ impl<'a> Session<'a> {
             return Ok(Vec::new());
         };
         let log = self.dir.path().join(METRICS_LOG);
-        if let Some(tables) = &self.tables {
-            let mut files = published::report(tables, &self.published);
+        if let Some(publisher) = &mut self.publisher {
+            let rows = publisher.rows()?;
+            let mut files = (self.published.iter().cloned())
+                .zip(rows)
+                .collect::<Vec<_>>();
             files.push((write_metrics(self.pipeline, &log, &self.out)?, 0));
             return Ok(files);
         }
@@ -467,7 +468,7 @@ impl<'a> Session<'a> {
             self.absorbed.reset();
         }
         let id = &self.manifest.publishing.id;
-        if self.tables.is_none() && !self.published.is_empty() && self.manifest.version > 0 {
+        if self.publisher.is_none() && !self.published.is_empty() && self.manifest.version > 0 {
             // After a step that failed publishing, what it prepared goes in first.
             published::resume(pipeline, &self.manifest, &self.published, false)?;
         }
@@ -479,11 +480,12 @@ impl<'a> Session<'a> {
             if !edits.is_empty() {
                 driver.edit(edits)?;
                 // Tables opened before the edits hold the version before them.
-                self.tables = None;
+                self.publisher = None;
             }
         }
-        if self.tables.is_none() && !self.published.is_empty() {
-            self.tables = Some(published::open(pipeline, &self.published, id)?);
+        if self.publisher.is_none() && !self.published.is_empty() {
+            let tables = published::open(pipeline, &self.published, id)?;
+            self.publisher = Some(Publisher::new(pipeline, tables)?);
         }
         let compacts = self.compacts()?;
         let driver = self.driver.as_mut().expect("started above");
@@ -491,9 +493,9 @@ impl<'a> Session<'a> {
         let (sources, consumed): (Vec<_>, Vec<_>) = new.into_iter().unzip();
         let layout = Layout::new(&self.out, self.format);
         let mut appender = Appender::new(pipeline, layout, next);
-        let tables = self.tables.take().unwrap_or_default();
-        appender.next.publishing.prepared = vec![Vec::new(); tables.len()];
-        appender.publisher = Publisher::new(pipeline, tables);
+        appender.next.publishing.prepared = vec![Vec::new(); self.published.len()];
+        appender.publisher = self.publisher.take().unwrap_or_default();
+        appender.publisher.begin();
         let ends = driver.apply(&sources, &mut appender)?;
         if commits == 0 {
             return Ok((appender.next.clone(), None, appender));

@@ -65,7 +65,7 @@ impl<'a> Session<'a> {
             .collect::<Result<Vec<_>>>()?;
         self.dir.rewind(&rewound)?;
         self.driver = None;
-        self.tables = None;
+        self.publisher = None;
         self.absorbed.reset();
         appended::recover(&rewound.appended, &rewound.checks.appended)?;
         let mut cut: Vec<PathBuf> = (rewound.appended.iter())
