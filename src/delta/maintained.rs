@@ -23,7 +23,8 @@
 //! magnitude (a tier: live rows in `[F^k, F^(k+1))`), they are merged into one (their live rows
 //! read back, deletion vectors applied) in the next version, so a row is rewritten about
 //! `log_F(rows)` times over its life and a file's deleted rows fall to its live size's tier.
-//! The merge's actions carry `dataChange = false`. Merges are made between versions
+//! The merge's actions carry `dataChange = false`, and its file is zstd where a version's own
+//! are snappy ([`files::Codec`]). Merges are made between versions
 //! ([`MaintainedTable::merge_ahead`]) and go into the next one, before its commit's changes
 //! (which then remove rows from the merged files): a durable step merges once its version is
 //! prepared, while that version is published and the next commit is read, so a commit does
@@ -87,7 +88,7 @@
 
 use super::batch::{arrow_schema, to_batch_with};
 use super::dv::{self, DvFile};
-use super::files::{self, as_add, remove};
+use super::files::{self, as_add, remove, Codec};
 use super::row_index::{self, Location, RowIndex};
 use super::table::{failed, read_parquet};
 use super::upkeep::{self, Schedule};
@@ -645,7 +646,8 @@ impl MaintainedTable {
             }
             let refs = rows.iter().map(Row::as_row_ref);
             let batch = to_batch_with(&schema.columns, &arrow, refs, Vec::new())?;
-            let mut adds = files::write_parquet(&runtime, &dir, url.as_str(), arrow, batch)?;
+            let mut adds =
+                files::write_parquet(&runtime, &dir, url.as_str(), arrow, batch, Codec::Merged)?;
             let mut add = (adds.pop().filter(|_| adds.is_empty()))
                 .ok_or_else(|| failed(&dir, "one batch made other than one file"))?;
             add.data_change = false;
@@ -867,7 +869,12 @@ impl MaintainedTable {
 
     /// Writes `batch` as one Parquet data file (statistics included); returns its `add`.
     fn write_file(&self, batch: RecordBatch, data_change: bool) -> Result<Add> {
-        let mut adds = self.write_parquet(self.url.as_str(), self.arrow.clone(), batch)?;
+        // A file that is no data change is a merge's.
+        let codec = match data_change {
+            true => Codec::Fresh,
+            false => Codec::Merged,
+        };
+        let mut adds = self.write_parquet(self.url.as_str(), self.arrow.clone(), batch, codec)?;
         let mut add = adds
             .pop()
             .filter(|_| adds.is_empty())
@@ -891,8 +898,9 @@ impl MaintainedTable {
         url: &str,
         arrow: SchemaRef,
         batch: deltalake::arrow::array::RecordBatch,
+        codec: Codec,
     ) -> Result<Vec<Add>> {
-        files::write_parquet(&self.runtime, &self.dir, url, arrow, batch)
+        files::write_parquet(&self.runtime, &self.dir, url, arrow, batch, codec)
     }
 
     fn put(&self, name: &str, bytes: Vec<u8>) -> Result<()> {

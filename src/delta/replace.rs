@@ -11,7 +11,7 @@
 
 use super::batch::{arrow_schema, to_batch};
 use super::commit::commit;
-use super::files::{as_add, remove, write_parquet};
+use super::files::{as_add, remove, write_parquet, Codec};
 use super::table::{delta_columns, failed, Table};
 use crate::value::{Row, Schema};
 use crate::{Error, ErrorKind, Result};
@@ -75,7 +75,14 @@ impl Table {
         let url = self.inner.table_url().clone();
         if !rows.is_empty() {
             let batch = to_batch(schema, &arrow, rows)?;
-            let adds = write_parquet(&self.runtime, &self.dir, url.as_str(), arrow.clone(), batch)?;
+            let adds = write_parquet(
+                &self.runtime,
+                &self.dir,
+                url.as_str(),
+                arrow.clone(),
+                batch,
+                Codec::Fresh,
+            )?;
             actions.extend(adds.into_iter().map(Action::Add));
         }
         let operation = DeltaOperation::Create {

@@ -16,7 +16,7 @@
 
 use super::batch::to_batch;
 use super::commit::{commit, refused, writable};
-use super::files::{as_add, feed_schema, remove, write_feed, write_parquet};
+use super::files::{as_add, feed_schema, remove, write_feed, write_parquet, Codec};
 use super::table::{failed, read_parquet, Table};
 use crate::engine::changefeed::ChangeType;
 use crate::value::Row;
@@ -162,7 +162,14 @@ impl Table {
         if !rewritten.is_empty() {
             let batch = to_batch(&self.schema, &self.arrow, &rewritten)?;
             let arrow = self.arrow.clone();
-            let adds = write_parquet(&self.runtime, &self.dir, url.as_str(), arrow, batch)?;
+            let adds = write_parquet(
+                &self.runtime,
+                &self.dir,
+                url.as_str(),
+                arrow,
+                batch,
+                Codec::Fresh,
+            )?;
             actions.extend(adds.into_iter().map(Action::Add));
         }
         if flag(super::FEED_PROPERTY) {
