@@ -636,21 +636,11 @@ impl MaintainedTable {
             let runtime = super::table::runtime(&dir)?;
             let mut rows = Vec::new();
             for (add, deleted) in &sources {
-                let path = StorePath::from(add.path.as_str());
-                let all = read_parquet(&runtime, &store, &dir, &path, &schema)?;
-                rows.extend(
-                    (all.into_iter().enumerate())
-                        .filter(|(i, _)| !deleted.contains(*i as u64))
-                        .map(|(_, row)| row),
-                );
+                rows.extend(live_rows(&runtime, &store, &dir, &schema, add, deleted)?);
             }
             let refs = rows.iter().map(Row::as_row_ref);
             let batch = to_batch_with(&schema.columns, &arrow, refs, Vec::new())?;
-            let mut adds =
-                files::write_parquet(&runtime, &dir, url.as_str(), arrow, batch, Codec::Merged)?;
-            let mut add = (adds.pop().filter(|_| adds.is_empty()))
-                .ok_or_else(|| failed(&dir, "one batch made other than one file"))?;
-            add.data_change = false;
+            let add = write_file(&runtime, &dir, &url, arrow, batch, false)?;
             Ok((add, rows.len() as u64))
         });
         self.running = Some(Running { ids, thread });
@@ -730,12 +720,9 @@ impl MaintainedTable {
             let mut rows = Vec::new();
             for &id in &ids {
                 let file = self.files[id as usize].take().expect("a live file");
-                let all = self.read(&file.add)?;
-                rows.extend(
-                    (all.into_iter().enumerate())
-                        .filter(|(i, _)| !file.deleted.contains(*i as u64))
-                        .map(|(_, row)| row),
-                );
+                let (runtime, store, schema) = (&self.runtime, &self.store, &self.schema);
+                let live = live_rows(runtime, store, &self.dir, schema, &file.add, &file.deleted);
+                rows.extend(live?);
                 actions.retain(|a| !matches!(a, Action::Add(add) if add.path == file.add.path));
                 let path = &file.add.path;
                 if !fresh.contains(path)
@@ -867,20 +854,10 @@ impl MaintainedTable {
         columns.map_err(|e| failed(&self.dir, e))
     }
 
-    /// Writes `batch` as one Parquet data file (statistics included); returns its `add`.
+    /// Writes `batch` as one Parquet data file (see [`write_file`]).
     fn write_file(&self, batch: RecordBatch, data_change: bool) -> Result<Add> {
-        // A file that is no data change is a merge's.
-        let codec = match data_change {
-            true => Codec::Fresh,
-            false => Codec::Merged,
-        };
-        let mut adds = self.write_parquet(self.url.as_str(), self.arrow.clone(), batch, codec)?;
-        let mut add = adds
-            .pop()
-            .filter(|_| adds.is_empty())
-            .ok_or_else(|| failed(&self.dir, "one batch made other than one file"))?;
-        add.data_change = data_change;
-        Ok(add)
+        let (runtime, dir, arrow) = (&self.runtime, &self.dir, self.arrow.clone());
+        write_file(runtime, dir, &self.url, arrow, batch, data_change)
     }
 
     /// The record batch of the change-data file of `changes`.
@@ -891,16 +868,6 @@ impl MaintainedTable {
     /// Writes a change-data file of [`MaintainedTable::feed_batch`]'s batch.
     fn write_feed_batch(&self, batch: RecordBatch) -> Result<AddCDCFile> {
         files::write_feed_batch(&self.dir, &self.cdc_arrow, batch)
-    }
-
-    fn write_parquet(
-        &self,
-        url: &str,
-        arrow: SchemaRef,
-        batch: deltalake::arrow::array::RecordBatch,
-        codec: Codec,
-    ) -> Result<Vec<Add>> {
-        files::write_parquet(&self.runtime, &self.dir, url, arrow, batch, codec)
     }
 
     fn put(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
@@ -992,6 +959,46 @@ fn join<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
 /// The hash `row` is indexed by.
 fn row_hash(row: &Row) -> u128 {
     row_index::hash(row.as_row_ref().as_bytes())
+}
+
+/// The rows of data file `add` that its deleted positions `deleted` leave, in file order.
+fn live_rows(
+    runtime: &Runtime,
+    store: &ObjectStoreRef,
+    dir: &Path,
+    schema: &Schema,
+    add: &Add,
+    deleted: &RoaringTreemap,
+) -> Result<Vec<Row>> {
+    let path = StorePath::from(add.path.as_str());
+    let all = read_parquet(runtime, store, dir, &path, schema)?;
+    let live = all.into_iter().enumerate();
+    Ok(live
+        .filter(|(i, _)| !deleted.contains(*i as u64))
+        .map(|(_, row)| row)
+        .collect())
+}
+
+/// Writes `batch` as one Parquet data file (statistics included) of the table at `url`
+/// (`dir`); returns its `add`. A file that is no data change is a merge's, so zstd
+/// ([`Codec`]).
+fn write_file(
+    runtime: &Runtime,
+    dir: &Path,
+    url: &url::Url,
+    arrow: SchemaRef,
+    batch: RecordBatch,
+    data_change: bool,
+) -> Result<Add> {
+    let codec = match data_change {
+        true => Codec::Fresh,
+        false => Codec::Merged,
+    };
+    let mut adds = files::write_parquet(runtime, dir, url.as_str(), arrow, batch, codec)?;
+    let mut add = (adds.pop().filter(|_| adds.is_empty()))
+        .ok_or_else(|| failed(dir, "one batch made other than one file"))?;
+    add.data_change = data_change;
+    Ok(add)
 }
 
 impl Drop for MaintainedTable {
