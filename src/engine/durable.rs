@@ -38,7 +38,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// A per-worker operator state that is saved key by key and restored on any number of workers.
-pub trait Durable {
+/// `Sync`: a worker reads its table out of it from several threads at once (the runtime's
+/// table rendering).
+pub trait Durable: Sync {
     /// Writes the worker-wide part (one record), then one record per key, and forgets the
     /// changes recorded so far (this save is the base later deltas apply to).
     fn save(&mut self, out: &mut dyn RecordOut) -> Result<()>;

@@ -438,8 +438,11 @@ impl Engine {
                 "a gathering cluster reads its tables through worker 0 (Engine::tables)",
             ));
         }
+        // The workers render at once, each in ranges on the cores the others leave.
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let ranges = (cores / self.commands.len()).max(1);
         for w in 0..self.commands.len() {
-            self.send(w, Command::Render(rendering.clone()))?;
+            self.send(w, Command::Render(rendering.clone(), ranges))?;
         }
         let mut parts: Vec<Vec<RenderedTable>> =
             (0..self.targets.len()).map(|_| Vec::new()).collect();
@@ -448,7 +451,7 @@ impl Engine {
             match self.messages.recv().map_err(|_| self.stopped())? {
                 Message::Rendered(Ok(tables)) => {
                     for (mine, theirs) in parts.iter_mut().zip(tables) {
-                        mine.push(theirs);
+                        mine.extend(theirs);
                     }
                 }
                 Message::Rendered(Err(e)) => result = result.and(Err(e)),

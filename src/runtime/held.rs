@@ -26,8 +26,14 @@ use std::path::Path;
 pub(super) trait Held {
     /// The target's rows this worker holds (the table of the keys it owns), in no order.
     fn rows(&self) -> Vec<Row>;
-    /// The same rows rendered key by key, keys ascending (target `t`).
-    fn render_table(&self, t: usize, rendering: &Rendering) -> Result<RenderedTable>;
+    /// The same rows rendered key by key, keys ascending (target `t`), in up to `ranges`
+    /// ranges of keys side by side ([`RenderedTable::render`]).
+    fn render_table(
+        &self,
+        t: usize,
+        rendering: &Rendering,
+        ranges: usize,
+    ) -> Result<Vec<RenderedTable>>;
     /// Starts recording changed keys in every part, for [`Held::save`] with `changes`.
     fn track_changes(&self);
     /// Restores target `t`'s parts from `checkpoint`: its base shards, then each delta's in
@@ -62,11 +68,17 @@ impl Held for TargetState {
             .collect()
     }
 
-    fn render_table(&self, t: usize, rendering: &Rendering) -> Result<RenderedTable> {
+    fn render_table(
+        &self,
+        t: usize,
+        rendering: &Rendering,
+        ranges: usize,
+    ) -> Result<Vec<RenderedTable>> {
         let table = self.table();
         let state = table.borrow();
+        let state = &*state;
         let rows_of = |key: &Row, out: &mut Vec<(Row, isize)>| state.key_rows(key, out);
-        RenderedTable::render(state.table_keys(), rows_of, t, rendering)
+        RenderedTable::render(state.table_keys(), rows_of, t, rendering, ranges)
     }
 
     fn track_changes(&self) {

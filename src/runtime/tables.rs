@@ -5,8 +5,15 @@
 //! texts merged by key ([`RenderedTables::write`]): keys are owned by one worker each, so the
 //! merge is exact.
 //!
-//! Memory: one copy of each key and at most [`SPILL_AT`] bytes of text per worker: past that,
-//! a worker's text goes to an unnamed file in the caller's directory ([`Rendering::spill`],
+//! A worker renders its keys in as many ranges side by side as the cores it has to itself
+//! ([`RenderedTable::render`]): a table is rendered once the commits are done, when the
+//! process has nothing else to do, and on fewer workers than cores one worker rendering alone
+//! was the tail of a plain run (an eighth of the 1M-event SCD2 run's CPU, one core idle).
+//! Ranges of one worker are copied out whole, one after the other; only parts whose keys
+//! interleave (several workers') are merged key by key.
+//!
+//! Memory: one copy of each key and at most [`SPILL_AT`] bytes of text per worker (shared by
+//! its ranges): past that, a worker's text goes to an unnamed file in the caller's directory ([`Rendering::spill`],
 //! next to the outputs, whose disk has room for the table), which the merge reads back in
 //! order. A 10M-event SCD2 table's text is ~360 MB, and holding it (and, while it grew, a copy
 //! of half of it) was most of that run's peak above its state. The bound is 64 MB, not less:
@@ -57,24 +64,57 @@ pub struct RenderedTable {
 }
 
 impl RenderedTable {
-    /// Renders a table from its keys and a way to read each key's rows.
+    /// Renders a table from its keys and a way to read each key's rows, in up to `ranges`
+    /// ranges of keys side by side (scoped threads), each a part of its own, in key order.
     pub(super) fn render(
-        keys: Vec<&Row>,
-        rows_of: impl FnMut(&Row, &mut Vec<(Row, isize)>),
+        mut keys: Vec<&Row>,
+        rows_of: impl Fn(&Row, &mut Vec<(Row, isize)>) + Sync,
         t: usize,
         rendering: &Rendering,
-    ) -> Result<RenderedTable> {
-        Self::render_spilling(keys, rows_of, t, rendering, SPILL_AT)
+        ranges: usize,
+    ) -> Result<Vec<RenderedTable>> {
+        // Below this many keys a range costs its thread more than it saves.
+        const KEYS_PER_RANGE: usize = 8192;
+        keys.sort_unstable();
+        let ranges = ranges.min(keys.len() / KEYS_PER_RANGE).max(1);
+        Self::render_ranges(&keys, &rows_of, t, rendering, ranges, SPILL_AT / ranges)
     }
 
+    /// Renders sorted `keys` in `ranges` ranges, each spilling past `spill_at` bytes.
+    fn render_ranges(
+        keys: &[&Row],
+        rows_of: &(impl Fn(&Row, &mut Vec<(Row, isize)>) + Sync),
+        t: usize,
+        rendering: &Rendering,
+        ranges: usize,
+        spill_at: usize,
+    ) -> Result<Vec<RenderedTable>> {
+        let mut chunks = keys.chunks(keys.len().div_ceil(ranges).max(1));
+        let first = chunks.next().unwrap_or_default();
+        std::thread::scope(|scope| {
+            let render = |chunk| Self::render_spilling(chunk, rows_of, t, rendering, spill_at);
+            let rest: Vec<_> = chunks
+                .map(|chunk| scope.spawn(move || render(chunk)))
+                .collect();
+            let mut parts = vec![render(first)?];
+            for range in rest {
+                let part = range
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                parts.push(part?);
+            }
+            Ok(parts)
+        })
+    }
+
+    /// Renders the rows of `keys` (ascending).
     fn render_spilling(
-        mut keys: Vec<&Row>,
-        mut rows_of: impl FnMut(&Row, &mut Vec<(Row, isize)>),
+        keys: &[&Row],
+        rows_of: impl Fn(&Row, &mut Vec<(Row, isize)>),
         t: usize,
         rendering: &Rendering,
         spill_at: usize,
     ) -> Result<RenderedTable> {
-        keys.sort_unstable();
         let mut table = RenderedTable::default();
         // Room for the text up to a spill, and a key's rows past it, made once a table's text
         // is past a megabyte: grown by doubling, the buffer reached twice `spill_at`.
@@ -82,7 +122,7 @@ impl RenderedTable {
         let room = room + room / 8;
         let (mut counted, mut rows) = (Vec::new(), Vec::new());
         let mut spilled_bytes = 0u64;
-        for key in keys {
+        for &key in keys {
             counted.clear();
             rows_of(key, &mut counted);
             rows.clear();
@@ -154,7 +194,7 @@ impl RenderedTable {
 /// Every target's table, rendered in parts.
 #[derive(Debug, Default)]
 pub struct RenderedTables {
-    /// Per target: the parts (one per worker, or one whole).
+    /// Per target: the parts (per worker, one per range of its keys; or one whole).
     parts: Vec<Vec<RenderedTable>>,
 }
 
@@ -180,6 +220,18 @@ impl RenderedTables {
         let parts = &self.parts[t];
         if let [part] = parts.as_slice() {
             std::io::copy(&mut part.reader()?, out)?;
+            return Ok(());
+        }
+        // One worker's ranges (or any parts whose keys do not interleave): each copied whole.
+        let mut filled: Vec<&RenderedTable> = parts.iter().filter(|p| !p.keys.is_empty()).collect();
+        filled.sort_unstable_by_key(|p| &p.keys[0]);
+        if filled
+            .windows(2)
+            .all(|w| w[0].keys.last() < w[1].keys.first())
+        {
+            for part in filled {
+                std::io::copy(&mut part.reader()?, out)?;
+            }
             return Ok(());
         }
         let mut readers = (parts.iter())
@@ -218,8 +270,8 @@ mod tests {
         Row::from([Value::Int(k)])
     }
 
-    /// Parts merge by key, spilled or not: every key's text spilled at once (0), a spill in
-    /// the middle of a part's text (12 bytes), nothing spilled.
+    /// Parts merge by key, spilled or not, rendered whole or in ranges: every key's text
+    /// spilled at once (0), a spill in the middle of a part's text (12 bytes), nothing spilled.
     #[test]
     fn parts_merge_by_key_and_keys_without_rows_are_skipped() {
         let dir = tempfile::tempdir().unwrap();
@@ -248,23 +300,35 @@ mod tests {
             .map(|n| format!("Int({0})\nInt({0})\nInt({1})\n", n * 10, n * 10 + 1))
             .collect();
         for spill_at in [0, 12, usize::MAX] {
-            let render = |keys: Vec<&Row>| {
-                RenderedTable::render_spilling(keys, rows_of, 0, &rendering, spill_at).unwrap()
+            let render = |keys: &mut Vec<&Row>, ranges| {
+                keys.sort();
+                RenderedTable::render_ranges(keys, &rows_of, 0, &rendering, ranges, spill_at)
+                    .unwrap()
             };
-            let (even, odd) = ([key(4), key(0), key(2)], [key(3), key(1)]);
-            let parts = vec![render(even.iter().collect()), render(odd.iter().collect())];
-            assert_eq!(parts[0].spilled.is_some(), spill_at < usize::MAX);
             let text = |tables: RenderedTables| {
                 assert_eq!(tables.rows(0), 12);
                 let mut out = Vec::new();
                 tables.write(0, &mut out).unwrap();
                 String::from_utf8(out).unwrap()
             };
-            assert_eq!(text(RenderedTables::from_parts(vec![parts])), expected);
-            // One part is copied out whole.
+            let (even, odd) = ([key(4), key(0), key(2)], [key(3), key(1)]);
             let all = [key(0), key(1), key(2), key(3)];
-            let whole = RenderedTables::from_parts(vec![vec![render(all.iter().collect())]]);
-            assert_eq!(text(whole), expected, "spill at {spill_at}");
+            for ranges in [1, 2, 3] {
+                let mut parts = render(&mut even.iter().collect(), ranges);
+                assert_eq!(parts[0].spilled.is_some(), spill_at < usize::MAX);
+                parts.extend(render(&mut odd.iter().collect(), ranges));
+                let merged = RenderedTables::from_parts(vec![parts]);
+                assert_eq!(
+                    text(merged),
+                    expected,
+                    "spill at {spill_at}, {ranges} ranges"
+                );
+                // One worker's parts (whole, or its ranges) are copied out one after the other.
+                let one = render(&mut all.iter().collect(), ranges);
+                assert_eq!(one.len() > 1, ranges > 1);
+                let one = RenderedTables::from_parts(vec![one]);
+                assert_eq!(text(one), expected, "spill at {spill_at}, {ranges} ranges");
+            }
         }
     }
 }

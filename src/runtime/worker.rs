@@ -48,8 +48,9 @@ pub(super) enum Command {
     Tables,
     /// Learn what process 0 decided (given to its first worker only).
     Agree(Option<Vec<u8>>),
-    /// Render every target's table (of the keys this worker owns).
-    Render(Rendering),
+    /// Render every target's table (of the keys this worker owns), in up to this many ranges of
+    /// keys side by side.
+    Render(Rendering, usize),
     /// Set rows by hand, in order (each worker the keys it owns).
     Edit(Arc<Vec<Edits>>),
     /// No more commands: let the dataflow complete.
@@ -91,7 +92,7 @@ pub(super) enum Message {
     /// This worker's rows of every target (in a gathering cluster, worker 0 has them all).
     Tables(Vec<Vec<Row>>),
     /// This worker's rendered share of every target's table.
-    Rendered(Result<Vec<RenderedTable>>),
+    Rendered(Result<Vec<Vec<RenderedTable>>>),
     /// What process 0 decided.
     Agreed(Option<Vec<u8>>),
     /// The edits are applied (or not).
@@ -277,11 +278,11 @@ fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Re
                 }
                 Message::Tables(tables)
             }
-            Command::Render(rendering) => Message::Rendered(
+            Command::Render(rendering, ranges) => Message::Rendered(
                 flow.held
                     .iter()
                     .enumerate()
-                    .map(|(t, h)| h.render_table(t, &rendering))
+                    .map(|(t, h)| h.render_table(t, &rendering, ranges))
                     .collect(),
             ),
             Command::Edit(edits) => {
