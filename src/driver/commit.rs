@@ -404,6 +404,8 @@ impl Step<'_> {
         let mut counts = expect::counts(&flow.expectations);
         let target = &self.pipeline.targets[flow.target];
         let schema = &self.pipeline.tables[flow.source].schema;
+        // Room made once: a commit's events are large, and doubling their way to it copied them.
+        self.prepared.input.events[flow.target].reserve(rows.len());
         for row in rows {
             if !self.expect(flow.target, &flow.expectations, &mut counts, row, schema)? {
                 continue;

@@ -212,9 +212,10 @@ impl<P: Ord + Clone> Changed<P> {
         self.keys = Default::default();
     }
 
-    /// The changed keys and their marks, forgotten.
-    pub(crate) fn take(&mut self) -> impl Iterator<Item = (Row, Option<P>)> {
-        std::mem::take(&mut self.keys).into_iter()
+    /// The changed keys and their marks, forgotten. The map keeps its room: the next commits
+    /// change about as many keys, and growing it again rehashed every key it held.
+    pub(crate) fn take(&mut self) -> impl Iterator<Item = (Row, Option<P>)> + '_ {
+        self.keys.drain()
     }
 }
 
