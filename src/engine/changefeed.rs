@@ -131,8 +131,18 @@ pub fn interval_starts(target: &Target) -> Vec<usize> {
 /// rows are moved, or borrowed when `R` is `&Row`. One sort of the updates by identity, read
 /// in place ([`Projection`]), groups them; a group's retractions pair with its insertions.
 /// Feeds labelled apart (by workers that own disjoint keys, so every identity's changes are in
-/// one feed) [`merge`] into the feed of them all.
+/// one feed) with their keys ([`label_keyed`]) [`merge`] into the feed of them all.
 pub fn label<R, I>(identity: &Projection, updates: I) -> Vec<(ChangeType, R)>
+where
+    R: std::borrow::Borrow<Row> + Ord + Clone,
+    I: IntoIterator<Item = (R, isize)>,
+{
+    label_keyed(identity, updates).0
+}
+
+/// As [`label`], with each row's sort key by identity ([`Projection::sort_key`], made for the
+/// sort anyway), which [`merge`] compares.
+pub fn label_keyed<R, I>(identity: &Projection, updates: I) -> (Vec<(ChangeType, R)>, Vec<SortKey>)
 where
     R: std::borrow::Borrow<Row> + Ord + Clone,
     I: IntoIterator<Item = (R, isize)>,
@@ -182,6 +192,7 @@ where
         order[i].ends_group = ends;
     }
     let mut feed = Vec::with_capacity(order.len());
+    let mut keys = Vec::with_capacity(order.len());
     let (mut removed, mut added) = (Vec::new(), Vec::new());
     for slot in order {
         let (row, diff) = updates[slot.at as usize]
@@ -199,8 +210,14 @@ where
         }
         feed.extend(removed.drain(..).map(|r| (ChangeType::Delete, r)));
         feed.extend(added.drain(..).map(|r| (ChangeType::Insert, r)));
+        // A group's rows share its identity, and so its key.
+        let key = SortKey::from_parts(
+            (u128::from(slot.hi) << 64) | u128::from(slot.lo),
+            slot.whole,
+        );
+        keys.resize(feed.len(), key);
     }
-    feed
+    (feed, keys)
 }
 
 /// An update's place in [`label`]'s sort: its identity's sort key and its position.
@@ -233,28 +250,47 @@ impl Slot {
     }
 }
 
-/// Merges two labelled feeds ([`label`]) whose identities are disjoint into one in feed order.
+/// A labelled feed with each row's sort key ([`label_keyed`]).
+pub type KeyedFeed<R> = (Vec<(ChangeType, R)>, Vec<SortKey>);
+
+/// Merges two labelled feeds ([`label_keyed`]) whose identities are disjoint into one in feed
+/// order. Rows are compared by the keys their labelling made, and whole only where keys tie:
+/// comparing identities read both rows at every step, and merging two workers' feeds of a
+/// 10,000-event SCD2 commit (about 27,000 rows) took two milliseconds of a followed step.
 pub fn merge<R: std::borrow::Borrow<Row>>(
     identity: &Projection,
-    a: Vec<(ChangeType, R)>,
-    b: Vec<(ChangeType, R)>,
-) -> Vec<(ChangeType, R)> {
-    if a.is_empty() || b.is_empty() {
-        return if a.is_empty() { b } else { a };
+    a: KeyedFeed<R>,
+    b: KeyedFeed<R>,
+) -> KeyedFeed<R> {
+    if a.0.is_empty() || b.0.is_empty() {
+        return if a.0.is_empty() { b } else { a };
     }
-    let mut merged = Vec::with_capacity(a.len() + b.len());
-    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
-    let before = |x: &R, y: &R| identity.cmp(x.borrow().as_row_ref(), y.borrow().as_row_ref());
+    let n = a.0.len() + b.0.len();
+    let (mut merged, mut keys) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut a = a.0.into_iter().zip(a.1).peekable();
+    let mut b = b.0.into_iter().zip(b.1).peekable();
     loop {
-        let next = match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) if before(&y.1, &x.1).is_lt() => b.next(),
-            (Some(_), _) => a.next(),
-            (None, Some(_)) => b.next(),
+        let b_first = match (a.peek(), b.peek()) {
+            (Some((x, kx)), Some((y, ky))) => match ky.prefix().cmp(&kx.prefix()) {
+                Ordering::Equal if !(kx.whole() && ky.whole()) => {
+                    let (x, y) = (x.1.borrow().as_row_ref(), y.1.borrow().as_row_ref());
+                    identity.cmp(y, x).is_lt()
+                }
+                order => order.is_lt(),
+            },
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
             (None, None) => break,
         };
-        merged.extend(next);
+        let (change, key) = match b_first {
+            true => b.next(),
+            false => a.next(),
+        }
+        .expect("peeked");
+        merged.push(change);
+        keys.push(key);
     }
-    merged
+    (merged, keys)
 }
 
 /// The changes of consolidated `updates` (`(row, version, diff)`), in feed order.
@@ -282,7 +318,7 @@ pub fn changes(target: &Target, updates: &[(Row, u64, isize)]) -> Vec<Change> {
 mod tests {
     use super::*;
     use crate::plan::Target;
-    use crate::value::{Datum, Row, Value};
+    use crate::value::{Row, Value};
 
     fn target(scd: ScdType) -> Target {
         let mut cols = vec![
@@ -369,35 +405,39 @@ mod tests {
         );
     }
 
-    /// Feeds labelled apart by key (as workers label them) merge into the feed of them all.
+    /// Feeds labelled apart by key (as workers label them) merge into the feed of them all,
+    /// with keys that their sort keys hold whole (integers) and keys they cut (long texts with a
+    /// common head, compared whole where the sort keys tie).
     #[test]
     fn feeds_labelled_apart_merge_into_the_whole_feed() {
         let t = target(ScdType::Type2);
-        let r = |k: i64, v: &str, s: i64, e: Option<i64>| {
-            Row::from(vec![
-                Value::Int(k),
-                Value::Str(v.into()),
-                Value::Int(s),
-                e.map_or(Value::Null, Value::Int),
-            ])
-        };
-        let updates: Vec<(Row, isize)> = (0..12)
-            .flat_map(|k| {
-                [
-                    (r(k, "a", 1, None), -1),
-                    (r(k, "a", 1, Some(5)), 1),
-                    (r(k, "b", 5, None), 1 + k as isize % 2),
-                ]
-            })
-            .collect();
         let identity = identity(&t);
-        let whole = label(&identity, updates.clone());
-        // Keys split unevenly and interleaved, as a hash would deal them.
-        let (one, other): (Vec<_>, Vec<_>) = updates
-            .into_iter()
-            .partition(|(row, _)| matches!(row.get(0), Some(Datum::Int(k)) if k % 3 == 0));
-        let merged = merge(&identity, label(&identity, one), label(&identity, other));
-        assert_eq!(merged, whole);
-        assert_eq!(whole.len(), 12 * 3 + 6);
+        let keys: [fn(i64) -> Value; 2] = [Value::Int, |k| {
+            Value::Str(format!("a key longer than its sort key {k:02}"))
+        }];
+        for key in keys {
+            let r = |k: i64, v: &str, s: i64, e: Option<i64>| {
+                let end = e.map_or(Value::Null, Value::Int);
+                Row::from(vec![key(k), Value::Str(v.into()), Value::Int(s), end])
+            };
+            let updates: Vec<(i64, (Row, isize))> = (0..12)
+                .flat_map(|k| {
+                    [
+                        (k, (r(k, "a", 1, None), -1)),
+                        (k, (r(k, "a", 1, Some(5)), 1)),
+                        (k, (r(k, "b", 5, None), 1 + k as isize % 2)),
+                    ]
+                })
+                .collect();
+            let whole = label_keyed(&identity, updates.iter().map(|(_, u)| u.clone()));
+            // Keys split unevenly and interleaved, as a hash would deal them.
+            let (one, other): (Vec<_>, Vec<_>) = updates.into_iter().partition(|(k, _)| k % 3 == 0);
+            let apart = |part: Vec<(i64, (Row, isize))>| {
+                label_keyed(&identity, part.into_iter().map(|(_, u)| u))
+            };
+            let merged = merge(&identity, apart(one), apart(other));
+            assert_eq!(merged, whole);
+            assert_eq!(whole.0.len(), 12 * 3 + 6);
+        }
     }
 }

@@ -23,6 +23,7 @@ use crate::plan::Target;
 use crate::value::{Projection, Row};
 use crate::{Error, ErrorKind, Result};
 use std::collections::{BTreeMap, VecDeque};
+use std::mem::take;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -306,6 +307,7 @@ impl Engine {
                 Done {
                     version: done.version,
                     changes: vec![Vec::new(); targets],
+                    keys: vec![Vec::new(); targets],
                     stats: vec![CommitStats::default(); targets],
                     changed: vec![(0, 0); targets],
                     ..Done::default()
@@ -315,9 +317,11 @@ impl Engine {
         *count += 1;
         into.timestamp = into.timestamp.max(done.timestamp);
         into.at = into.at.max(done.at);
-        let feeds = into.changes.iter_mut().zip(done.changes);
-        for ((mine, theirs), identity) in feeds.zip(&self.identities) {
-            *mine = changefeed::merge(identity, std::mem::take(mine), theirs);
+        let mine = into.changes.iter_mut().zip(&mut into.keys);
+        let theirs = done.changes.into_iter().zip(done.keys);
+        for (((changes, keys), feed), identity) in mine.zip(theirs).zip(&self.identities) {
+            let merged = changefeed::merge(identity, (take(changes), take(keys)), feed);
+            (*changes, *keys) = merged;
         }
         for (mine, theirs) in into.stats.iter_mut().zip(&done.stats) {
             mine.merge(theirs);

@@ -21,7 +21,7 @@ use crate::engine::{worker_of, CommitStats, HistoryRules, KeyEdit};
 use crate::event::Event;
 use crate::operators::{TargetInputs, TargetState};
 use crate::plan::Target;
-use crate::value::{Projection, Row};
+use crate::value::{Projection, Row, SortKey};
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::input::{Input, InputSession};
 use std::cell::RefCell;
@@ -110,9 +110,12 @@ pub(super) struct Done {
     pub(super) version: u64,
     pub(super) timestamp: i64,
     /// Per target: the change-feed rows of the updates this worker captured, in feed order,
-    /// ([`changefeed::label`]): labelled here, on the worker
+    /// ([`changefeed::label_keyed`]): labelled here, on the worker
     /// that owns the keys, so that workers label in parallel and the engine only merges.
     pub(super) changes: Vec<Vec<Labelled>>,
+    /// Per target: each change's sort key by identity, which the engine merges the workers'
+    /// changes by ([`changefeed::merge`]).
+    pub(super) keys: Vec<Vec<SortKey>>,
     /// Per target: this worker's counters (worker 0 of a gathering cluster: everyone's).
     pub(super) stats: Vec<CommitStats>,
     /// Per target, in worker 0 of a partitioned cluster: every worker's change-feed row counts.
@@ -536,6 +539,7 @@ fn finish_commit(
     *last_timestamp = timestamp;
     flow.clock.borrow_mut().insert(version, timestamp);
     let mut changes: Vec<Vec<Labelled>> = vec![Vec::new(); shared.targets.len()];
+    let mut keys: Vec<Vec<SortKey>> = vec![Vec::new(); shared.targets.len()];
     let mut reports = Vec::new();
     let last = flow.probes.len() - 1;
     for stage in 0..=last {
@@ -551,7 +555,7 @@ fn finish_commit(
         let mut captured = flow.captured.borrow_mut();
         for t in (0..shared.targets.len()).filter(in_stage) {
             let updates = captured[t].drain(..).map(|(row, _, diff)| (row, diff));
-            changes[t] = changefeed::label(&shared.identities[t], updates);
+            (changes[t], keys[t]) = changefeed::label_keyed(&shared.identities[t], updates);
         }
         drop(captured);
         if let (Some(feeder), true) = (&shared.feeder, stage < last) {
@@ -577,6 +581,7 @@ fn finish_commit(
         version,
         timestamp,
         changes,
+        keys,
         stats,
         changed: Vec::new(),
         reports,

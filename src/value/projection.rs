@@ -31,6 +31,11 @@ pub struct SortKey {
 }
 
 impl SortKey {
+    /// The key made of its two parts, as [`SortKey::prefix`] and [`SortKey::whole`] give them.
+    pub(crate) fn from_parts(prefix: u128, whole: bool) -> SortKey {
+        SortKey { prefix, whole }
+    }
+
     /// The number: keys that differ order as their projections.
     pub fn prefix(self) -> u128 {
         self.prefix
