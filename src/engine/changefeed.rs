@@ -137,12 +137,26 @@ where
     R: std::borrow::Borrow<Row> + Ord + Clone,
     I: IntoIterator<Item = (R, isize)>,
 {
-    label_keyed(identity, updates).0
+    label_into(identity, updates, None)
 }
 
 /// As [`label`], with each row's sort key by identity ([`Projection::sort_key`], made for the
 /// sort anyway), which [`merge`] compares.
-pub fn label_keyed<R, I>(identity: &Projection, updates: I) -> (Vec<(ChangeType, R)>, Vec<SortKey>)
+pub fn label_keyed<R, I>(identity: &Projection, updates: I) -> KeyedFeed<R>
+where
+    R: std::borrow::Borrow<Row> + Ord + Clone,
+    I: IntoIterator<Item = (R, isize)>,
+{
+    let mut keys = Vec::new();
+    (label_into(identity, updates, Some(&mut keys)), keys)
+}
+
+/// [`label`], and the rows' keys into `keys` if given.
+fn label_into<R, I>(
+    identity: &Projection,
+    updates: I,
+    mut keys: Option<&mut Vec<SortKey>>,
+) -> Vec<(ChangeType, R)>
 where
     R: std::borrow::Borrow<Row> + Ord + Clone,
     I: IntoIterator<Item = (R, isize)>,
@@ -192,7 +206,9 @@ where
         order[i].ends_group = ends;
     }
     let mut feed = Vec::with_capacity(order.len());
-    let mut keys = Vec::with_capacity(order.len());
+    if let Some(keys) = keys.as_mut() {
+        keys.reserve(order.len());
+    }
     let (mut removed, mut added) = (Vec::new(), Vec::new());
     for slot in order {
         let (row, diff) = updates[slot.at as usize]
@@ -210,14 +226,13 @@ where
         }
         feed.extend(removed.drain(..).map(|r| (ChangeType::Delete, r)));
         feed.extend(added.drain(..).map(|r| (ChangeType::Insert, r)));
-        // A group's rows share its identity, and so its key.
-        let key = SortKey::from_parts(
-            (u128::from(slot.hi) << 64) | u128::from(slot.lo),
-            slot.whole,
-        );
-        keys.resize(feed.len(), key);
+        if let Some(keys) = keys.as_mut() {
+            // A group's rows share its identity, and so its key.
+            let prefix = (u128::from(slot.hi) << 64) | u128::from(slot.lo);
+            keys.resize(feed.len(), SortKey::from_parts(prefix, slot.whole));
+        }
     }
-    (feed, keys)
+    feed
 }
 
 /// An update's place in [`label`]'s sort: its identity's sort key and its position.

@@ -114,7 +114,7 @@ pub(super) struct Done {
     /// that owns the keys, so that workers label in parallel and the engine only merges.
     pub(super) changes: Vec<Vec<Labelled>>,
     /// Per target: each change's sort key by identity, which the engine merges the workers'
-    /// changes by ([`changefeed::merge`]).
+    /// changes by ([`changefeed::merge`]); none in a process of one worker, which merges none.
     pub(super) keys: Vec<Vec<SortKey>>,
     /// Per target: this worker's counters (worker 0 of a gathering cluster: everyone's).
     pub(super) stats: Vec<CommitStats>,
@@ -555,7 +555,12 @@ fn finish_commit(
         let mut captured = flow.captured.borrow_mut();
         for t in (0..shared.targets.len()).filter(in_stage) {
             let updates = captured[t].drain(..).map(|(row, _, diff)| (row, diff));
-            (changes[t], keys[t]) = changefeed::label_keyed(&shared.identities[t], updates);
+            let identity = &shared.identities[t];
+            // Keys only where the engine merges this process's workers' feeds.
+            match shared.commands.len() > 1 {
+                true => (changes[t], keys[t]) = changefeed::label_keyed(identity, updates),
+                false => changes[t] = changefeed::label(identity, updates),
+            }
         }
         drop(captured);
         if let (Some(feeder), true) = (&shared.feeder, stage < last) {
