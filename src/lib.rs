@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod cores;
 pub mod delta;
 pub mod driver;
 pub mod engine;

@@ -284,11 +284,7 @@ impl<'p> Driver<'p> {
         let read = |source: &CommitSource| {
             report::read(pipeline, flows, source, version, on_invalid, skip_once)
         };
-        let (first, second) = std::thread::scope(|scope| {
-            let second = scope.spawn(|| read(&second));
-            (read(&first), second.join())
-        });
-        let second = second.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let (first, second) = crate::cores::join(|| read(&first), || read(&second));
         let (mut input, mut report) = first?;
         let (more, other) = second?;
         if more.snapshots.iter().any(Option::is_some) {

@@ -147,10 +147,10 @@ pub fn feed_text(
     }
     let (first, second) = changes.split_at(changes.len() / 2);
     let mut rest = String::new();
-    std::thread::scope(|scope| {
-        scope.spawn(|| feed.render(second, &mut rest));
-        feed.render(first, out);
-    });
+    crate::cores::join(
+        || feed.render(first, out),
+        || feed.render(second, &mut rest),
+    );
     out.push_str(&rest);
     Ok(())
 }

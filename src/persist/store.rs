@@ -320,12 +320,8 @@ impl StateDir {
                     frames::write_synced(path, FileKind::Manifest, |w| fill_manifest(w, manifest))
                 };
                 let copy = staged.dir.join(MANIFEST);
-                let (copied, written) = std::thread::scope(|scope| {
-                    let copied = scope.spawn(|| write(&copy));
-                    let written = write(&tmp);
-                    (copied.join(), written)
-                });
-                copied.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+                let (copied, written) = crate::cores::join(|| write(&copy), || write(&tmp));
+                copied?;
                 written?;
                 frames::sync_dir(&staged.dir)?;
                 let target = self.dir.join(&name);

@@ -443,8 +443,7 @@ impl Engine {
             ));
         }
         // The workers render at once, each in ranges on the cores the others leave.
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let ranges = (cores / self.commands.len()).max(1);
+        let ranges = (crate::cores::count() / self.commands.len()).max(1);
         for w in 0..self.commands.len() {
             self.send(w, Command::Render(rendering.clone(), ranges))?;
         }

@@ -65,7 +65,7 @@ pub struct RenderedTable {
 
 impl RenderedTable {
     /// Renders a table from its keys and a way to read each key's rows, in up to `ranges`
-    /// ranges of keys side by side (scoped threads), each a part of its own, in key order.
+    /// ranges of keys side by side (on the helpers of [`crate::cores`]), each a part of its own, in key order.
     pub(super) fn render(
         mut keys: Vec<&Row>,
         rows_of: impl Fn(&Row, &mut Vec<(Row, isize)>) + Sync,
@@ -89,22 +89,13 @@ impl RenderedTable {
         ranges: usize,
         spill_at: usize,
     ) -> Result<Vec<RenderedTable>> {
-        let mut chunks = keys.chunks(keys.len().div_ceil(ranges).max(1));
-        let first = chunks.next().unwrap_or_default();
-        std::thread::scope(|scope| {
-            let render = |chunk| Self::render_spilling(chunk, rows_of, t, rendering, spill_at);
-            let rest: Vec<_> = chunks
-                .map(|chunk| scope.spawn(move || render(chunk)))
-                .collect();
-            let mut parts = vec![render(first)?];
-            for range in rest {
-                let part = range
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                parts.push(part?);
-            }
-            Ok(parts)
-        })
+        use rayon::prelude::*;
+        let render = |chunk| Self::render_spilling(chunk, rows_of, t, rendering, spill_at);
+        let size = keys.len().div_ceil(ranges).max(1);
+        match ranges {
+            1 => keys.chunks(size).map(render).collect(),
+            _ => crate::cores::install(|| keys.par_chunks(size).map(render).collect()),
+        }
     }
 
     /// Renders the rows of `keys` (ascending).

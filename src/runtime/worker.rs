@@ -224,6 +224,7 @@ pub(super) fn work(worker: &mut Worker, shared: &Shared) {
 
 fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Result<()> {
     let index = worker.index();
+    crate::cores::pin_worker(index);
     let commands = shared.commands[index - shared.first]
         .lock()
         .expect("commands")
