@@ -28,6 +28,8 @@ pub(super) fn run(target: &Target, commits: Commits, feed: Feed) -> Result<Run> 
     }
     let config = EngineConfig {
         workers: feed.workers,
+        // The feeder waits for its commits, as `scdflow run --follow` does.
+        pin_workers: true,
         ..EngineConfig::default()
     };
     let mut engine = Engine::open(std::slice::from_ref(&target), config)?;

@@ -16,6 +16,7 @@ pub fn query(args: QueryArgs) -> anyhow::Result<ExitCode> {
         partitioned_output: false,
         split_bytes: 0,
         read_halves_over: super::args::READ_HALVES_OVER,
+        pin_workers: false,
     };
     let evaluation = super::evaluate::evaluate(&pipeline, &options)?;
     let rows = prepared.read(&pipeline, &evaluation);

@@ -15,6 +15,7 @@ pub fn rewind(args: RewindArgs) -> anyhow::Result<ExitCode> {
         partitioned_output: false,
         split_bytes: 0,
         read_halves_over: super::args::READ_HALVES_OVER,
+        pin_workers: false,
     };
     let published = match args.warehouse.open()? {
         Some(warehouse) => warehouse.published_dirs(&pipeline)?,

@@ -27,6 +27,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         partitioned_output: args.partitioned_output,
         split_bytes: args.split_files_over,
         read_halves_over: args.read_halves_over,
+        // Following, the workers wait between commits; otherwise a core must stay free for
+        // the driver reading ahead (see the option's docs).
+        pin_workers: args.follow || usize::from(args.workers) < scdflow::cores::count(),
     };
     if cluster.is_some() {
         super::cluster::quiet_network_panics();

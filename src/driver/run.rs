@@ -77,6 +77,10 @@ pub struct CommitOutput {
     /// When the commit's input was complete (the driver began reading it): a sink that makes
     /// the outputs durable measures the commit's latency from here, reading included.
     pub input_complete: Instant,
+    /// Whether the engine holds no later commit: its workers idle while this one's outputs are
+    /// written, so a sink may spread that work over the cores ([`crate::cores`]). Otherwise
+    /// the workers apply the next commits meanwhile, and a helper would take their core.
+    pub idle: bool,
 }
 
 /// Receives a run's results as they are produced.
@@ -142,6 +146,7 @@ impl<'p> Driver<'p> {
                 files: Some(Arc::new(ShardRecords)),
                 stages: pipeline.stages(),
                 feeder: super::feeds::feeder(pipeline, &flows, resume.base > 0),
+                pin_workers: options.pin_workers,
             },
         )?;
         let mut live_tombstones = resume.live_tombstones;
@@ -318,7 +323,8 @@ impl<'p> Driver<'p> {
             .ok_or_else(|| Error::new(ErrorKind::Internal, "an outcome nobody waited for"))?;
         debug_assert_eq!(version, outcome.version);
         self.last_timestamp = self.last_timestamp.max(outcome.timestamp);
-        let output = self.output(outcome, kept, input_complete)?;
+        let mut output = self.output(outcome, kept, input_complete)?;
+        output.idle = self.pending.is_empty();
         sink.commit(output)?;
         if let Some(report) = self.progress.as_ref() {
             report(version);
@@ -381,6 +387,7 @@ impl<'p> Driver<'p> {
             warnings: report.warnings,
             events: report.events,
             input_complete,
+            idle: false,
         })
     }
 

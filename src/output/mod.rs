@@ -117,19 +117,19 @@ impl Layout {
 /// A commit's change-feed rows of one target, rendered into `out`: CSV has its header only at
 /// the start of a file (`header`).
 ///
-/// A commit's feed of many rows is rendered in two halves, the second on a scoped thread:
-/// rendering was a fifth of a followed 10,000-event commit's latency (5.2 ms of 26,000 SCD2
-/// rows on one thread), and a followed step's workers wait meanwhile. In a plain run the
-/// workers apply the next commit meanwhile, and the thread shares their cores (not measured
-/// apart: with it, the plain 1M-event SCD2 run took 1.73–2.02 s, and 1.56–1.69 s once tables
-/// spilled past 64 MB instead of 8).
+/// With `split`, a commit's feed of many rows is rendered in two halves on the helpers
+/// ([`crate::cores`]): rendering was a fifth of a followed 10,000-event commit's latency (5.2 ms
+/// of 26,000 SCD2 rows on one thread), and a followed step's workers wait meanwhile. Without
+/// it (the workers apply the next commits meanwhile, [`crate::driver::CommitOutput::idle`]) a
+/// helper would take a worker's core: the plain 1M-event SCD2 run took 1.76 s with pinned
+/// helpers splitting, 1.55–1.56 s without.
 pub fn feed_text(
     format: OutputFormat,
     schema: &crate::value::Schema,
-    version: u64,
-    timestamp: i64,
+    (version, timestamp): (u64, i64),
     changes: &[(changefeed::ChangeType, Row)],
     header: bool,
+    split: bool,
     out: &mut String,
 ) -> Result<()> {
     // Below this a thread costs more than the half it renders.
@@ -141,7 +141,7 @@ pub fn feed_text(
         version,
         timestamp,
     };
-    if changes.len() < SPLIT_AT {
+    if !split || changes.len() < SPLIT_AT {
         feed.render(changes, out);
         return Ok(());
     }
@@ -297,7 +297,7 @@ impl<'p> StagedRun<'p> {
             let mut file = create(&path)?;
             let schema = changefeed::schema(target);
             // An empty change feed still has its header.
-            feed_text(layout.format, &schema, 0, 0, &[], true, &mut text)?;
+            feed_text(layout.format, &schema, (0, 0), &[], true, false, &mut text)?;
             file.write_all(text.as_bytes())
                 .map_err(|e| Error::write(&path, &e))?;
             text.clear();
@@ -429,15 +429,15 @@ impl Sink for StagedRun<'_> {
                 Feed::File(schema, file) => (schema, file),
             };
             self.text.clear();
-            let (version, timestamp) = (commit.version, commit.timestamp);
             let format = self.layout.format;
+            let at = (commit.version, commit.timestamp);
             feed_text(
                 format,
                 schema,
-                version,
-                timestamp,
+                at,
                 changes,
                 false,
+                commit.idle,
                 &mut self.text,
             )?;
             file.write_all(self.text.as_bytes())
@@ -726,7 +726,16 @@ mod tests {
             .collect();
         for format in [OutputFormat::Csv, OutputFormat::Jsonl] {
             let mut split = String::new();
-            feed_text(format, &schema, 7, 1_000_000, &changes, true, &mut split).unwrap();
+            feed_text(
+                format,
+                &schema,
+                (7, 1_000_000),
+                &changes,
+                true,
+                true,
+                &mut split,
+            )
+            .unwrap();
             let mut whole = String::new();
             crate::io::render_rows_into(&mut whole, format, &schema, &[], true).unwrap();
             let feed = FeedRows {

@@ -666,7 +666,8 @@ impl Sink for Appender<'_> {
             for (t, changes) in commit.changes.iter().enumerate() {
                 let format = self.layout.format;
                 let (schema, out) = &mut self.feeds[t];
-                output::feed_text(format, schema, version, timestamp, changes, false, out)?;
+                let at = (version, timestamp);
+                output::feed_text(format, schema, at, changes, false, commit.idle, out)?;
             }
         }
         for (f, m) in &commit.metrics {

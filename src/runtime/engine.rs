@@ -63,6 +63,11 @@ pub struct EngineConfig {
     /// Makes later stages' input from an earlier stage's changes (needed when a stage is
     /// above 0).
     pub feeder: Option<Feeder>,
+    /// Pins worker `i` (of all processes' workers) to core `i mod cores` when the process pins
+    /// its threads ([`crate::cores`]). Right for a run that waits for its workers (each woken
+    /// worker runs at once, on its own core); wrong for one whose other threads stay busy beside
+    /// them (see [`crate::driver::Options::pin_workers`]).
+    pub pin_workers: bool,
 }
 
 /// What one commit produced in this process.
@@ -145,6 +150,7 @@ impl Engine {
             commands: queues,
             messages: Mutex::new(messages_in),
             first: process * workers,
+            pin: config.pin_workers,
             cluster: config.cluster.is_some(),
             gather_rows: config.cluster.is_some() && !config.partitioned,
             restore: config.restore,

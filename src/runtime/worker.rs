@@ -136,6 +136,8 @@ pub(super) struct Shared {
     pub(super) messages: Mutex<Sender<Message>>,
     /// The index of this process's first worker.
     pub(super) first: usize,
+    /// Whether each worker pins itself to its core ([`EngineConfig::pin_workers`]).
+    pub(super) pin: bool,
     /// Whether this is a cluster of processes.
     pub(super) cluster: bool,
     /// In a cluster: whether the targets' updates and rows go to worker 0.
@@ -224,7 +226,9 @@ pub(super) fn work(worker: &mut Worker, shared: &Shared) {
 
 fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Result<()> {
     let index = worker.index();
-    crate::cores::pin_worker(index);
+    if shared.pin {
+        crate::cores::pin_worker(index);
+    }
     let commands = shared.commands[index - shared.first]
         .lock()
         .expect("commands")
