@@ -193,15 +193,14 @@ pub fn read_commit(
             );
             return Err(crate::Error::new(crate::ErrorKind::Internal, message));
         }
-        Span::From(from) => {
-            let tail = io::read_file_from(
-                &commit.file,
-                *format,
-                *header,
-                file_schema,
-                from.offset,
-                from.line,
-            )?;
+        Span::From(from) | Span::Upto { from, .. } => {
+            let (path, at) = (&commit.file, (from.offset, from.line));
+            let tail = match span {
+                Span::Upto { to, .. } => {
+                    io::read_file_upto(path, *format, *header, file_schema, at, to)?
+                }
+                _ => io::read_file_from(path, *format, *header, file_schema, at.0, at.1)?,
+            };
             commit.end = Some(ReadFrom {
                 offset: tail.end,
                 line: tail.end_line,

@@ -58,6 +58,16 @@ pub enum Span {
         /// Where the share ends.
         to: u64,
     },
+    /// The complete records from `from` that end by `to` (just past a `\n`): the first half of
+    /// a part read in halves, whose middle `to` is a guess ([`crate::io::halves`]). The
+    /// commit's end (`SourceCommit::end`) is where the records read end: short of `to` when a
+    /// record spans it.
+    Upto {
+        /// The first record's offset and line.
+        from: ReadFrom,
+        /// The guessed middle.
+        to: u64,
+    },
     /// This version of a Delta table source (the commit's `file` is the table's directory):
     /// the rows it added, or its changes ([`crate::plan::DeltaRead`]).
     Version(u64),

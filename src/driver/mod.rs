@@ -88,9 +88,10 @@ pub struct Options {
     pub split_bytes: u64,
     /// Outside a cluster: a commit's file part of at least this many bytes (0 = none), read
     /// while no commit is in flight (the workers wait for it: a `--follow` step, a run's first
-    /// commit), is parsed by two threads, each taking half its records, for one more pass over
-    /// the bytes to find where the records split (`io::halves`): a 48 MB file read a third
-    /// faster here, a 440 KB one about half a millisecond.
+    /// commit), is parsed by two threads, each taking half its records, split at a `\n` near
+    /// the middle that the first thread's read confirms as a record boundary (`io::halves`;
+    /// when it is not, the part is read again whole): a 48 MB file read a third faster here,
+    /// a 440 KB one (a followed 10,000-event commit) in 3.6 ms instead of 5–7.
     pub read_halves_over: u64,
     /// In a cluster: each process keeps the target rows of the keys its workers own (its
     /// partition) instead of gathering every target to process 0; metrics still reach process 0.

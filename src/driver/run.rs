@@ -271,7 +271,11 @@ impl<'p> Driver<'p> {
     /// (the workers wait for this one) in two halves on two threads
     /// ([`Options::read_halves_over`]). The halves' events follow each other in file order,
     /// and their reports add up as a split file's do in a cluster; an error in the first half
-    /// is the one reported, as a single read would.
+    /// is the one reported, as a single read would. The middle is a guess ([`io::halves`]): a
+    /// first half that stops short of it (a quoted field with a line break spans it) has the
+    /// part read whole instead.
+    ///
+    /// [`io::halves`]: crate::io::halves
     fn read_idle(
         &self,
         source: &CommitSource,
@@ -281,7 +285,7 @@ impl<'p> Driver<'p> {
             true => halves_of(self.pipeline, &self.options, source)?,
             false => None,
         };
-        let Some((first, second, end)) = halves else {
+        let Some((first, second, middle)) = halves else {
             return self.read(source, version);
         };
         let (pipeline, flows) = (self.pipeline, &self.flows[..]);
@@ -291,6 +295,9 @@ impl<'p> Driver<'p> {
         };
         let (first, second) = crate::cores::join(|| read(&first), || read(&second));
         let (mut input, mut report) = first?;
+        if report.end.is_none_or(|end| end.offset != middle) {
+            return self.read(source, version);
+        }
         let (more, other) = second?;
         if more.snapshots.iter().any(Option::is_some) {
             return Err(Error::new(
@@ -306,6 +313,9 @@ impl<'p> Driver<'p> {
             mine.reserve_exact(theirs.len());
             mine.extend(theirs);
         }
+        // Where the part ends is where the second half does (a growing file's); the first's end
+        // was the middle.
+        let end = other.end;
         report.absorb(other);
         report.end = end;
         Ok((input, report))
@@ -505,21 +515,24 @@ impl Splittable<'_> {
 
     /// The records that begin in `from..to`.
     fn share(&self, (offset, line): (u64, u64), to: u64) -> CommitSource {
+        let from = ReadFrom { offset, line };
+        self.read_as(Span::Share { from, to })
+    }
+
+    /// The file's records that `span` takes.
+    fn read_as(&self, span: Span) -> CommitSource {
         CommitSource::Table {
             table: self.table,
             file: self.file.clone(),
-            span: Span::Share {
-                from: ReadFrom { offset, line },
-                to,
-            },
+            span,
         }
     }
 }
 
 /// The two halves of a commit's file part that [`Driver::read_idle`] reads on two threads, and
-/// where a read of the part ends (a growing file's `Span::From`): `None` to read it whole
-/// (see [`Splittable::of`] and [`Options::read_halves_over`]).
-type Halves = (CommitSource, CommitSource, Option<ReadFrom>);
+/// the guessed middle, where the first must end for the second to start at a record: `None` to
+/// read the part whole (see [`Splittable::of`] and [`Options::read_halves_over`]).
+type Halves = (CommitSource, CommitSource, u64);
 
 fn halves_of(
     pipeline: &Pipeline,
@@ -530,17 +543,22 @@ fn halves_of(
         return Ok(None);
     };
     let (from, growing) = (part.from, part.growing);
-    let Some([first, middle, end]) =
+    let Some(((middle, line), end)) =
         crate::io::halves(part.file, part.format, from.offset, from.line, growing)?
     else {
         return Ok(None);
     };
-    let halves = (part.share(first, middle.0), part.share(middle, end.0));
-    let end = growing.then_some(ReadFrom {
-        offset: end.0,
-        line: end.1,
-    });
-    Ok(Some((halves.0, halves.1, end)))
+    let first = part.read_as(Span::Upto { from, to: middle });
+    let at = ReadFrom {
+        offset: middle,
+        line,
+    };
+    // A growing file's second half is its complete records, as a read of the part takes them.
+    let second = match growing {
+        true => part.read_as(Span::From(at)),
+        false => part.read_as(Span::Share { from: at, to: end }),
+    };
+    Ok(Some((first, second, middle)))
 }
 
 /// In a cluster, this process's share of a commit whose file is split among the processes:

@@ -109,6 +109,23 @@ pub fn read_file_from(
     )
 }
 
+/// Reads the complete records of `path` from byte `from` (a record boundary on line
+/// `first_line`) up to byte `to`, just past a `\n`, as [`read_file_from`] reads a growing file
+/// cut there: the first half of a part read in [`halves`], whose middle is a guess. The tail's
+/// `end` is `to` exactly when `to` is a record boundary; otherwise a record spans it, and only
+/// the records before that one are read.
+pub fn read_file_upto(
+    path: &Path,
+    format: Format,
+    header: bool,
+    schema: &Schema,
+    (from, first_line): (u64, u64),
+    to: u64,
+) -> Result<Tail> {
+    let ending = tail::Ending::Upto(to);
+    tail::read(path, format, header, schema, from, first_line, ending)
+}
+
 /// Reads the records of `path` that begin in bytes `from..to` (record boundaries from
 /// [`split_points`]; `first_line` is the line at `from`), with whole-file line numbers: one
 /// process's share of a file split among the processes of a cluster. Reading every share gives

@@ -48,6 +48,10 @@ pub(crate) enum Ending {
     /// The file is complete and the read stops at this byte offset, a record boundary
     /// ([`super::split_points`]): one share of a file split among processes.
     At(u64),
+    /// The read stops at this byte offset, just past a `\n`, read as [`Ending::Growing`]: a
+    /// record whose quoted field is open there is left, so [`Tail::end`] falls short of the
+    /// offset exactly when it is not a record boundary (the guessed middle of [`super::halves`]).
+    Upto(u64),
 }
 
 const BOM: char = '\u{feff}';
@@ -68,6 +72,10 @@ pub(crate) fn read(
         Ending::At(to) => {
             bytes.truncate(to.saturating_sub(from) as usize);
             Ending::Whole
+        }
+        Ending::Upto(to) => {
+            bytes.truncate(to.saturating_sub(from) as usize);
+            Ending::Growing
         }
         other => other,
     };
