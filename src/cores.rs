@@ -15,9 +15,10 @@
 //! to a core is woken there, so those phases overlap as they were meant to.
 //!
 //! # What is pinned
-//! Worker `i` (its index among all processes' workers) to the process's core `i mod cores`, so
-//! the processes of a cluster on one machine spread their workers too; helper `h` to core `h`,
-//! one helper per core. The driver's own thread is not pinned: it hands its parallel work to
+//! Worker `i` (its index among all processes' workers) to the process's core `(s + i) mod
+//! cores`, where `s` is the core the process started on: the processes of a cluster on one
+//! machine spread their workers, and so, mostly, do unrelated runs, which the OS starts on idle
+//! cores. Helper `h` goes to core `h`, one helper per core (they idle between phases). The driver's own thread is not pinned: it hands its parallel work to
 //! the helpers ([`join`], [`install`]) and waits for it. Phases do not overlap (the workers
 //! idle while a file is read, the helpers while the workers apply), so a worker and a helper
 //! sharing a core do not compete.
@@ -35,8 +36,9 @@
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::OnceLock;
 
-/// The cores threads are pinned to, once [`pin_threads`] has run: the process's CPU set then.
-static PINNED: OnceLock<Vec<usize>> = OnceLock::new();
+/// The cores threads are pinned to, once [`pin_threads`] has run: the process's CPU set then,
+/// and the position in it of the core the process started on.
+static PINNED: OnceLock<(Vec<usize>, usize)> = OnceLock::new();
 
 /// The helper pool, made at its first use.
 static HELPERS: OnceLock<Option<ThreadPool>> = OnceLock::new();
@@ -47,22 +49,23 @@ static HELPERS: OnceLock<Option<ThreadPool>> = OnceLock::new();
 /// time.
 pub fn pin_threads() {
     if let Some(cpus) = allowed().filter(|cpus| !cpus.is_empty()) {
-        let _ = PINNED.set(cpus);
+        let start = current().and_then(|cpu| cpus.iter().position(|&c| c == cpu));
+        let _ = PINNED.set((cpus, start.unwrap_or(0)));
     }
 }
 
 /// The number of cores the process may use (at least 1).
 pub fn count() -> usize {
     match PINNED.get() {
-        Some(cpus) => cpus.len(),
+        Some((cpus, _)) => cpus.len(),
         None => std::thread::available_parallelism().map_or(1, usize::from),
     }
 }
 
 /// Pins the calling thread, timely worker `index` of all processes' workers, if pinning is on.
 pub(crate) fn pin_worker(index: usize) {
-    if let Some(cpus) = PINNED.get() {
-        pin_current(cpus[index % cpus.len()]);
+    if let Some((cpus, start)) = PINNED.get() {
+        pin_current(cpus[(start + index) % cpus.len()]);
     }
 }
 
@@ -97,7 +100,7 @@ fn helpers() -> Option<&'static ThreadPool> {
                 .num_threads(count())
                 .thread_name(|h| format!("scdflow-helper-{h}"))
                 .start_handler(move |h| {
-                    if let Some(cpus) = pinned {
+                    if let Some((cpus, _)) = pinned {
                         pin_current(cpus[h % cpus.len()]);
                     }
                 })
@@ -126,6 +129,18 @@ fn allowed() -> Option<Vec<usize>> {
 
 #[cfg(not(target_os = "linux"))]
 fn allowed() -> Option<Vec<usize>> {
+    None
+}
+
+/// The CPU the calling thread runs on.
+#[cfg(target_os = "linux")]
+fn current() -> Option<usize> {
+    // SAFETY: `sched_getcpu` takes no arguments and only reads.
+    usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn current() -> Option<usize> {
     None
 }
 

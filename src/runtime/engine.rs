@@ -63,8 +63,8 @@ pub struct EngineConfig {
     /// Makes later stages' input from an earlier stage's changes (needed when a stage is
     /// above 0).
     pub feeder: Option<Feeder>,
-    /// Pins worker `i` (of all processes' workers) to core `i mod cores` when the process pins
-    /// its threads ([`crate::cores`]). Right for a run that waits for its workers (each woken
+    /// Pins each worker to a core (the cores taken in turn, [`crate::cores`]) when the process
+    /// pins its threads. Right for a run that waits for its workers (each woken
     /// worker runs at once, on its own core); wrong for one whose other threads stay busy beside
     /// them (see [`crate::driver::Options::pin_workers`]).
     pub pin_workers: bool,
