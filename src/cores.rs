@@ -18,16 +18,20 @@
 //! Worker `i` (its index among all processes' workers) to the process's core `(s + i) mod
 //! cores`, where `s` is the core the process started on: the processes of a cluster on one
 //! machine spread their workers, and so, mostly, do unrelated runs, which the OS starts on idle
-//! cores. Helper `h` goes to core `h`, one helper per core (they idle between phases). The driver's own thread is not pinned: it hands its parallel work to
-//! the helpers ([`join`], [`install`]) and waits for it. Phases do not overlap (the workers
-//! idle while a file is read, the helpers while the workers apply), so a worker and a helper
-//! sharing a core do not compete.
+//! cores. Helper `h` goes to core `h`, one helper per core (they idle between phases). The
+//! driver's own thread is not pinned: it hands its parallel work to the helpers ([`join`],
+//! [`install`]) and waits for it. Phases do not overlap (the workers idle while a file is
+//! read, the helpers while the workers apply), so a worker and a helper sharing a core do not
+//! compete.
 //!
 //! # Limits
 //! Pinning assumes the run has its cores to itself (the CPU set it starts with, as `taskset` or
-//! a cgroup gives it): a pinned thread cannot leave a core a neighbour keeps busy. The binary
-//! pins unless `SCDFLOW_PIN=0`; the library pins nothing unless told. Linux only: elsewhere
-//! [`pin_threads`] does nothing and the helpers run where the OS puts them.
+//! a cgroup gives it): a pinned thread cannot leave a core a neighbour keeps busy. Nor is it
+//! right for a run that keeps more threads busy than it has cores (a plain run reading ahead
+//! beside as many workers as cores): the OS's balancing serves that better. The binary pins
+//! for `run --follow`, runs of fewer workers than cores and `bench`, unless `SCDFLOW_PIN=0`;
+//! the library pins nothing unless told. Linux only: elsewhere [`pin_threads`] does nothing
+//! and the helpers run where the OS puts them.
 //!
 //! The helpers are a rayon thread pool: fork-join over borrowed data with work stealing is
 //! what rayon is made for, and its `start_handler` is where each thread pins itself. Without a

@@ -22,10 +22,6 @@ fn main() -> ExitCode {
     // SAFETY: sets a process-wide allocator option before any thread is started.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
     disable_transparent_huge_pages();
-    // Before any worker or helper thread starts (see `scdflow::cores`).
-    if std::env::var_os("SCDFLOW_PIN").is_none_or(|v| v != "0") {
-        scdflow::cores::pin_threads();
-    }
     match cli::run(cli::parse()) {
         Ok(code) => code,
         Err(err) => {

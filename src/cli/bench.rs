@@ -13,6 +13,8 @@ use std::process::ExitCode;
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let suite = args.suite();
     suite.validate().context("invalid benchmark")?;
+    // Its feeder waits for each commit, as `run --follow` does.
+    super::pin_threads();
     // Fail on an unusable report directory before the runs, not after them.
     if let Some(dir) = &args.report {
         std::fs::create_dir_all(dir)

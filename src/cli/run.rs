@@ -19,6 +19,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.peer_timeout,
     )?;
     let pipeline = super::evaluate::load(&args.pipeline, &args.warehouse)?;
+    // Following, the driver waits for the workers between commits; otherwise it reads ahead
+    // while they apply, and pinning pays only where a core is left for it (see the option).
+    let pin = args.follow || usize::from(args.workers) < scdflow::cores::count();
+    if pin {
+        super::pin_threads();
+    }
     let options = scdflow::driver::Options {
         workers: usize::from(args.workers),
         on_invalid: args.on_invalid.into(),
@@ -27,9 +33,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         partitioned_output: args.partitioned_output,
         split_bytes: args.split_files_over,
         read_halves_over: args.read_halves_over,
-        // Following, the workers wait between commits; otherwise a core must stay free for
-        // the driver reading ahead (see the option's docs).
-        pin_workers: args.follow || usize::from(args.workers) < scdflow::cores::count(),
+        pin_workers: pin,
     };
     if cluster.is_some() {
         super::cluster::quiet_network_panics();

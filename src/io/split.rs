@@ -47,8 +47,8 @@ pub fn split_points(path: &Path, format: Format, parts: usize) -> Result<Vec<(u6
 }
 
 /// Calls `each` with the end of every record of `bytes` (the whole file `path`), in order: its
-/// offset and the line after it. A JSON-lines record ends at each `\n` (text after the last is left to
-/// the caller); a CSV record where the reader's own scan ends it. Returns false when a
+/// offset and the line after it. A JSON-lines record ends at each `\n` (text after the last is
+/// left to the caller); a CSV record where the reader's own scan ends it. Returns false when a
 /// malformed CSV record stopped the scan. (Parquet files are never split: callers refuse them
 /// first.)
 fn record_ends(

@@ -64,9 +64,9 @@ pub struct EngineConfig {
     /// above 0).
     pub feeder: Option<Feeder>,
     /// Pins each worker to a core (the cores taken in turn, [`crate::cores`]) when the process
-    /// pins its threads. Right for a run that waits for its workers (each woken
-    /// worker runs at once, on its own core); wrong for one whose other threads stay busy beside
-    /// them (see [`crate::driver::Options::pin_workers`]).
+    /// pins its threads. Right for a run that waits for its workers (each woken worker runs at
+    /// once, on its own core); wrong for one whose other threads stay busy beside them (see
+    /// [`crate::driver::Options::pin_workers`]).
     pub pin_workers: bool,
 }
 

@@ -65,7 +65,8 @@ pub struct RenderedTable {
 
 impl RenderedTable {
     /// Renders a table from its keys and a way to read each key's rows, in up to `ranges`
-    /// ranges of keys side by side (on the helpers of [`crate::cores`]), each a part of its own, in key order.
+    /// ranges of keys side by side (on the helpers of [`crate::cores`]), each a part of its
+    /// own, in key order.
     pub(super) fn render(
         mut keys: Vec<&Row>,
         rows_of: impl Fn(&Row, &mut Vec<(Row, isize)>) + Sync,
