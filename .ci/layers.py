@@ -2,7 +2,7 @@
 """Fails when a module of the library imports from a layer above its own.
 
 Layers, each importing only those before it (../shared/notes/house-review.md):
-  core     value, event, expr, plan, temporal, model, engine, error, cores
+  core     value, event, expr, plan, temporal, model, engine, error
   dataflow operators, runtime
   app      sql, flow_builder, io, ingest, prepare, driver, persist, output, query, gen, bench
   cli      cli (the binary)
@@ -19,8 +19,7 @@ import re
 import sys
 
 LAYERS = {
-    "core": ["value", "event", "expr", "plan", "temporal", "model", "engine", "error",
-             "cores"],
+    "core": ["value", "event", "expr", "plan", "temporal", "model", "engine", "error"],
     "dataflow": ["operators", "runtime"],
     "app": ["sql", "flow_builder", "io", "ingest", "prepare", "driver", "persist", "output",
             "query", "gen", "bench", "warehouse", "delta"],

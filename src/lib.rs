@@ -25,7 +25,6 @@
 #![deny(missing_docs)]
 
 pub mod bench;
-pub mod cores;
 pub mod delta;
 pub mod driver;
 pub mod engine;

@@ -21,11 +21,12 @@ pub use args::parse;
 use args::{Args, Command};
 use std::process::ExitCode;
 
-/// Pins the threads started from now on to cores (`scdflow::cores`), unless `SCDFLOW_PIN=0`:
-/// for runs whose driver mostly waits for its workers and helpers, before any of them starts.
+/// Pins the threads started from now on to cores (`scdflow::runtime::cores`), unless
+/// `SCDFLOW_PIN=0`: for runs whose driver mostly waits for its workers and helpers, before any
+/// of them starts.
 fn pin_threads() {
     if std::env::var_os("SCDFLOW_PIN").is_none_or(|v| v != "0") {
-        scdflow::cores::pin_threads();
+        scdflow::runtime::cores::pin_threads();
     }
 }
 

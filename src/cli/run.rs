@@ -21,7 +21,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let pipeline = super::evaluate::load(&args.pipeline, &args.warehouse)?;
     // Following, the driver waits for the workers between commits; otherwise it reads ahead
     // while they apply, and pinning pays only where a core is left for it (see the option).
-    let pin = args.follow || usize::from(args.workers) < scdflow::cores::count();
+    let pin = args.follow || usize::from(args.workers) < scdflow::runtime::cores::count();
     if pin {
         super::pin_threads();
     }

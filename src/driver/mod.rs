@@ -96,10 +96,10 @@ pub struct Options {
     /// In a cluster: each process keeps the target rows of the keys its workers own (its
     /// partition) instead of gathering every target to process 0; metrics still reach process 0.
     pub partitioned_output: bool,
-    /// Pin the workers to cores, when the process pins its threads ([`crate::cores`]). For a run
-    /// that mostly waits for its workers, as `--follow` between polls: a 10,000-event SCD2
-    /// commit followed on 2 workers had one start applying 1–3 ms after the other and the two
-    /// label one after the other, unpinned. Not for a plain run whose driver reads ahead beside
+    /// Pin the workers to cores, when the process pins its threads ([`crate::runtime::cores`]).
+    /// For a run that mostly waits for its workers, as `--follow` between polls: a 10,000-event
+    /// SCD2 commit followed on 2 workers had one start applying 1–3 ms after the other and the
+    /// two label one after the other, unpinned. Not for a plain run whose driver reads ahead beside
     /// as many workers as cores: three busy threads on two pinned cores made the 1M-event SCD2
     /// run on 2 workers 2.07–2.15 s, against 1.59–1.67 s placed by the OS.
     pub pin_workers: bool,

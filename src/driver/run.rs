@@ -78,8 +78,8 @@ pub struct CommitOutput {
     /// the outputs durable measures the commit's latency from here, reading included.
     pub input_complete: Instant,
     /// Whether the engine holds no later commit: its workers idle while this one's outputs are
-    /// written, so a sink may spread that work over the cores ([`crate::cores`]). Otherwise
-    /// the workers apply the next commits meanwhile, and a helper would take their core.
+    /// written, so a sink may spread that work over the cores ([`crate::runtime::cores`]).
+    /// Otherwise the workers apply the next commits meanwhile, and a helper would take their core.
     pub idle: bool,
 }
 
@@ -293,7 +293,7 @@ impl<'p> Driver<'p> {
         let read = |source: &CommitSource| {
             report::read(pipeline, flows, source, version, on_invalid, skip_once)
         };
-        let (first, second) = crate::cores::join(|| read(&first), || read(&second));
+        let (first, second) = crate::runtime::cores::join(|| read(&first), || read(&second));
         let (mut input, mut report) = first?;
         if report.end.is_none_or(|end| end.offset != middle) {
             return self.read(source, version);

@@ -118,11 +118,11 @@ impl Layout {
 /// the start of a file (`header`).
 ///
 /// With `split`, a commit's feed of many rows is rendered in two halves on the helpers
-/// ([`crate::cores`]): rendering was a fifth of a followed 10,000-event commit's latency (5.2 ms
-/// of 26,000 SCD2 rows on one thread), and a followed step's workers wait meanwhile. Without
-/// it (the workers apply the next commits meanwhile, [`crate::driver::CommitOutput::idle`]) a
-/// helper would take a worker's core: the plain 1M-event SCD2 run took 1.76 s with pinned
-/// helpers splitting, 1.55–1.56 s without.
+/// ([`crate::runtime::cores`]): rendering was a fifth of a followed 10,000-event commit's latency
+/// (5.2 ms of 26,000 SCD2 rows on one thread), and a followed step's workers wait meanwhile.
+/// Without it (the workers apply the next commits meanwhile,
+/// [`crate::driver::CommitOutput::idle`]) a helper would take a worker's core: the plain
+/// 1M-event SCD2 run took 1.76 s with pinned helpers splitting, 1.55–1.56 s without.
 pub fn feed_text(
     format: OutputFormat,
     schema: &crate::value::Schema,
@@ -147,7 +147,7 @@ pub fn feed_text(
     }
     let (first, second) = changes.split_at(changes.len() / 2);
     let mut rest = String::new();
-    crate::cores::join(
+    crate::runtime::cores::join(
         || feed.render(first, out),
         || feed.render(second, &mut rest),
     );

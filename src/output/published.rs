@@ -100,8 +100,8 @@ pub fn flow_progress(
 }
 
 /// One commit's versions of several published tables, made side by side: `version(job)` for
-/// each of `jobs` (one per table) on the helpers of [`crate::cores`]; the results come back in
-/// job order, or the first error. A commit's tables share nothing, and a commit waits for
+/// each of `jobs` (one per table) on the helpers of [`crate::runtime::cores`]; the results come
+/// back in job order, or the first error. A commit's tables share nothing, and a commit waits for
 /// its slowest table rather than for their sum (the SCD2 target and its source's streaming
 /// table of a 10,000-event commit: 21 and 5 ms of Parquet).
 pub fn each_table<J: Send, T: Send>(
@@ -111,7 +111,7 @@ pub fn each_table<J: Send, T: Send>(
     use rayon::prelude::*;
     match jobs.len() {
         0 | 1 => jobs.into_iter().map(version).collect(),
-        _ => crate::cores::install(|| jobs.into_par_iter().map(&version).collect()),
+        _ => crate::runtime::cores::install(|| jobs.into_par_iter().map(&version).collect()),
     }
 }
 

@@ -320,7 +320,8 @@ impl StateDir {
                     frames::write_synced(path, FileKind::Manifest, |w| fill_manifest(w, manifest))
                 };
                 let copy = staged.dir.join(MANIFEST);
-                let (copied, written) = crate::cores::join(|| write(&copy), || write(&tmp));
+                let (copied, written) =
+                    crate::runtime::cores::join(|| write(&copy), || write(&tmp));
                 copied?;
                 written?;
                 frames::sync_dir(&staged.dir)?;

@@ -63,7 +63,7 @@ pub struct EngineConfig {
     /// Makes later stages' input from an earlier stage's changes (needed when a stage is
     /// above 0).
     pub feeder: Option<Feeder>,
-    /// Pins each worker to a core (the cores taken in turn, [`crate::cores`]) when the process
+    /// Pins each worker to a core (the cores taken in turn, [`super::cores`]) when the process
     /// pins its threads. Right for a run that waits for its workers (each woken worker runs at
     /// once, on its own core); wrong for one whose other threads stay busy beside them (see
     /// [`crate::driver::Options::pin_workers`]).
@@ -449,7 +449,7 @@ impl Engine {
             ));
         }
         // The workers render at once, each in ranges on the cores the others leave.
-        let ranges = (crate::cores::count() / self.commands.len()).max(1);
+        let ranges = (super::cores::count() / self.commands.len()).max(1);
         for w in 0..self.commands.len() {
             self.send(w, Command::Render(rendering.clone(), ranges))?;
         }

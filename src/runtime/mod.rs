@@ -28,6 +28,7 @@
 //! targets' changes in the same commit), `tables` (tables rendered key by key from the states).
 
 mod control;
+pub mod cores;
 mod deal;
 mod engine;
 mod held;

@@ -65,7 +65,7 @@ pub struct RenderedTable {
 
 impl RenderedTable {
     /// Renders a table from its keys and a way to read each key's rows, in up to `ranges`
-    /// ranges of keys side by side (on the helpers of [`crate::cores`]), each a part of its
+    /// ranges of keys side by side (on the helpers of [`super::cores`]), each a part of its
     /// own, in key order.
     pub(super) fn render(
         mut keys: Vec<&Row>,
@@ -95,7 +95,7 @@ impl RenderedTable {
         let size = keys.len().div_ceil(ranges).max(1);
         match ranges {
             1 => keys.chunks(size).map(render).collect(),
-            _ => crate::cores::install(|| keys.par_chunks(size).map(render).collect()),
+            _ => super::cores::install(|| keys.par_chunks(size).map(render).collect()),
         }
     }
 

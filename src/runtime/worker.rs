@@ -227,7 +227,7 @@ pub(super) fn work(worker: &mut Worker, shared: &Shared) {
 fn serve(worker: &mut Worker, shared: &Shared, messages: &Sender<Message>) -> Result<()> {
     let index = worker.index();
     if shared.pin {
-        crate::cores::pin_worker(index);
+        super::cores::pin_worker(index);
     }
     let commands = shared.commands[index - shared.first]
         .lock()
