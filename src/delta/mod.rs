@@ -31,6 +31,7 @@ mod dv;
 mod files;
 mod log;
 mod maintained;
+mod merge;
 mod parquet_file;
 mod properties;
 mod replace;
