@@ -2,17 +2,19 @@
 //! files (written by delta-rs's `RecordBatchWriter`, so with the statistics readers skip files
 //! by), change-data files (Delta's `cdc` action) and the `remove` of a file.
 //!
-//! Every Parquet file here is written with [`properties`]. A version's own files (its new
-//! rows, its change-data file) are snappy, as delta-rs and Spark write: they are encoded
-//! while the commit waits. A file merged between versions ([`Codec::Merged`]) is zstd at
-//! level 1 (arrow-rs's default), as Iceberg and Paimon write every file and as an LSM store
-//! compresses its lower levels harder (RocksDB's `bottommost_compression`): merged files are
-//! most of a table's bytes, they are written off the commit's path (ahead of the next
-//! version), and every reader of Delta tables reads zstd pages. On the 1M-event SCD2 workload
-//! (`cargo bench --bench delta_publish`, 10,000-event commits) merges wrote 351 KB a commit
-//! where they wrote 518 snappy, the bytes a commit wrote fell from 1.38 to 1.16 MB, and the
-//! latency did not move (p50 45-47 ms against 47-57, three alternating runs each); zstd for
-//! the version's own files too saved another 0.24 MB but cost 3-4 ms of every commit's p50.
+//! Every Parquet file here is written with [`properties`]. A maintained table's data files
+//! are zstd at level 1 (arrow-rs's default; [`Codec::Zstd`]), as Iceberg and Paimon write
+//! every file and as an LSM store compresses its lower levels harder (RocksDB's
+//! `bottommost_compression`): data files are most of a table's bytes and are read again by
+//! every reader of the table, and every reader of Delta tables reads zstd pages. Its
+//! change-data files, and the files `scdflow sql` writes, are snappy ([`Codec::Snappy`]), as
+//! delta-rs and Spark write. On the 1M-event SCD2 workload (`cargo bench --bench
+//! delta_publish`, 10,000-event commits) a commit wrote 1.38 MB with every file snappy; 1.16
+//! MB with merged files zstd (merges wrote 351 KB a commit where they wrote 518), the latency
+//! unmoved; 1.05 MB with a version's new rows zstd too (298 KB of them snappy, 193 zstd), p50
+//! within a millisecond (52.5–56.0 ms against 52.3–54.4, three alternating runs each). The
+//! change-data file stays snappy: zstd for it and the new rows together, measured before,
+//! saved 0.24 MB and cost 3–4 ms of every commit's p50.
 //! Integer columns (and dates, times and timestamps) are `DELTA_BINARY_PACKED`, as
 //! Parquet's v2 writers (Spark's, DuckDB's) write them: keys, sequences and times lie close to
 //! their neighbours, so their differences pack into a few bits where a plain value takes eight
@@ -68,10 +70,10 @@ pub(super) fn write_parquet(
 /// How a file's pages are compressed (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Codec {
-    /// A file a version brings with its commit's changes: snappy.
-    Fresh,
-    /// A file made by merging other files between versions: zstd.
-    Merged,
+    /// A change-data file, or a data file of `scdflow sql`.
+    Snappy,
+    /// A maintained table's data file.
+    Zstd,
 }
 
 /// How to write `batch` as Parquet (see the module docs): compressed by `codec`; integers,
@@ -79,8 +81,8 @@ pub(super) enum Codec {
 /// repeat ([`repeats`]; and for the types not sampled: booleans, nested values).
 pub(super) fn properties(batch: &RecordBatch, codec: Codec) -> WriterProperties {
     let compression = match codec {
-        Codec::Fresh => Compression::SNAPPY,
-        Codec::Merged => Compression::ZSTD(ZstdLevel::default()),
+        Codec::Snappy => Compression::SNAPPY,
+        Codec::Zstd => Compression::ZSTD(ZstdLevel::default()),
     };
     let mut builder = WriterProperties::builder()
         .set_created_by(format!("scdflow {}", env!("CARGO_PKG_VERSION")))
@@ -226,7 +228,7 @@ pub(super) fn write_feed_batch(
     let name = format!("cdc-{}.snappy.parquet", uuid::Uuid::new_v4());
     let path = local.join(&name);
     let file = std::fs::File::create(&path).map_err(|e| Error::write(&path, &e))?;
-    let properties = properties(&batch, Codec::Fresh);
+    let properties = properties(&batch, Codec::Snappy);
     let size = (|| {
         let out = std::io::BufWriter::new(file);
         let mut writer = ArrowWriter::try_new(out, arrow.clone(), Some(properties))?;
@@ -331,7 +333,7 @@ mod tests {
             columns.iter().map(|c| c.1.clone()).collect(),
         )
         .unwrap();
-        let properties = properties(&batch, Codec::Fresh);
+        let properties = properties(&batch, Codec::Snappy);
         let path = |name: &str| ColumnPath::new(vec![name.to_string()]);
         let dictionary = |name: &str| properties.dictionary_enabled(&path(name));
         assert!(!dictionary("name"));
@@ -349,7 +351,7 @@ mod tests {
             properties.compression(&ColumnPath::new(vec!["key".into()])),
             Compression::SNAPPY
         );
-        let merged = super::properties(&batch, Codec::Merged);
+        let merged = super::properties(&batch, Codec::Zstd);
         assert_eq!(
             merged.compression(&ColumnPath::new(vec!["name".into()])),
             Compression::ZSTD(ZstdLevel::default())

@@ -23,8 +23,8 @@
 //! magnitude (a tier: live rows in `[F^k, F^(k+1))`), they are merged into one (their live rows
 //! read back, deletion vectors applied) in the next version, so a row is rewritten about
 //! `log_F(rows)` times over its life and a file's deleted rows fall to its live size's tier.
-//! The merge's actions carry `dataChange = false`, and its file is zstd where a version's own
-//! are snappy ([`files::Codec`]). Merges are made between versions
+//! The merge's actions carry `dataChange = false`; data files are zstd, change-data files
+//! snappy ([`files::Codec`]). Merges are made between versions
 //! ([`MaintainedTable::merge_ahead`]) and go into the next one, before its commit's changes
 //! (which then remove rows from the merged files): a durable step merges once its version is
 //! prepared, while that version is published and the next commit is read, so a commit does
@@ -1036,8 +1036,7 @@ fn row_hash(row: &Row) -> u128 {
 }
 
 /// Writes `batch` as one Parquet data file (statistics included) of the table at `url`
-/// (`dir`); returns its `add`. A file that is no data change is a merge's, so zstd
-/// ([`Codec`]).
+/// (`dir`), zstd ([`Codec`]); returns its `add`.
 fn write_file(
     runtime: &Runtime,
     dir: &Path,
@@ -1046,11 +1045,7 @@ fn write_file(
     batch: RecordBatch,
     data_change: bool,
 ) -> Result<Add> {
-    let codec = match data_change {
-        true => Codec::Fresh,
-        false => Codec::Merged,
-    };
-    let mut adds = files::write_parquet(runtime, dir, url.as_str(), arrow, batch, codec)?;
+    let mut adds = files::write_parquet(runtime, dir, url.as_str(), arrow, batch, Codec::Zstd)?;
     let mut add = (adds.pop().filter(|_| adds.is_empty()))
         .ok_or_else(|| failed(dir, "one batch made other than one file"))?;
     add.data_change = data_change;

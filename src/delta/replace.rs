@@ -81,7 +81,7 @@ impl Table {
                 url.as_str(),
                 arrow.clone(),
                 batch,
-                Codec::Fresh,
+                Codec::Snappy,
             )?;
             actions.extend(adds.into_iter().map(Action::Add));
         }

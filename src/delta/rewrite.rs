@@ -168,7 +168,7 @@ impl Table {
                 url.as_str(),
                 arrow,
                 batch,
-                Codec::Fresh,
+                Codec::Snappy,
             )?;
             actions.extend(adds.into_iter().map(Action::Add));
         }

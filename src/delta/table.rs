@@ -79,7 +79,10 @@ impl Table {
                     let batch = to_batch(schema, &arrow, rows).map_err(to_delta)?;
                     let mut writer =
                         RecordBatchWriter::try_new(url.as_str(), arrow.clone(), None, None)?
-                            .with_writer_properties(files::properties(&batch, files::Codec::Fresh));
+                            .with_writer_properties(files::properties(
+                                &batch,
+                                files::Codec::Snappy,
+                            ));
                     writer.write(batch).await?;
                     actions.extend(writer.flush().await?.into_iter().map(Action::Add));
                 }
@@ -217,7 +220,7 @@ impl Table {
             ..
         } = self;
         runtime.block_on(async {
-            let properties = files::properties(&batch, files::Codec::Fresh);
+            let properties = files::properties(&batch, files::Codec::Snappy);
             let mut writer = (RecordBatchWriter::for_table(inner).map_err(|e| failed(dir, e))?)
                 .with_writer_properties(properties);
             writer.write(batch).await.map_err(|e| failed(dir, e))?;
