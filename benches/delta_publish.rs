@@ -14,8 +14,11 @@
 //! Measured per commit, for scdflow: from the commit file appearing complete in the input
 //! directory (renamed in) until its Delta version is in the log (the bench polls for
 //! `_delta_log/<version>.json` every millisecond), and the bytes the table directory grew by
-//! over the followed commits (data, deletion-vector, change-data, log and checkpoint files),
-//! per commit, beside the commit's change rows as the change-data file holds them. For the
+//! over the followed commits (data, deletion-vector, change-data and log files), per commit,
+//! plus a commit's share of a Delta checkpoint (written every 100 versions: the latest one's
+//! bytes over 100; a window of followed commits ending at a multiple of 100 would otherwise
+//! count a whole checkpoint in a few commits), beside the commit's change rows as the
+//! change-data file holds them. For the
 //! peer: reading the file and its MERGE, and its table's growth. Then where scdflow's bytes
 //! went, by kind of file, as the followed versions' log entries name them. The peer needs
 //! `python3 -m pip install deltalake polars` (or `PEER_PYTHON=/path/to/python`); without it,
@@ -95,7 +98,12 @@ fn main() {
         visible.push(fed.elapsed().as_secs_f64() * 1e3);
     }
     following.stop();
-    let written = (tree_bytes(&table) - before) as f64 / followed as f64;
+    // A checkpoint is written every CHECKPOINT_INTERVAL versions: the window's own (if one
+    // falls in it) is replaced by its share of the latest one.
+    let first = commits - followed + 1;
+    let (in_window, share) = checkpoints(&table, first..=commits);
+    let grown = (tree_bytes(&table) - before - in_window) as f64;
+    let written = grown / followed as f64 + share;
     let feeds: u64 = files_in(&table.join("_change_data"))
         .difference(&feeds_before)
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
@@ -132,34 +140,63 @@ fn main() {
         written / feed,
         nearest(&logged, 0.5)
     );
-    let first = commits - followed + 1;
-    let parts = (breakdown(&table, first..=commits).into_iter())
-        .map(|(part, bytes)| format!("{part} {:.1}", bytes as f64 / followed as f64 / 1e3))
+    let parts = (breakdown(&table, first..=commits, share).into_iter())
+        .map(|(part, bytes)| format!("{part} {:.1}", bytes / 1e3))
         .collect::<Vec<_>>();
     println!(
-        "where a followed commit's bytes go, KB per commit as its log entries name them: {}",
+        "where a followed commit's bytes go, KB per commit as its log entries name them: {} \
+         (checkpoints: the latest one's bytes over the {CHECKPOINT_INTERVAL} versions it \
+         follows)",
         parts.join(", ")
     );
 }
 
-/// The bytes `versions` of the Delta table at `table` wrote, by what they hold, from their
-/// log entries: change-data files, data files of new rows, files merges wrote, deletion
-/// vectors (as their descriptors size them; their files add a few bytes each), the entries
-/// themselves and the checkpoints of those versions.
-fn breakdown(table: &Path, versions: std::ops::RangeInclusive<u64>) -> Vec<(&'static str, u64)> {
+/// Versions between Delta checkpoints of the published table (`delta.checkpointInterval`,
+/// unset here: scdflow's default, delta-rs's).
+const CHECKPOINT_INTERVAL: u64 = 100;
+
+/// The bytes of the checkpoints of `versions` of the Delta table at `table`, and a version's
+/// share of the latest checkpoint (its bytes over [`CHECKPOINT_INTERVAL`]): a window of
+/// versions holds one checkpoint or none, where a version's cost is a share of each.
+fn checkpoints(table: &Path, versions: std::ops::RangeInclusive<u64>) -> (u64, f64) {
+    let log = table.join("_delta_log");
+    let size = |version: u64| {
+        let checkpoint = log.join(format!("{version:020}.checkpoint.parquet"));
+        std::fs::metadata(checkpoint).map_or(0, |m| m.len())
+    };
+    let in_window = versions.clone().map(size).sum();
+    let latest = (0..=*versions.end())
+        .rev()
+        .map(size)
+        .find(|&bytes| bytes > 0);
+    (
+        in_window,
+        latest.unwrap_or(0) as f64 / CHECKPOINT_INTERVAL as f64,
+    )
+}
+
+/// The bytes per version that `versions` of the Delta table at `table` wrote, by what they
+/// hold, from their log entries: change-data files, data files of new rows, files merges
+/// wrote, deletion vectors (as their descriptors size them; their files add a few bytes each),
+/// the entries themselves; and `checkpoint`, a version's share of the checkpoints.
+fn breakdown(
+    table: &Path,
+    versions: std::ops::RangeInclusive<u64>,
+    checkpoint: f64,
+) -> Vec<(&'static str, f64)> {
     let mut parts = [
-        ("change data", 0),
-        ("new rows", 0),
-        ("merges", 0),
-        ("deletion vectors", 0),
-        ("log entries", 0),
-        ("checkpoints", 0),
+        ("change data", 0.0),
+        ("new rows", 0.0),
+        ("merges", 0.0),
+        ("deletion vectors", 0.0),
+        ("log entries", 0.0),
     ];
     let mut add = |part: &str, bytes: u64| {
         let at = parts.iter().position(|(p, _)| *p == part).expect("a part");
-        parts[at].1 += bytes;
+        parts[at].1 += bytes as f64;
     };
     let log = table.join("_delta_log");
+    let n = versions.clone().count() as f64;
     for version in versions {
         let entry = std::fs::read_to_string(log.join(format!("{version:020}.json")))
             .expect("a followed version's log entry");
@@ -179,13 +216,13 @@ fn breakdown(table: &Path, versions: std::ops::RangeInclusive<u64>) -> Vec<(&'st
                 }
             }
         }
-        let checkpoint = log.join(format!("{version:020}.checkpoint.parquet"));
-        add(
-            "checkpoints",
-            std::fs::metadata(checkpoint).map_or(0, |m| m.len()),
-        );
     }
-    parts.to_vec()
+    let mut parts: Vec<_> = parts
+        .iter()
+        .map(|(part, bytes)| (*part, bytes / n))
+        .collect();
+    parts.push(("checkpoints", checkpoint));
+    parts
 }
 
 /// The delta-rs MERGE peer over `files`, starting from a copy of `table`: its JSON line, or
