@@ -11,10 +11,13 @@
 //! delta-rs and Spark write. On the 1M-event SCD2 workload (`cargo bench --bench
 //! delta_publish`, 10,000-event commits) a commit wrote 1.38 MB with every file snappy; 1.16
 //! MB with merged files zstd (merges wrote 351 KB a commit where they wrote 518), the latency
-//! unmoved; 1.05 MB with a version's new rows zstd too (298 KB of them snappy, 193 zstd), p50
-//! within a millisecond (52.5–56.0 ms against 52.3–54.4, three alternating runs each). The
-//! change-data file stays snappy: zstd for it and the new rows together, measured before,
-//! saved 0.24 MB and cost 3–4 ms of every commit's p50.
+//! unmoved; 1.05 MB with a version's new rows zstd too (298 KB of them snappy, 193 zstd), at a
+//! p50 1–2 ms higher (52.5–56.0 ms against 52.3–54.4, three alternating runs each; an
+//! earlier session's runs found 3–4 ms, 49.6–51.9 against 46.2–49.1). The change-data file
+//! stays snappy: zstd there costs the commit's path again, and a commit's bytes are measured
+//! against that file (its change rows), so the measured ratio would rise (to 3.7×, measured
+//! then) though fewer bytes were written.
+//!
 //! Integer columns (and dates, times and timestamps) are `DELTA_BINARY_PACKED`, as
 //! Parquet's v2 writers (Spark's, DuckDB's) write them: keys, sequences and times lie close to
 //! their neighbours, so their differences pack into a few bits where a plain value takes eight
