@@ -1,6 +1,8 @@
 //! What users run, end to end: `scdflow run` over generated files (wall time and peak RSS, 1 and
 //! 2 workers, SCD1 and SCD2) beside DuckDB computing the same final table from the same files in
-//! one query, and `scdflow run --follow` applying the last commits one at a time onto the state
+//! one query and beside the engine alone on the same workload (`scdflow bench`: the session
+//! `run` drives, fed events the same generator makes in memory, same seed and commit size, on
+//! as many workers; what reading, preparing and writing add is the ratio between them), and `scdflow run --follow` applying the last commits one at a time onto the state
 //! of the others, on 1 and on 2 workers (per-commit latency from the input being complete to
 //! the change feed being synced, and the bytes each checkpoint wrote) beside DuckDB's
 //! incremental peer. A followed run is fed once it says it is following; its start-up
@@ -39,12 +41,14 @@ fn main() {
     let duckdb = duckdb_available();
 
     println!("\n## scdflow run over all {commits} files (the final table, change feed, metrics)");
-    println!("| flow | system | wall s | peak RSS MiB | vs DuckDB wall |");
-    println!("|---|---|---|---|---|");
+    println!("| flow | system | wall s | peak RSS MiB | vs DuckDB wall | vs the engine alone |");
+    println!("|---|---|---|---|---|---|");
     for flow in ["scd1", "scd2"] {
         let peer = duckdb.then(|| duckdb_final(&gen, flow));
         if let Some((seconds, rss)) = peer {
-            println!("| {flow} | DuckDB 1 thread, one query | {seconds:.2} | {rss:.0} | 1.00 |");
+            println!(
+                "| {flow} | DuckDB 1 thread, one query | {seconds:.2} | {rss:.0} | 1.00 | – |"
+            );
         }
         for workers in ["1", "2"] {
             let out = dir.path().join(format!("out-{flow}-{workers}"));
@@ -55,11 +59,14 @@ fn main() {
             let ratio = peer.map_or("–".into(), |(s, _)| {
                 format!("{:.2}", wall.as_secs_f64() / s)
             });
+            let alone = engine_alone(&w, flow, workers);
             println!(
-                "| {flow} | scdflow run -w {workers} | {:.2} | {:.0} | {ratio} |",
+                "| {flow} | scdflow run -w {workers} | {:.2} | {:.0} | {ratio} | {:.2} |",
                 wall.as_secs_f64(),
-                rss
+                rss,
+                wall.as_secs_f64() / alone
             );
+            println!("| {flow} | the engine alone, -w {workers} | {alone:.2} | – | – | 1.00 |");
         }
     }
 
@@ -69,6 +76,48 @@ fn main() {
         commits - followed
     );
     follow(&gen, dir.path(), &w, duckdb);
+}
+
+/// The engine alone on the same workload: `scdflow bench` (the session `run` drives, its
+/// events made in memory by the same generator, seed and commit size, its outputs counted and
+/// dropped) on `workers` workers; its seconds for all the events.
+fn engine_alone(w: &Followed, flow: &str, workers: &str) -> f64 {
+    let batch = (w.events / w.commits).to_string();
+    let (events, keys) = (w.events.to_string(), w.keys.to_string());
+    let output = Command::new(SCDFLOW)
+        .args([
+            "bench",
+            "--events",
+            &events,
+            "--keys",
+            &keys,
+            "--displacement",
+            "1000",
+        ])
+        .args([
+            "--batch",
+            &batch,
+            "--flows",
+            flow,
+            "--systems",
+            "scdflow",
+            "--budget",
+            "0",
+        ])
+        .args(["--seed", "7", "-w", workers])
+        .output()
+        .expect("scdflow bench");
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let rate = (stdout.lines())
+        .filter(|line| line.contains(" scdflow "))
+        .find_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let at = words.iter().position(|w| *w == "ev/s")?;
+            words.get(at.checked_sub(1)?)?.parse::<f64>().ok()
+        })
+        .unwrap_or_else(|| panic!("no rate in the bench's output: {stdout}"));
+    w.events as f64 / rate
 }
 
 /// Builds the state from all but the last `followed` files, then follows them one at a time on
