@@ -9,7 +9,8 @@
 //! --events EVENTS --keys KEYS --displacement 1000 --commits COMMITS --seed 7` (10% deletes).
 //! The first COMMITS - FOLLOWED files are published by one durable run; the peer starts from a
 //! copy of that table; then each system applies the last FOLLOWED files one at a time (scdflow
-//! once its `--follow` run says it is following: its start-up is printed apart).
+//! once its `--follow` run says it is following: its start-up is printed apart), scdflow on 1
+//! and on 2 workers, each run from the same state, table and outputs.
 //!
 //! Measured per commit, for scdflow: from the commit file appearing complete in the input
 //! directory (renamed in) until its Delta version is in the log (the bench polls for
@@ -31,7 +32,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{feed, last_json, latencies, nearest, run_ok, Followed, Following, SCDFLOW};
+use support::{
+    copy_synced, feed, last_json, latencies, nearest, run_ok, Followed, Following, SCDFLOW,
+};
 
 fn main() {
     let w = Followed::from_args("delta_publish");
@@ -55,13 +58,13 @@ fn main() {
     ]));
     let table = warehouse.join("main/default/scd2");
     let pipeline = format!("{}/scd2.sql", gen.display());
-    let durable = ["--warehouse", "w", "--state", "st", "--out", "o"];
+
     let started = Instant::now();
     run_ok(
         Command::new(SCDFLOW)
             .current_dir(work)
             .args(["run", &pipeline])
-            .args(durable),
+            .args(DURABLE),
     );
     println!(
         "first durable run publishing {} commits: {:.2} s, table {:.1} MB",
@@ -71,18 +74,95 @@ fn main() {
     );
     let peer = delta_merge(&table, work, &held);
 
+    // Each followed run starts from the same state, table and outputs, put back in place.
+    let places = ["st", "w", "o"].map(|p| (work.join(p), work.join(format!("{p}.kept"))));
+    for (place, kept) in &places {
+        copy_synced(place, kept);
+    }
+    let runs: Vec<(usize, Publishing)> = (1..=2)
+        .map(|workers| {
+            for (place, kept) in &places {
+                std::fs::remove_dir_all(place).expect("remove");
+                copy_synced(kept, place);
+            }
+            (workers, follow(&w, work, &gen, &held, workers))
+        })
+        .collect();
+
+    println!("\n| system | p50 ms | p99 ms | MB written per commit | MERGE's p50 over this |");
+    println!("|---|---|---|---|---|");
+    let merge_p50 = peer
+        .as_ref()
+        .map(|json| json["p50_us"].as_f64().unwrap_or(f64::NAN) / 1e3);
+    for (workers, run) in &runs {
+        let (p50, p99) = (nearest(&run.visible, 0.5), nearest(&run.visible, 0.99));
+        let ratio = merge_p50.map_or("–".to_string(), |merge| format!("{:.1}x", merge / p50));
+        println!(
+            "| scdflow --follow -w {workers} --warehouse (file complete -> version in the log) \
+             | {p50:.1} | {p99:.1} | {:.2} | {ratio} |",
+            run.written / 1e6
+        );
+    }
+    if let Some(json) = &peer {
+        let ms = |k: &str| json[k].as_f64().unwrap_or(f64::NAN) / 1e3;
+        println!(
+            "| delta-rs MERGE (read the file + MERGE) | {:.1} | {:.1} | {:.2} | 1.0x |",
+            ms("p50_us"),
+            ms("p99_us"),
+            json["bytes_per_commit"].as_f64().unwrap_or(f64::NAN) / 1e6,
+        );
+    }
+    for (workers, run) in &runs {
+        println!(
+            "\nscdflow -w {workers}: {:.2} MB written per commit for {:.2} MB of change rows (its \
+             change-data file): {:.1}x; latency recorded by scdflow (input complete -> version's \
+             files written) p50 {:.1} ms",
+            run.written / 1e6,
+            run.feed / 1e6,
+            run.written / run.feed,
+            nearest(&run.logged, 0.5)
+        );
+        let parts = (run.parts.iter())
+            .map(|(part, bytes)| format!("{part} {:.1}", bytes / 1e3))
+            .collect::<Vec<_>>();
+        println!(
+            "where a followed commit's bytes go, KB per commit as its log entries name them: {} \
+             (checkpoints: the latest one's bytes over the {CHECKPOINT_INTERVAL} versions it \
+             follows)",
+            parts.join(", ")
+        );
+    }
+}
+
+/// What a followed run measured: the latencies it was seen at (sorted, ms) and recorded
+/// (sorted, ms), bytes written and change-data bytes per commit, and where the bytes went.
+struct Publishing {
+    visible: Vec<f64>,
+    logged: Vec<f64>,
+    written: f64,
+    feed: f64,
+    parts: Vec<(&'static str, f64)>,
+}
+
+/// Runs `scdflow run --follow` on `workers` workers over the state in `work` and feeds it the
+/// `held` files one at a time, each once the one before is a version of the table.
+fn follow(w: &Followed, work: &Path, gen: &Path, held: &[PathBuf], workers: usize) -> Publishing {
+    let (commits, followed) = (w.commits, w.followed);
+    let table = work.join("w/main/default/scd2");
+    let pipeline = format!("{}/scd2.sql", gen.display());
     let before = tree_bytes(&table);
     let feeds_before = files_in(&table.join("_change_data"));
     let (following, start_up) = Following::start(
         Command::new(SCDFLOW)
             .current_dir(work)
             .args(["run", &pipeline])
-            .args(durable)
+            .args(DURABLE)
+            .args(["-w", &workers.to_string()])
             .args(["--follow", "--poll", "0.002", "--tables-every", "3600"]),
     );
     println!(
-        "--follow ready after {:.2} s (restoring the state, reading the table, writing the \
-         tables); then fed one file at a time",
+        "--follow -w {workers} ready after {:.2} s (restoring the state, reading the table, \
+         writing the tables); then fed one file at a time",
         start_up.as_secs_f64()
     );
     let mut visible = Vec::new();
@@ -98,58 +178,33 @@ fn main() {
         visible.push(fed.elapsed().as_secs_f64() * 1e3);
     }
     following.stop();
+    for f in held {
+        std::fs::remove_file(gen.join("events").join(f.file_name().expect("name")))
+            .expect("fed file");
+    }
     // A checkpoint is written every CHECKPOINT_INTERVAL versions: the window's own (if one
     // falls in it) is replaced by its share of the latest one.
     let first = commits - followed + 1;
     let (in_window, share) = checkpoints(&table, first..=commits);
     let grown = (tree_bytes(&table) - before - in_window) as f64;
-    let written = grown / followed as f64 + share;
     let feeds: u64 = files_in(&table.join("_change_data"))
         .difference(&feeds_before)
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
         .sum();
-    let feed = feeds as f64 / followed as f64;
     visible.sort_by(f64::total_cmp);
     let mut logged = latencies(&work.join("st/metrics.jsonl"), commits - followed);
     logged.sort_by(f64::total_cmp);
-
-    println!("\n| system | p50 ms | p99 ms | MB written per commit | p50 vs scdflow |");
-    println!("|---|---|---|---|---|");
-    let (p50, p99) = (nearest(&visible, 0.5), nearest(&visible, 0.99));
-    println!(
-        "| scdflow --follow --warehouse (file complete -> version in the log) | {p50:.1} | \
-         {p99:.1} | {:.2} | 1.00 |",
-        written / 1e6
-    );
-    if let Some(json) = peer {
-        let ms = |k: &str| json[k].as_f64().unwrap_or(f64::NAN) / 1e3;
-        println!(
-            "| delta-rs MERGE (read the file + MERGE) | {:.1} | {:.1} | {:.2} | {:.1}x |",
-            ms("p50_us"),
-            ms("p99_us"),
-            json["bytes_per_commit"].as_f64().unwrap_or(f64::NAN) / 1e6,
-            ms("p50_us") / p50
-        );
+    Publishing {
+        visible,
+        logged,
+        written: grown / followed as f64 + share,
+        feed: feeds as f64 / followed as f64,
+        parts: breakdown(&table, first..=commits, share),
     }
-    println!(
-        "\nscdflow: {:.2} MB written per commit for {:.2} MB of change rows (its change-data \
-         file): {:.1}x; latency recorded by scdflow (input complete -> version's files written) \
-         p50 {:.1} ms",
-        written / 1e6,
-        feed / 1e6,
-        written / feed,
-        nearest(&logged, 0.5)
-    );
-    let parts = (breakdown(&table, first..=commits, share).into_iter())
-        .map(|(part, bytes)| format!("{part} {:.1}", bytes / 1e3))
-        .collect::<Vec<_>>();
-    println!(
-        "where a followed commit's bytes go, KB per commit as its log entries name them: {} \
-         (checkpoints: the latest one's bytes over the {CHECKPOINT_INTERVAL} versions it \
-         follows)",
-        parts.join(", ")
-    );
 }
+
+/// Where the durable runs keep their state and outputs, in the work directory.
+const DURABLE: [&str; 6] = ["--warehouse", "w", "--state", "st", "--out", "o"];
 
 /// Versions between Delta checkpoints of the published table (`delta.checkpointInterval`,
 /// unset here: scdflow's default, delta-rs's).

@@ -25,7 +25,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{feed, last_json, latencies, latency_logged, nearest, Followed, Following, SCDFLOW};
+use support::{
+    copy_synced, feed, last_json, latencies, latency_logged, nearest, Followed, Following, SCDFLOW,
+};
 
 fn main() {
     let w = Followed::from_args("end_to_end");
@@ -248,25 +250,6 @@ fn follow_once(
         println!("  ... ({} steps)", steps.len());
     }
     ms
-}
-
-/// Copies directory `from` (files and directories) to `to`, every file synced: a copy's dirty
-/// pages would otherwise be written back by the first `fsync` of the run that appends to it,
-/// inside a commit's latency.
-fn copy_synced(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("directory");
-    for entry in std::fs::read_dir(from).expect("directory") {
-        let path = entry.expect("entry").path();
-        let target = to.join(path.file_name().expect("name"));
-        if path.is_dir() {
-            copy_synced(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).expect("copy");
-            std::fs::File::open(&target)
-                .and_then(|f| f.sync_all())
-                .expect("sync");
-        }
-    }
 }
 
 fn peer_script() -> PathBuf {

@@ -182,3 +182,22 @@ impl Following {
         self.stdout.join().expect("stdout reader")
     }
 }
+
+/// Copies directory `from` (files and directories) to `to`, every file synced: a copy's dirty
+/// pages would otherwise be written back by the first `fsync` of the run that appends to it,
+/// inside a commit's latency.
+pub fn copy_synced(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("directory");
+    for entry in std::fs::read_dir(from).expect("directory") {
+        let path = entry.expect("entry").path();
+        let target = to.join(path.file_name().expect("name"));
+        if path.is_dir() {
+            copy_synced(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).expect("copy");
+            std::fs::File::open(&target)
+                .and_then(|f| f.sync_all())
+                .expect("sync");
+        }
+    }
+}
