@@ -2,10 +2,11 @@
 //! 2 workers, SCD1 and SCD2) beside DuckDB computing the same final table from the same files in
 //! one query and beside the engine alone on the same workload (`scdflow bench`: the session
 //! `run` drives, fed events the same generator makes in memory, same seed and commit size, on
-//! as many workers; what reading, preparing and writing add is the ratio between them), and `scdflow run --follow` applying the last commits one at a time onto the state
-//! of the others, on 1 and on 2 workers (per-commit latency from the input being complete to
-//! the change feed being synced, and the bytes each checkpoint wrote) beside DuckDB's
-//! incremental peer. A followed run is fed once it says it is following; its start-up
+//! as many workers; what reading, preparing and writing add is the ratio between them), and
+//! `scdflow run --follow` applying the last commits one at a time onto the state of the
+//! others, on 1 and on 2 workers (per-commit latency from the input being complete to the
+//! change feed being synced, and the bytes each checkpoint wrote) beside DuckDB's incremental
+//! peer. A followed run is fed once it says it is following; its start-up
 //! (restoring the state, writing the tables) is printed apart.
 //!
 //! Command: `cargo bench --bench end_to_end [-- EVENTS KEYS COMMITS FOLLOWED]` (defaults 1000000

@@ -31,7 +31,6 @@ mod dv;
 mod files;
 mod log;
 mod maintained;
-mod merge;
 mod parquet_file;
 mod properties;
 mod replace;

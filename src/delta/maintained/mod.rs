@@ -19,28 +19,8 @@
 //! run publishes only after its state committed the entries ([`roll_forward`] completes them
 //! after a crash).
 //!
-//! Compaction keeps the files few: whenever `F` files hold live rows of the same order of
-//! magnitude (a tier: live rows in `[F^k, F^(k+1))`), they are merged into one (their live rows
-//! read back, deletion vectors applied) in the next version, so a row is rewritten about
-//! `log_F(rows)` times over its life and a file's deleted rows fall to its live size's tier.
-//! The merge's actions carry `dataChange = false`; data files are zstd, change-data files
-//! snappy ([`files::Codec`]). Merges are made between versions
-//! ([`MaintainedTable::merge_ahead`]) and go into the next one, before its commit's changes
-//! (which then remove rows from the merged files): a durable step merges once its version is
-//! prepared, while that version is published and the next commit is read, so a commit does
-//! not wait for the merge its own version made due (ten followed 10,000-event commits 0.4 s
-//! apart: the slowest took 222–243 ms, three of ten over 100, when merges were made inside
-//! the version; 56–62 ms now). A commit that comes before the last one's merge is done still
-//! waits for it (back to back, the slowest of ten still took 199–226 ms). A writer that does
-//! not merge ahead (a plain [`MaintainedTable::commit`]) merges at the start of each version.
-//! `F` is [`FANOUT`] (8) for rows later commits remove (a history's open rows, a target's
-//! rows): a merge drops their removed rows, so the deletion vectors, which a commit rewrites
-//! whole for every file it touches, stay small. It is [`COLD_FANOUT`] (32) for rows no commit removes (appends) or few do (settled
-//! rows), whose merges only bound the file count: each is rewritten about `log_32` rather than
-//! `log_8` times. Measured over 100 1,000-event commits on a 900,000-row history: merges wrote
-//! 56 KB a commit, 86 KB with one fanout of 8 (which, for open rows, is the best of 4, 8 and
-//! 16: 16 doubled the vectors' bytes, 4 merged more than the vectors saved); the table kept 48
-//! files (36) and its streaming table of 1M appended rows 39 (13).
+//! Compaction keeps the files few: files of the same order of magnitude are merged between
+//! versions, each class of rows apart ([`compaction`]).
 //!
 //! A history ([`Kept::History`]: an SCD2 or bitemporal target) keeps its settled rows — closed
 //! versions, which later commits rarely remove — in files apart from its open rows, and
@@ -57,10 +37,7 @@
 //! before its version is prepared (the data and change-data files written meanwhile stay
 //! unreferenced, for the vacuum). Memory: about 40 bytes per live row for the index, and 16
 //! per row of each live file for its rows' hashes, which a merge moves in the index without
-//! reading the rows as packed rows: it reads and writes Arrow ([`super::merge`]). Ten
-//! followed 10,000-event SCD2 commits back to back took at most 113–127 ms so, 197–219 ms
-//! with merges through packed rows (the slowest waits for a merge; p50 unchanged, 48–49 ms
-//! against 49–51, three alternating runs each).
+//! reading the rows as packed rows ([`merge`]).
 //!
 //! Preparing a version, the removals are placed in the index while the new rows' data files
 //! and the change-data file are encoded on threads of their own, the data files from the
@@ -72,13 +49,6 @@
 //! a million entries (~9 ms); each class has its own index, so they are looked up among the
 //! ~100,000 open rows (2.4 ms; 1.4 with the entries read ahead, [`RowIndex::warm`]), and a
 //! followed step's p50 went from 44.5-48.8 to 41.5-43.4 ms.
-//!
-//! A table of appends ([`Kept::Appends`]: a published streaming table, whose commits only add
-//! rows) keeps no index, and opening it reads no rows, only the log's file list and row counts.
-//! Its files never change once written, so its merges run on a thread of their own beside as
-//! many versions as they take, and go into the first version prepared once they are done: a
-//! 32-file tier of a 1M-row streaming table took ~150–200 ms, longer than a 10,000-event
-//! commit, which then waited for it.
 //!
 //! A version whose changes are all inserts writes no change-data file: readers take the rows
 //! of the file it adds (with `dataChange`) as its inserts, as the protocol says and as Spark's
@@ -93,14 +63,19 @@
 
 use super::batch::{arrow_schema, to_batch_with};
 use super::dv::{self, DvFile};
+mod compaction;
+mod merge;
+
+pub use compaction::{COLD_FANOUT, FANOUT};
+
 use super::files::{self, as_add, remove, Codec};
-use super::merge;
 use super::row_index::{self, Location, RowIndex};
 use super::table::{failed, read_parquet};
 use super::upkeep::{self, Schedule};
 use crate::engine::changefeed::{ChangeType, FEED_COLUMN_NAMES};
 use crate::value::{Row, Schema};
 use crate::{Error, ErrorKind, Result};
+use compaction::{Ahead, Running};
 use deltalake::arrow::array::{RecordBatch, UInt64Array};
 use deltalake::arrow::compute::take;
 use deltalake::arrow::datatypes::SchemaRef;
@@ -115,15 +90,8 @@ use smallvec::SmallVec;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::resume_unwind;
 use std::path::{Path, PathBuf};
-use std::thread::JoinHandle;
 use std::time::SystemTime;
 use tokio::runtime::Runtime;
-
-/// How many files of one tier are merged into one: open rows (or any a later commit may remove).
-pub const FANOUT: u64 = 8;
-/// How many files of one tier are merged into one: rows no commit removes (a table of appends)
-/// or few do (a history's settled rows); see the module docs.
-pub const COLD_FANOUT: u64 = 32;
 
 /// The `commitInfo` field holding a version's flow progress: per flow into the table, its name
 /// and its metrics for the commit (`event_log(TABLE(t))` in `scdflow sql` reads them).
@@ -232,22 +200,6 @@ pub struct MaintainedTable {
     ahead: Option<Ahead>,
     /// A table of appends' merge, running beside its versions.
     running: Option<Running>,
-}
-
-/// A merge of a table of appends running on a thread of its own: the files it merges, and the
-/// thread writing the merged file (its `add` and rows).
-struct Running {
-    ids: Vec<u32>,
-    thread: JoinHandle<Result<(Add, u64)>>,
-}
-
-/// Merges made between two versions: their actions (the merged files' `add`s, the sources'
-/// `remove`s), bytes written and rows moved.
-#[derive(Default)]
-struct Ahead {
-    actions: Vec<Action>,
-    bytes: u64,
-    rows: u64,
 }
 
 impl MaintainedTable {
@@ -611,112 +563,6 @@ impl MaintainedTable {
         )
     }
 
-    /// Merges the tiers that are due now (see the module docs), ahead of the next version,
-    /// which takes them in: a writer with time between two versions (a durable step, once it
-    /// has prepared its version) spends it here instead of in the next commit's latency. The
-    /// merged files are written now and referenced only by that version; a table dropped
-    /// before it deletes them, a process that dies leaves them for the vacuum. Does nothing
-    /// when merges are already ahead.
-    pub fn merge_ahead(&mut self) -> Result<()> {
-        if self.ahead.is_some() {
-            return Ok(());
-        }
-        let mut ahead = Ahead::default();
-        match self.kept {
-            Kept::Appends => self.merge_beside(&mut ahead)?,
-            _ => (ahead.bytes, ahead.rows) = self.compact(&mut ahead.actions)?,
-        }
-        self.ahead = Some(ahead);
-        Ok(())
-    }
-
-    /// A table of appends merges a full tier on a thread of its own, beside as many versions as
-    /// the merge takes, since no commit changes its files (none removes a row): a merge that
-    /// is done goes into `ahead`; then, if none runs, a full tier starts merging.
-    fn merge_beside(&mut self, ahead: &mut Ahead) -> Result<()> {
-        self.take_merged(ahead)?;
-        if self.running.is_some() {
-            return Ok(());
-        }
-        let Some(ids) = self.full_tier() else {
-            return Ok(());
-        };
-        let sources: Vec<(Add, u64, RoaringTreemap)> = (ids.iter())
-            .map(|&id| self.files[id as usize].as_ref().expect("a live file"))
-            .map(|file| (file.add.clone(), file.rows, file.deleted.clone()))
-            .collect();
-        let (store, dir, url) = (self.store.clone(), self.dir.clone(), self.url.clone());
-        let (schema, arrow) = (self.schema.clone(), self.arrow.clone());
-        let thread = std::thread::spawn(move || {
-            let runtime = super::table::runtime(&dir)?;
-            let (store, dir, schema, arrow) = (&store, &dir, &schema, &arrow);
-            let reader = merge::Reader {
-                runtime: &runtime,
-                store,
-                dir,
-                schema,
-                arrow,
-            };
-            let sources: Vec<merge::Source> = (sources.iter())
-                .map(|(add, rows, deleted)| merge::Source {
-                    add,
-                    rows: *rows,
-                    deleted,
-                    hashes: &[],
-                })
-                .collect();
-            let (batch, _) = reader.live(&sources)?;
-            let rows = batch.num_rows() as u64;
-            let add = write_file(&runtime, dir, &url, arrow.clone(), batch, false)?;
-            Ok((add, rows))
-        });
-        self.running = Some(Running { ids, thread });
-        Ok(())
-    }
-
-    /// Takes a table of appends' merge into `ahead` if it is done.
-    fn take_merged(&mut self, ahead: &mut Ahead) -> Result<()> {
-        if !(self.running.as_ref()).is_some_and(|r| r.thread.is_finished()) {
-            return Ok(());
-        }
-        let Running { ids, thread } = self.running.take().expect("a finished merge");
-        let (add, rows) = thread.join().unwrap_or_else(|panic| resume_unwind(panic))?;
-        for id in ids {
-            let file = self.files[id as usize].take().expect("a file being merged");
-            let gone = Action::Remove(remove(&file.add, 0, false));
-            ahead.actions.push(gone);
-        }
-        ahead.bytes += add.size as u64;
-        ahead.rows += rows;
-        ahead.actions.push(Action::Add(add.clone()));
-        self.files.push(Some(LiveFile {
-            add,
-            rows,
-            deleted: RoaringTreemap::new(),
-            settled: false,
-            hashes: Vec::new(),
-        }));
-        Ok(())
-    }
-
-    /// The files of the first tier that has its fanout's count (see the module docs).
-    fn full_tier(&self) -> Option<Vec<u32>> {
-        // Open and settled files are merged apart: a tier is a class and a magnitude.
-        let mut tiers: BTreeMap<(bool, u32), Vec<u32>> = BTreeMap::new();
-        for (id, file) in self.files.iter().enumerate() {
-            if let Some(file) = file {
-                let magnitude = file.live().max(1).ilog(self.fanout(file.settled));
-                tiers
-                    .entry((file.settled, magnitude))
-                    .or_default()
-                    .push(id as u32);
-            }
-        }
-        (tiers.into_iter())
-            .find(|((settled, _), ids)| ids.len() as u64 >= self.fanout(*settled))
-            .map(|(_, ids)| ids)
-    }
-
     /// The table's log, to publish prepared versions through while the table itself is busy
     /// (merging ahead on another thread).
     pub fn log(&self) -> Result<TableLog> {
@@ -727,74 +573,6 @@ impl MaintainedTable {
             url: self.url.clone(),
             schedule: self.schedule,
         })
-    }
-
-    /// Merges each tier that has [`FANOUT`] files into one (see the module docs), adding the
-    /// merges' actions to `actions` (the sources' `remove`s timed when a version takes them);
-    /// returns the bytes written and rows moved.
-    fn compact(&mut self, actions: &mut Vec<Action>) -> Result<(u64, u64)> {
-        let (mut bytes, mut moved) = (0, 0);
-        loop {
-            // A file merged in this round leaves without a `remove`: no version held it.
-            let fresh: Vec<String> = (actions.iter())
-                .filter_map(|a| match a {
-                    Action::Add(add) if add.deletion_vector.is_none() => Some(add.path.clone()),
-                    _ => None,
-                })
-                .collect();
-            let Some(ids) = self.full_tier() else {
-                return Ok((bytes, moved));
-            };
-            let sources: Vec<merge::Source> = (ids.iter())
-                .map(|&id| self.files[id as usize].as_ref().expect("a live file"))
-                .map(|file| merge::Source {
-                    add: &file.add,
-                    rows: file.rows,
-                    deleted: &file.deleted,
-                    hashes: &file.hashes,
-                })
-                .collect();
-            let (batch, hashes) = self.reader().live(&sources)?;
-            if self.kept.indexed() && hashes.len() != batch.num_rows() {
-                return Err(failed(&self.dir, "a merged file's rows have no hashes"));
-            }
-            for &id in &ids {
-                let file = self.files[id as usize].take().expect("a live file");
-                actions.retain(|a| !matches!(a, Action::Add(add) if add.path == file.add.path));
-                let path = &file.add.path;
-                if !fresh.contains(path)
-                    && !(actions.iter()).any(|a| matches!(a, Action::Remove(r) if r.path == *path))
-                {
-                    actions.push(Action::Remove(remove(&file.add, 0, false)));
-                }
-            }
-            moved += batch.num_rows() as u64;
-            // A file written before open and settled rows were kept apart holds both: the
-            // merge parts them.
-            let parts = match self.kept {
-                Kept::History(column) => {
-                    merge::by_class(&batch, &hashes, column).map_err(|e| failed(&self.dir, e))?
-                }
-                Kept::Changes | Kept::Appends => {
-                    let none = batch.slice(0, 0);
-                    [(batch, hashes), (none, Vec::new())]
-                }
-            };
-            for ((batch, hashes), settled) in parts.into_iter().zip([false, true]) {
-                if batch.num_rows() == 0 {
-                    continue;
-                }
-                let rows = batch.num_rows() as u64;
-                let add = self.write_file(batch, false)?;
-                let new = NewFile {
-                    add,
-                    rows,
-                    hashes,
-                    settled,
-                };
-                bytes += self.take_in(new, Some(&ids), actions);
-            }
-        }
     }
 
     /// Takes a file just written into the version: its `add` into `actions`, its rows into the
@@ -853,14 +631,6 @@ impl MaintainedTable {
             version: self.version + 1,
             entry: bytes.to_vec(),
         })
-    }
-
-    /// The fanout of a tier of settled files, or of open ones.
-    fn fanout(&self, settled: bool) -> u64 {
-        match (self.kept, settled) {
-            (Kept::Appends, _) | (Kept::History(_), true) => COLD_FANOUT,
-            _ => FANOUT,
-        }
     }
 
     /// Writes `rows` as data files, the open and the settled ones apart (see [`Kept::History`];
@@ -945,17 +715,6 @@ impl MaintainedTable {
     fn read(&self, add: &Add) -> Result<Vec<Row>> {
         let path = StorePath::from(add.path.as_str());
         read_parquet(&self.runtime, &self.store, &self.dir, &path, &self.schema)
-    }
-
-    /// What a merge reads the table's files with.
-    fn reader(&self) -> merge::Reader<'_> {
-        merge::Reader {
-            runtime: &self.runtime,
-            store: &self.store,
-            dir: &self.dir,
-            schema: &self.schema,
-            arrow: &self.arrow,
-        }
     }
 }
 

@@ -8,14 +8,14 @@
 //! value, and a heap block per row, for a write that needs neither. On a followed 10,000-event
 //! SCD2 commit published to Delta, merges were a quarter of the process's CPU, and they run
 //! beside the next commits, which wait for the cores they take (measured figures: the
-//! module docs of [`super::maintained`]).
+//! module docs of [`super::compaction`]).
 //!
 //! A file whose Parquet columns are not of the table's Arrow types (another writer's physical
-//! types) is read through packed rows ([`super::batch::from_batch`]), as any read of the
+//! types) is read through packed rows ([`crate::delta::batch::from_batch`]), as any read of the
 //! table converts it.
 
-use super::batch::{from_batch, to_batch};
-use super::table::failed;
+use crate::delta::batch::{from_batch, to_batch};
+use crate::delta::table::failed;
 use crate::value::Schema;
 use crate::{Error, ErrorKind, Result};
 use deltalake::arrow::array::{BooleanArray, RecordBatch};
@@ -190,7 +190,7 @@ mod tests {
     fn live_rows_of_files_of_any_types_come_as_the_tables() {
         let dir = tempfile::tempdir().unwrap();
         let schema = schema();
-        let arrow = super::super::batch::arrow_schema(&schema).unwrap();
+        let arrow = crate::delta::batch::arrow_schema(&schema).unwrap();
         let ours: Vec<Row> = (0..4).map(|i| history(i, None)).collect();
         let ours = parquet(
             dir.path(),
@@ -293,7 +293,7 @@ mod tests {
     #[test]
     fn merged_rows_part_by_class_with_their_hashes() {
         let schema = schema();
-        let arrow = super::super::batch::arrow_schema(&schema).unwrap();
+        let arrow = crate::delta::batch::arrow_schema(&schema).unwrap();
         let rows: Vec<Row> = (0..6)
             .map(|i| history(i, (i % 3 == 0).then_some(100 + i)))
             .collect();
