@@ -44,6 +44,10 @@ fn main() {
     let duckdb = duckdb_available();
 
     println!("\n## scdflow run over all {commits} files (the final table, change feed, metrics)");
+    println!(
+        "the engine alone: scdflow {}",
+        engine_alone_command(&w, "FLOW", "WORKERS")
+    );
     println!("| flow | system | wall s | peak RSS MiB | vs DuckDB wall | vs the engine alone |");
     println!("|---|---|---|---|---|---|");
     for flow in ["scd1", "scd2"] {
@@ -81,33 +85,23 @@ fn main() {
     follow(&gen, dir.path(), &w, duckdb);
 }
 
+/// The `scdflow` arguments of [`engine_alone`].
+fn engine_alone_command(w: &Followed, flow: &str, workers: &str) -> String {
+    format!(
+        "bench --events {} --keys {} --displacement 1000 --batch {} --flows {flow} --systems \
+         scdflow --budget 0 --seed 7 -w {workers}",
+        w.events,
+        w.keys,
+        w.events / w.commits
+    )
+}
+
 /// The engine alone on the same workload: `scdflow bench` (the session `run` drives, its
 /// events made in memory by the same generator, seed and commit size, its outputs counted and
 /// dropped) on `workers` workers; its seconds for all the events.
 fn engine_alone(w: &Followed, flow: &str, workers: &str) -> f64 {
-    let batch = (w.events / w.commits).to_string();
-    let (events, keys) = (w.events.to_string(), w.keys.to_string());
     let output = Command::new(SCDFLOW)
-        .args([
-            "bench",
-            "--events",
-            &events,
-            "--keys",
-            &keys,
-            "--displacement",
-            "1000",
-        ])
-        .args([
-            "--batch",
-            &batch,
-            "--flows",
-            flow,
-            "--systems",
-            "scdflow",
-            "--budget",
-            "0",
-        ])
-        .args(["--seed", "7", "-w", workers])
+        .args(engine_alone_command(w, flow, workers).split_whitespace())
         .output()
         .expect("scdflow bench");
     assert!(output.status.success(), "{output:?}");

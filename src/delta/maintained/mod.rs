@@ -61,13 +61,13 @@
 //! ([`super::upkeep`]); files merged ahead for a version never prepared (the process died)
 //! wait for the vacuum too — a table dropped with merges ahead deletes them itself.
 
-use super::batch::{arrow_schema, to_batch_with};
-use super::dv::{self, DvFile};
 mod compaction;
 mod merge;
 
 pub use compaction::{COLD_FANOUT, FANOUT};
 
+use super::batch::{arrow_schema, to_batch_with};
+use super::dv::{self, DvFile};
 use super::files::{self, as_add, remove, Codec};
 use super::row_index::{self, Location, RowIndex};
 use super::table::{failed, read_parquet};
@@ -119,7 +119,7 @@ struct LiveFile {
     /// Holds settled rows only ([`Kept::History`]).
     settled: bool,
     /// Its rows' hashes in file order (deleted ones too), for a merge to move them in the
-    /// index without decoding them ([`super::merge`]); empty where rows are not indexed.
+    /// index without decoding them ([`merge`]); empty where rows are not indexed.
     hashes: Vec<u128>,
 }
 
@@ -311,13 +311,16 @@ impl MaintainedTable {
             };
             let file = maintained.files.len() as u32;
             let counted = stats_rows(&add).filter(|_| !kept.indexed());
-            let (rows, settled, mut hashes) = match counted {
+            let (rows, settled, hashes) = match counted {
                 Some(n) => (n, false, Vec::new()),
                 None => {
                     let rows = maintained.read(&add)?;
-                    let hashes: Vec<u128> = rows.iter().map(row_hash).collect();
+                    let hashes: Vec<u128> = match kept.indexed() {
+                        true => rows.iter().map(row_hash).collect(),
+                        false => Vec::new(),
+                    };
                     for (i, (row, hash)) in rows.iter().zip(&hashes).enumerate() {
-                        if kept.indexed() && !deleted.contains(i as u64) {
+                        if !deleted.contains(i as u64) {
                             let at = Location {
                                 file,
                                 row: i as u32,
@@ -330,9 +333,6 @@ impl MaintainedTable {
                     (rows.len() as u64, settled, hashes)
                 }
             };
-            if !kept.indexed() {
-                hashes = Vec::new();
-            }
             maintained.files.push(Some(LiveFile {
                 rows,
                 add,
