@@ -383,11 +383,13 @@ def check(tmp, flow, schema):
             assert ends.null_count in (0, len(ends)), f"{flow}: {uri} mixes open and ended rows"
             classes.add(ends.null_count == 0)
         assert classes == {False, True}, f"{flow}: files of one class only"
-    # A version's own files are snappy, the files compaction merged zstd: the readers above
-    # read both.
+    # Data files are zstd, change-data files snappy: the readers above read both.
     codecs = {pq.ParquetFile(uri).metadata.row_group(0).column(0).compression
               for uri in dt.file_uris()}
-    assert codecs == {"SNAPPY", "ZSTD"}, f"{flow}: data files compressed {codecs}"
+    assert codecs == {"ZSTD"}, f"{flow}: data files compressed {codecs}"
+    feeds = list(pathlib.Path(path, "_change_data").glob("*.parquet"))
+    codecs = {pq.ParquetFile(f).metadata.row_group(0).column(0).compression for f in feeds}
+    assert codecs == {"SNAPPY"}, f"{flow}: change-data files compressed {codecs}"
     # The event log is in the versions' commitInfo, which deltalake's history shows.
     progress = [h for h in dt.history() if "flowProgress" in h]
     assert len(progress) == dt.version(), f"{flow}: {len(progress)} versions with flowProgress"
