@@ -6,7 +6,7 @@
 //! Why Arrow and not packed rows: a merge read its files into packed rows, hashed every row
 //! again and encoded the rows back into a record batch to write — two conversions of every
 //! value, and a heap block per row, for a write that needs neither. On a followed 10,000-event
-//! SCD2 commit published to Delta, merges were a quarter of the process's CPU, and they run
+//! SCD2 commit published to Delta, merges were about a quarter of the process's CPU, and they run
 //! beside the next commits, which wait for the cores they take (measured figures: the
 //! module docs of [`super::compaction`]).
 //!
@@ -41,8 +41,8 @@ pub(super) struct Reader<'a> {
     pub arrow: &'a SchemaRef,
 }
 
-/// A file a merge takes: its `add`, the positions its deletion vector removes, and its rows'
-/// hashes in file order (empty in a table that indexes no rows).
+/// A file a merge takes: its `add`, the rows the table counts in it, the positions its deletion
+/// vector removes, and its rows' hashes in file order (empty in a table that indexes no rows).
 pub(super) struct Source<'a> {
     pub add: &'a Add,
     pub rows: u64,
