@@ -17,6 +17,7 @@ use deltalake::logstore::object_store::ObjectStoreExt;
 use deltalake::logstore::ObjectStoreRef;
 use deltalake::operations::create::CreateBuilder;
 use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use deltalake::parquet::file::reader::ChunkReader;
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake::{DeltaTable, DeltaTableError, Path as StorePath};
@@ -244,14 +245,28 @@ pub(super) fn read_parquet(
     file: &StorePath,
     schema: &Schema,
 ) -> Result<Vec<Row>> {
-    let shown = dir.join(file.as_ref());
-    let where_ = shown.display().to_string();
+    let (builder, where_) = open_parquet(runtime, store, dir, file)?;
+    super::parquet_file::rows(builder, schema, &where_)
+}
+
+/// The Parquet file at `file` in `store` (the table at `dir`), read whole and opened; and its
+/// path as errors show it.
+pub(super) fn open_parquet(
+    runtime: &Runtime,
+    store: &ObjectStoreRef,
+    dir: &Path,
+    file: &StorePath,
+) -> Result<(
+    ParquetRecordBatchReaderBuilder<impl ChunkReader + 'static>,
+    String,
+)> {
+    let where_ = dir.join(file.as_ref()).display().to_string();
     let bytes = runtime
         .block_on(async { store.get(file).await?.bytes().await })
         .map_err(|e| Error::new(ErrorKind::Io, format!("{where_}: {e}")))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
         .map_err(|e| Error::new(ErrorKind::Format, format!("{where_}: {e}")))?;
-    super::parquet_file::rows(builder, schema, &where_)
+    Ok((builder, where_))
 }
 
 /// A runtime for the calls on the existing table at `dir`, and the table's URL; an error when

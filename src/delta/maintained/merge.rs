@@ -15,7 +15,7 @@
 //! table converts it.
 
 use crate::delta::batch::{from_batch, to_batch};
-use crate::delta::table::failed;
+use crate::delta::table::{failed, open_parquet};
 use crate::value::Schema;
 use crate::{Error, ErrorKind, Result};
 use deltalake::arrow::array::{BooleanArray, RecordBatch};
@@ -24,9 +24,7 @@ use deltalake::arrow::compute::{concat_batches, filter_record_batch, is_not_null
 use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::arrow::error::ArrowError;
 use deltalake::kernel::Add;
-use deltalake::logstore::object_store::ObjectStoreExt;
 use deltalake::logstore::ObjectStoreRef;
-use deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use deltalake::Path as StorePath;
 use roaring::RoaringTreemap;
 use std::path::Path;
@@ -90,16 +88,11 @@ impl Reader<'_> {
 
     /// The rows of data file `add`, as the table's Arrow schema.
     fn file(&self, add: &Add) -> Result<RecordBatch> {
-        let shown = self.dir.join(&add.path).display().to_string();
         let path = StorePath::from(add.path.as_str());
-        let bytes = (self.runtime)
-            .block_on(async { self.store.get(&path).await?.bytes().await })
-            .map_err(|e| Error::new(ErrorKind::Io, format!("{shown}: {e}")))?;
+        let (builder, shown) = open_parquet(self.runtime, self.store, self.dir, &path)?;
         let format =
             |e: &dyn std::fmt::Display| Error::new(ErrorKind::Format, format!("{shown}: {e}"));
-        let reader = (ParquetRecordBatchReaderBuilder::try_new(bytes))
-            .and_then(|builder| builder.build())
-            .map_err(|e| format(&e))?;
+        let reader = builder.build().map_err(|e| format(&e))?;
         let batches =
             (reader.collect::<std::result::Result<Vec<_>, _>>()).map_err(|e| format(&e))?;
         let ours = |batch: &RecordBatch| {
