@@ -69,10 +69,8 @@ where
                     if !state.emits_consolidated() {
                         consolidate(&mut updates);
                     }
-                    let mut session = output.session(&cap);
-                    for (row, diff) in updates {
-                        session.give((row, time.clone(), diff));
-                    }
+                    let mut updates = at_time(updates.into_iter(), &time);
+                    output.session(&cap).give_container(&mut updates);
                 }
             }
         })
@@ -111,14 +109,18 @@ where
                     }
                     let (time, (cap, items)) = entry.remove_entry();
                     apply(items, &mut updates);
-                    let mut session = output.session(&cap);
-                    for (row, diff) in updates.drain(..) {
-                        session.give((row, time.clone(), diff));
-                    }
+                    let mut updates = at_time(updates.drain(..), &time);
+                    output.session(&cap).give_container(&mut updates);
                 }
             }
         })
         .as_collection()
+}
+
+/// A commit's updates at its time, as the one container the operator sends of it: given one
+/// by one, updates were moved again into buffers of 8 KiB, each a message of its own.
+fn at_time<R, T: Clone>(updates: impl Iterator<Item = (R, isize)>, time: &T) -> Vec<(R, T, isize)> {
+    updates.map(|(r, diff)| (r, time.clone(), diff)).collect()
 }
 
 /// A duration in microseconds, the clock's unit; saturates (a retention of centuries keeps
@@ -162,11 +164,14 @@ pub(crate) type Stash<T, D> = BTreeMap<T, (Capability<T>, Vec<D>)>;
 /// Adds a message's `(item, time)`s to `stash`, retaining a capability for each new time.
 /// Items come in runs of one time (a message is mostly one commit's), so the stash is looked up
 /// once per run, not per item: a tree lookup per item cost a fifth of a typed operator's time.
+/// The first run's slot makes room for the whole message at once, which is mostly that run:
+/// grown item by item, it moved a commit's items again at every doubling.
 pub(crate) fn stash_by_time<T: Timestamp, D>(
     stash: &mut Stash<T, D>,
     cap: &InputCapability<T>,
     items: impl Iterator<Item = (D, T)>,
 ) {
+    let mut room = items.size_hint().1.unwrap_or(0);
     let mut run: Option<(T, &mut Vec<D>)> = None;
     for (item, time) in items {
         match &mut run {
@@ -175,6 +180,7 @@ pub(crate) fn stash_by_time<T: Timestamp, D>(
                 let slot = &mut (stash.entry(time.clone()))
                     .or_insert_with_key(|time| (cap.delayed(time, 0), Vec::new()))
                     .1;
+                slot.reserve(std::mem::take(&mut room));
                 slot.push(item);
                 run = Some((time, slot));
             }

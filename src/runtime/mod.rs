@@ -27,6 +27,7 @@
 //! `shards` (the trait through which the caller stores them), `stages` (targets fed by other
 //! targets' changes in the same commit), `tables` (tables rendered key by key from the states).
 
+mod batch_input;
 mod control;
 pub mod cores;
 mod deal;

@@ -9,6 +9,7 @@
 //! counters, reports and rows to worker 0; the inputs stay at `version` until the timestamp is
 //! known, so no operator applies a commit before its time is.
 
+use super::batch_input::BatchInput;
 use super::control::{tell_everyone, Announcement, Control, Note};
 use super::deal::TargetShare;
 use super::held::Held;
@@ -23,7 +24,7 @@ use crate::operators::{TargetInputs, TargetState};
 use crate::plan::Target;
 use crate::value::{Projection, Row, SortKey};
 use crate::{Error, ErrorKind, Result};
-use differential_dataflow::input::{Input, InputSession};
+use differential_dataflow::AsCollection;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -167,26 +168,19 @@ impl Shared {
 
 /// One worker's input handles for one target.
 struct Inputs {
-    events: InputSession<u64, Event, isize>,
-    snapshot: InputSession<u64, (Row, Row), isize>,
-    versions: InputSession<u64, i64, isize>,
-    rows: InputSession<u64, Row, isize>,
+    events: BatchInput<Event>,
+    snapshot: BatchInput<(Row, Row)>,
+    versions: BatchInput<i64>,
+    rows: BatchInput<Row>,
 }
 
 impl Inputs {
     fn insert(&mut self, share: TargetShare) {
-        for event in share.events {
-            self.events.insert(event);
-        }
-        for row in share.snapshot {
-            self.snapshot.insert(row);
-        }
-        if let Some(v) = share.version {
-            self.versions.insert(v);
-        }
-        for row in share.rows {
-            self.rows.insert(row);
-        }
+        self.events.insert_all(share.events);
+        self.snapshot.insert_all(share.snapshot);
+        self.versions
+            .insert_all(share.version.into_iter().collect());
+        self.rows.insert_all(share.rows);
     }
 
     fn advance_to(&mut self, time: u64) {
@@ -194,10 +188,6 @@ impl Inputs {
         self.snapshot.advance_to(time);
         self.versions.advance_to(time);
         self.rows.advance_to(time);
-        self.events.flush();
-        self.snapshot.flush();
-        self.versions.flush();
-        self.rows.flush();
     }
 }
 
@@ -378,10 +368,10 @@ fn build(
         held.iter()
             .enumerate()
             .map(|(t, h)| {
-                let (events, event_collection) = scope.new_collection::<Event, isize>();
-                let (snapshot, snapshot_collection) = scope.new_collection::<(Row, Row), isize>();
-                let (versions, version_collection) = scope.new_collection::<i64, isize>();
-                let (rows, row_collection) = scope.new_collection::<Row, isize>();
+                let (events, event_stream) = BatchInput::new(&scope);
+                let (snapshot, snapshot_stream) = BatchInput::new(&scope);
+                let (versions, version_stream) = BatchInput::new(&scope);
+                let (rows, row_stream) = BatchInput::new(&scope);
                 let times = Rc::clone(&clock);
                 // A commit is applied once its timestamp is known (see the module docs). Only a
                 // run that is being torn down (a worker stopped with an error, closing its
@@ -398,10 +388,10 @@ fn build(
                         .merge(&s);
                 };
                 let inputs = TargetInputs {
-                    events: event_collection,
-                    snapshot: snapshot_collection,
-                    versions: version_collection,
-                    rows: row_collection,
+                    events: event_stream.as_collection(),
+                    snapshot: snapshot_stream.as_collection(),
+                    versions: version_stream.as_collection(),
+                    rows: row_stream.as_collection(),
                 };
                 let output = h.render(inputs, commit_time, on_stats).inner;
                 let output = if gather_rows {
@@ -622,12 +612,10 @@ fn feed_later(
     let events = input.events.into_iter().enumerate();
     let rows = input.rows.into_iter().enumerate();
     for (t, events) in events {
-        events
-            .into_iter()
-            .for_each(|e| flow.inputs[t].events.insert(e));
+        flow.inputs[t].events.insert_all(events);
     }
     for (t, rows) in rows {
-        rows.into_iter().for_each(|r| flow.inputs[t].rows.insert(r));
+        flow.inputs[t].rows.insert_all(rows);
     }
     Ok(())
 }
