@@ -217,8 +217,9 @@ fn nested<S: Sink>(out: &mut S, tag: u8, fields: impl FnOnce(&mut S)) {
     out.patch(at, &len.to_le_bytes());
 }
 
-/// The first value of `bytes` (non-empty, well-formed) and the bytes after it.
-#[inline]
+/// The first value of `bytes` (non-empty, well-formed) and the bytes after it. Always inlined
+/// (see `Datums::next`).
+#[inline(always)]
 pub(super) fn decode(bytes: &[u8]) -> (Datum<'_>, &[u8]) {
     let (tag, rest) = (bytes[0], &bytes[1..]);
     match tag {
