@@ -152,16 +152,21 @@ pub fn push_row<'v>(
 /// As [`push_row`] for the first columns of a row (`columns`, `values`), the rest being `tail`:
 /// their rendering by [`row_tail`], made once for the many rows that end alike (the change
 /// feed's change type, commit version and commit time).
+///
+/// The loops take each value straight from `values`: a `zip().enumerate()` chain over them was
+/// a call per value that returned it through memory (see `Datums::next`), 6% of the main
+/// thread's samples in a plain 1M-event SCD2 run.
 pub fn push_row_with_tail<'v>(
     out: &mut String,
     format: OutputFormat,
     columns: &[crate::value::Column],
-    values: impl Iterator<Item = Datum<'v>>,
+    mut values: impl Iterator<Item = Datum<'v>>,
     tail: &str,
 ) {
     match format {
         OutputFormat::Csv => {
-            for (i, (v, c)) in values.zip(columns).enumerate() {
+            for (i, c) in columns.iter().enumerate() {
+                let Some(v) = values.next() else { break };
                 if i > 0 {
                     out.push(',');
                 }
@@ -172,7 +177,8 @@ pub fn push_row_with_tail<'v>(
         }
         OutputFormat::Jsonl => {
             out.push('{');
-            for (i, (v, column)) in values.zip(columns).enumerate() {
+            for (i, column) in columns.iter().enumerate() {
+                let Some(v) = values.next() else { break };
                 if i > 0 {
                     out.push(',');
                 }
