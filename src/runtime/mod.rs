@@ -21,7 +21,8 @@
 //! worker 0, in process 0, unless outputs are partitioned (then each process keeps its keys').
 //!
 //! Layout: `engine` (the caller's handle), `worker` (one worker's loop, rendering each target
-//! with [`crate::operators::TargetState`]), `deal` (a commit's input split among workers),
+//! with [`crate::operators::TargetState`]), `batch_input` (its inputs, a commit's records as
+//! one message), `deal` (a commit's input split among workers),
 //! `control` (collective rounds), `mesh` (the cluster's connections, handshake and heartbeats),
 //! `held` (the states a worker holds, restored, saved and read),
 //! `shards` (the trait through which the caller stores them), `stages` (targets fed by other

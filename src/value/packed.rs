@@ -171,7 +171,7 @@ pub(super) fn encode_datum(out: &mut impl Sink, datum: Datum<'_>) {
             let (tag, width) = int_form(i);
             // The payload moved to the front of eight bytes, so that the head is filled by a
             // copy of fixed size: a slice of the width's length was a call to `memcpy` per
-            // integer, a twentieth of a plain run's reading and preparing.
+            // integer (the plain 1M-event SCD1 run's CPU 1.36-1.39 -> 1.34-1.35 s).
             let front = u64::from_be_bytes(int_payload(i, width)) << (8 * (8 - width));
             let mut head = [0; HEAD];
             head[0] = tag;
