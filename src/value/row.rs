@@ -46,7 +46,7 @@ pub struct Datums<'a> {
 impl<'a> Iterator for Datums<'a> {
     type Item = Datum<'a>;
 
-    /// Always inlined, as [`packed::decode`] is: a datum returned through memory is written
+    /// Always inlined, as `packed::decode` is: a datum returned through memory is written
     /// field by field and read back as a whole, and the read waits for the writes to retire
     /// (a failed store-to-load forward) at every value. Inlined, it stays in registers: the
     /// plain 1M-event runs' CPU fell by a fifth (SCD2 2.75-2.81 -> 2.21-2.22 s, SCD1
