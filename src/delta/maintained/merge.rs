@@ -75,11 +75,8 @@ impl Reader<'_> {
             for at in source.deleted.iter().filter(|&at| at < n as u64) {
                 live[at as usize] = false;
             }
-            if indexed {
-                let kept = source.hashes.iter().zip(&live).filter(|(_, live)| **live);
-                hashes.extend(kept.map(|(hash, _)| *hash));
-            }
             let mask = BooleanArray::new(BooleanBuffer::from(live), None);
+            hashes.extend(kept(source.hashes, &mask));
             batches.push(filter_record_batch(&batch, &mask).map_err(|e| self.failed(e))?);
         }
         let batch = concat_batches(self.arrow, &batches).map_err(|e| self.failed(e))?;
@@ -132,14 +129,18 @@ pub(super) fn by_class(
     let settled = is_not_null(batch.column(column))?;
     let open = not(&settled)?;
     let part = |mask: &BooleanArray| -> std::result::Result<_, ArrowError> {
-        let rows = filter_record_batch(batch, mask)?;
-        let kept = hashes
-            .iter()
-            .zip(mask.values().iter())
-            .filter(|(_, keep)| *keep);
-        Ok((rows, kept.map(|(hash, _)| *hash).collect()))
+        Ok((filter_record_batch(batch, mask)?, kept(hashes, mask)))
     };
     Ok([part(&open)?, part(&settled)?])
+}
+
+/// The hashes of the rows `mask` keeps (none when there are no hashes).
+fn kept(hashes: &[u128], mask: &BooleanArray) -> Vec<u128> {
+    let pairs = hashes.iter().zip(mask.values().iter());
+    pairs
+        .filter(|(_, keep)| *keep)
+        .map(|(hash, _)| *hash)
+        .collect()
 }
 
 #[cfg(test)]
