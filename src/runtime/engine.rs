@@ -9,6 +9,19 @@
 //!
 //! A worker that fails tells the engine, which returns the error; dropping the engine stops
 //! the workers without letting the dataflow complete.
+//!
+//! # Where a commit is labelled
+//! A commit's change feed is its updates labelled ([`changefeed::label`]: a sort by identity,
+//! pre- and post-images paired). Workers label their own keys' updates, in parallel, and the
+//! engine merges their feeds. A process of one worker has nothing to label in parallel with,
+//! and its caller often waits for it: a plain run of 1M SCD2 events kept the worker busy while
+//! the driver thread, reading and rendering, idled half the time. There the worker labels
+//! only while the caller is busy; while the caller waits (for room in the window, or for an
+//! outcome) the worker hands its last stage's updates over unlabelled and the caller labels
+//! them when it takes the outcome, so the two threads share the work as their loads allow. The
+//! feed is the same either way; a commit's completion time is taken after its labelling.
+//! Measured on that run (100 files, 1 worker, 2 cores): 1.59-1.66 s before, 1.35-1.44 after;
+//! SCD1, whose driver is the busier thread, 0.71-0.72 s before and 0.69-0.71 after.
 
 use super::deal::deal;
 use super::mesh::Mesh;
@@ -25,7 +38,8 @@ use crate::{Error, ErrorKind, Result};
 use std::collections::{BTreeMap, VecDeque};
 use std::mem::take;
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
@@ -113,6 +127,24 @@ pub struct Engine {
     in_flight: VecDeque<(u64, Instant)>,
     /// Per version: the workers that finished it, and their results so far.
     finished: BTreeMap<u64, (usize, Done)>,
+    /// Whether this thread is waiting for the workers (see the module docs).
+    waits: Arc<AtomicBool>,
+}
+
+/// Says, while it lives, that the engine's caller is waiting for the workers.
+struct Waiting<'a>(&'a AtomicBool);
+
+impl<'a> Waiting<'a> {
+    fn on(flag: &'a AtomicBool) -> Self {
+        flag.store(true, Ordering::Relaxed);
+        Waiting(flag)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
 }
 
 impl Engine {
@@ -144,6 +176,7 @@ impl Engine {
         };
         let (builders, others) = communication(mesh.as_ref(), workers)?;
         let identities: Vec<Projection> = targets.iter().map(changefeed::identity).collect();
+        let waits = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared {
             targets: targets.to_vec(),
             identities: identities.clone(),
@@ -158,6 +191,7 @@ impl Engine {
             files: config.files,
             stages,
             feeder: config.feeder,
+            caller_waits: Arc::clone(&waits),
         });
         if let Some(mesh) = &mesh {
             mesh.watch()?;
@@ -180,6 +214,7 @@ impl Engine {
             gathers: config.cluster.is_some() && !config.partitioned,
             in_flight: VecDeque::new(),
             finished: BTreeMap::new(),
+            waits,
         })
     }
 
@@ -232,11 +267,15 @@ impl Engine {
     }
 
     fn send(&mut self, w: usize, command: Command) -> Result<()> {
+        let sent = match self.commands[w].try_send(command) {
+            Err(TrySendError::Full(command)) => {
+                let _waiting = Waiting::on(&self.waits);
+                self.commands[w].send(command).map_err(drop)
+            }
+            sent => sent.map_err(drop),
+        };
         // A worker that stopped dropped its queue; its message says why.
-        if self.commands[w].send(command).is_err() {
-            return Err(self.stopped());
-        }
-        Ok(())
+        sent.map_err(|()| self.stopped())
     }
 
     /// The outcome of the oldest commit handed over, waiting for it if `wait`; `None` when
@@ -275,6 +314,8 @@ impl Engine {
                     latency: completed.saturating_duration_since(started),
                 }));
             }
+            let waits = Arc::clone(&self.waits);
+            let waiting = (!matches!(wait, Wait::No)).then(|| Waiting::on(&waits));
             let message = match wait {
                 Wait::Forever => self.messages.recv().map_err(|_| self.stopped())?,
                 Wait::No => match self.messages.try_recv() {
@@ -291,6 +332,7 @@ impl Engine {
                     Err(RecvTimeoutError::Disconnected) => return Err(self.stopped()),
                 },
             };
+            drop(waiting);
             match message {
                 Message::Done(done) => self.absorb(*done),
                 Message::Failed(e) => return Err(e),
@@ -305,8 +347,14 @@ impl Engine {
         }
     }
 
-    fn absorb(&mut self, done: Done) {
+    fn absorb(&mut self, mut done: Done) {
         let targets = self.targets.len();
+        let handed = take(&mut done.unlabelled).into_iter().enumerate();
+        for (t, updates) in handed.filter(|(_, updates)| !updates.is_empty()) {
+            let updates = updates.into_iter().map(|(row, _, diff)| (row, diff));
+            done.changes[t] = changefeed::label(&self.identities[t], updates);
+            done.at = Some(Instant::now());
+        }
         let (count, into) = self.finished.entry(done.version).or_insert_with(|| {
             (
                 0,

@@ -29,6 +29,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -111,12 +112,15 @@ pub(super) struct Done {
     pub(super) version: u64,
     pub(super) timestamp: i64,
     /// Per target: the change-feed rows of the updates this worker captured, in feed order,
-    /// ([`changefeed::label_keyed`]): labelled here, on the worker
-    /// that owns the keys, so that workers label in parallel and the engine only merges.
+    /// ([`changefeed::label_keyed`]): labelled here, on the worker that owns the keys, so that
+    /// workers label in parallel and the engine only merges (but see `unlabelled`).
     pub(super) changes: Vec<Vec<Labelled>>,
     /// Per target: each change's sort key by identity, which the engine merges the workers'
     /// changes by ([`changefeed::merge`]); none in a process of one worker, which merges none.
     pub(super) keys: Vec<Vec<SortKey>>,
+    /// Per target: the updates captured, unlabelled, when the only worker handed their
+    /// labelling to the engine's caller, which was waiting ([`Shared::caller_waits`]).
+    pub(super) unlabelled: Vec<Vec<(Row, u64, isize)>>,
     /// Per target: this worker's counters (worker 0 of a gathering cluster: everyone's).
     pub(super) stats: Vec<CommitStats>,
     /// Per target, in worker 0 of a partitioned cluster: every worker's change-feed row counts.
@@ -153,6 +157,10 @@ pub(super) struct Shared {
     pub(super) stages: Vec<usize>,
     /// Makes later stages' input from an earlier stage's changes.
     pub(super) feeder: Option<Feeder>,
+    /// Whether the engine's caller is waiting for the workers (for room in the window, or for
+    /// an outcome). The only worker of a process then leaves its last stage's updates for the
+    /// caller to label (see [`super::engine`]'s docs, "Where a commit is labelled").
+    pub(super) caller_waits: Arc<AtomicBool>,
 }
 
 impl Shared {
@@ -535,8 +543,10 @@ fn finish_commit(
     flow.clock.borrow_mut().insert(version, timestamp);
     let mut changes: Vec<Vec<Labelled>> = vec![Vec::new(); shared.targets.len()];
     let mut keys: Vec<Vec<SortKey>> = vec![Vec::new(); shared.targets.len()];
+    let mut unlabelled = vec![Vec::new(); shared.targets.len()];
     let mut reports = Vec::new();
     let last = flow.probes.len() - 1;
+    let alone = shared.commands.len() == 1 && !shared.cluster;
     for stage in 0..=last {
         let in_stage = |t: &usize| shared.stages[*t] == stage;
         for t in (0..flow.inputs.len()).filter(in_stage) {
@@ -548,7 +558,13 @@ fn finish_commit(
             worker.step_or_park(None);
         }
         let mut captured = flow.captured.borrow_mut();
+        // Read once the stage is done, when its labelling would begin.
+        let hand_over = stage == last && alone && shared.caller_waits.load(Ordering::Relaxed);
         for t in (0..shared.targets.len()).filter(in_stage) {
+            if hand_over {
+                unlabelled[t] = std::mem::take(&mut captured[t]);
+                continue;
+            }
             let updates = captured[t].drain(..).map(|(row, _, diff)| (row, diff));
             let identity = &shared.identities[t];
             // Keys only where the engine merges this process's workers' feeds.
@@ -582,6 +598,7 @@ fn finish_commit(
         timestamp,
         changes,
         keys,
+        unlabelled,
         stats,
         changed: Vec::new(),
         reports,
