@@ -431,6 +431,11 @@ mod tests {
                     let a = ours.first_from(Bound::Included(&x)).map(|(k, v)| (*k, *v));
                     let b = theirs.range(x..).next().map(|(k, v)| (*k, *v));
                     assert_eq!(a, b);
+                    for from in [Bound::Included(&x), Bound::Excluded(&x), Bound::Unbounded] {
+                        let a: Vec<_> = ours.range_from(from).collect();
+                        let b: Vec<_> = theirs.range((from, Bound::Unbounded)).collect();
+                        assert_eq!(a, b);
+                    }
                 }
                 _ => {
                     let to = x + 5;
