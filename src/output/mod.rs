@@ -337,7 +337,7 @@ impl<'p> StagedRun<'p> {
 
     /// Says that every commit has been delivered: the files they appended to (change feeds,
     /// set-aside rows) are flushed and synced on a thread of their own, which
-    /// [`StagedRun::finish`] waits for (see the module docs).
+    /// [`StagedRun::finish`] waits for (see the module docs). A commit after it is an error.
     pub fn settle(&mut self) -> Result<()> {
         if self.syncing.is_some() {
             return Ok(());
@@ -440,6 +440,10 @@ impl Drop for StagedRun<'_> {
 
 impl Sink for StagedRun<'_> {
     fn commit(&mut self, mut commit: CommitOutput) -> Result<()> {
+        if self.syncing.is_some() {
+            let message = "a commit after the run's files were settled";
+            return Err(Error::new(ErrorKind::Internal, message));
+        }
         // Every commit is a version of each published table, so that Delta's versions are
         // scdflow's.
         let appended: Vec<_> = (self.streams.iter())
