@@ -76,7 +76,14 @@ impl RenderedTable {
     ) -> Result<Vec<RenderedTable>> {
         // Below this many keys a range costs its thread more than it saves.
         const KEYS_PER_RANGE: usize = 8192;
-        keys.sort_unstable();
+        // By each key's order prefix first, ties by the keys: comparing the keys alone read
+        // both keys' bytes, scattered over the state's map, at every step of this sort, the
+        // render's serial start. A 1M-event SCD2 run's 100,000 keys: the worker's samples in
+        // the sort and its comparisons 74 -> 39 at 2 kHz (about 17 ms).
+        let mut by_prefix: Vec<(u64, &Row)> = keys.iter().map(|k| (k.order_prefix(), *k)).collect();
+        by_prefix.sort_unstable_by(|(p, a), (q, b)| p.cmp(q).then_with(|| a.cmp(b)));
+        keys.clear();
+        keys.extend(by_prefix.into_iter().map(|(_, key)| key));
         let ranges = ranges.min(keys.len() / KEYS_PER_RANGE).max(1);
         Self::render_ranges(&keys, &rows_of, t, rendering, ranges, SPILL_AT / ranges)
     }
