@@ -176,6 +176,8 @@ pub(crate) fn now_micros() -> i64 {
 }
 
 #[cfg(test)]
+mod save_tests;
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::value::Value;

@@ -188,6 +188,33 @@ impl<'p> Driver<'p> {
         sources: &[CommitSource],
         sink: &mut dyn Sink,
     ) -> Result<Vec<Option<ReadFrom>>> {
+        self.apply_then(sources, sink, None)
+    }
+
+    /// As [`Driver::apply`], then saves the states into `dir` as [`Driver::save`] does, all of
+    /// them or with `changes` a delta: each worker saves as soon as it has applied the last
+    /// commit ([`Engine::save_after`]), while that commit's outcome is labelled and handed to
+    /// `sink`. A step whose outputs count only once its state is saved (published tables)
+    /// starts the save that much earlier; a step whose latency ends before the save (synced
+    /// change feeds) leaves those threads to the outputs with [`Driver::apply`].
+    ///
+    /// [`Engine::save_after`]: crate::runtime::Engine::save_after
+    pub fn apply_and_save(
+        &mut self,
+        sources: &[CommitSource],
+        sink: &mut dyn Sink,
+        dir: &Path,
+        changes: bool,
+    ) -> Result<Vec<Option<ReadFrom>>> {
+        self.apply_then(sources, sink, Some((dir, changes)))
+    }
+
+    fn apply_then(
+        &mut self,
+        sources: &[CommitSource],
+        sink: &mut dyn Sink,
+        save: Option<(&Path, bool)>,
+    ) -> Result<Vec<Option<ReadFrom>>> {
         let (processes, process) = self
             .options
             .cluster
@@ -249,9 +276,17 @@ impl<'p> Driver<'p> {
                     }
                 }
             }
+            if let (Some((dir, changes)), true) = (save, c + 1 == sources.len()) {
+                self.engine.save_after(dir, changes)?;
+            }
             while self.deliver(false, sink)? {}
         }
         while self.deliver(true, sink)? {}
+        match save {
+            Some((dir, changes)) if sources.is_empty() => self.engine.save(dir, changes)?,
+            Some(_) => self.engine.saved()?,
+            None => {}
+        }
         Ok(ends)
     }
 

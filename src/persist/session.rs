@@ -19,8 +19,12 @@
 //!    changed, the whole state into a staged base checkpoint (compaction). A step publishing
 //!    Delta tables prepares each commit's versions on threads of their own ([`preparing`]:
 //!    its streaming tables' from the moment the commit is read, its targets' once the engine
-//!    has applied it) while the engine goes on and the workers save, and appends its
-//!    set-aside rows and metrics (2) once they are written;
+//!    has applied it) while the engine goes on, and its workers save as soon as they have
+//!    applied the last commit ([`Driver::apply_and_save`]), while its versions are prepared:
+//!    a version is published only once the state holding it is saved. It appends its
+//!    set-aside rows and metrics (2) once they are written. A step of change-feed files saves
+//!    after syncing them, which ends its commits' latency, so the save takes no core from
+//!    their rendering;
 //! 4. commit: the staged delta or base and a new manifest (new input offsets, appended
 //!    lengths) replace the old ones atomically (a new base removes the old one and its deltas);
 //! 5. rewrite the target tables (read from the engine's states) and `metrics.json` — or, for
@@ -496,23 +500,32 @@ impl<'a> Session<'a> {
         appender.next.publishing.prepared = vec![Vec::new(); self.published.len()];
         appender.publisher = self.publisher.take().unwrap_or_default();
         appender.publisher.begin();
-        let ends = driver.apply(&sources, &mut appender)?;
         if commits == 0 {
+            driver.apply(&sources, &mut appender)?;
             return Ok((appender.next.clone(), None, appender));
         }
         let log = self.dir.path().join(METRICS_LOG);
-        let publishes = appender.publishes();
-        if !publishes {
-            appender.append(&log)?;
-        }
-        let staged = self.dir.stage(base + commits, !compacts)?;
-        // The workers save the state while the last commit's versions are being prepared.
-        let saved = driver.save(&staged.dir, staged.delta);
-        appender.wait_prepared()?;
-        saved?;
-        if publishes {
-            appender.append(&log)?;
-        }
+        let (ends, staged) = match appender.publishes() {
+            // A version is published once the state holding it is saved: the workers save
+            // as soon as they have applied the last commit, while its versions are prepared.
+            true => {
+                let staged = self.dir.stage(base + commits, !compacts)?;
+                let (dir, delta) = (&staged.dir, staged.delta);
+                let ends = driver.apply_and_save(&sources, &mut appender, dir, delta)?;
+                appender.wait_prepared()?;
+                appender.append(&log)?;
+                (ends, staged)
+            }
+            // The change feeds are synced (each commit's latency ends) before the workers
+            // save, which would otherwise take a core from their rendering.
+            false => {
+                let ends = driver.apply(&sources, &mut appender)?;
+                appender.append(&log)?;
+                let staged = self.dir.stage(base + commits, !compacts)?;
+                driver.save(&staged.dir, staged.delta)?;
+                (ends, staged)
+            }
+        };
         let mut next = appender.next.clone();
         for (c, end) in consumed.iter().zip(&ends) {
             driver::new_input::record(&mut next, c, *end)?;

@@ -5,7 +5,10 @@
 //! [`WINDOW`] commits it has not started, so a caller that reads faster than the workers apply
 //! waits, and memory is the states plus that window. Results come back per commit, in order
 //! ([`Engine::outcome`]), as soon as every worker has finished it. Between commits the caller
-//! may save the states ([`Engine::save`]) or read the tables from them ([`Engine::tables`]).
+//! may save the states ([`Engine::save`]) or read the tables from them ([`Engine::tables`]). A
+//! save may also be asked for behind the last commit handed over ([`Engine::save_after`]): each
+//! worker saves as soon as it has finished that commit, while its outcome is labelled and
+//! delivered, and [`Engine::saved`] waits for it once the outcomes are taken.
 //!
 //! A worker that fails tells the engine, which returns the error; dropping the engine stops
 //! the workers without letting the dataflow complete.
@@ -129,6 +132,9 @@ pub struct Engine {
     finished: BTreeMap<u64, (usize, Done)>,
     /// Whether this thread is waiting for the workers (see the module docs).
     waits: Arc<AtomicBool>,
+    /// A save asked for behind the commits in flight ([`Engine::save_after`]): the workers
+    /// yet to answer, and the result so far.
+    saving: Option<(usize, Result<()>)>,
 }
 
 /// Says, while it lives, that the engine's caller is waiting for the workers.
@@ -215,6 +221,7 @@ impl Engine {
             in_flight: VecDeque::new(),
             finished: BTreeMap::new(),
             waits,
+            saving: None,
         })
     }
 
@@ -336,8 +343,8 @@ impl Engine {
             match message {
                 Message::Done(done) => self.absorb(*done),
                 Message::Failed(e) => return Err(e),
-                Message::Saved(_)
-                | Message::Tables(_)
+                Message::Saved(result) => self.heard_saved(result)?,
+                Message::Tables(_)
                 | Message::Rendered(_)
                 | Message::Agreed(_)
                 | Message::Edited(_) => {
@@ -393,18 +400,58 @@ impl Engine {
     /// outcome taken first.
     pub fn save(&mut self, dir: &Path, changes: bool) -> Result<()> {
         self.between_commits()?;
+        self.save_after(dir, changes)?;
+        self.saved()
+    }
+
+    /// Asks for the save [`Engine::save`] makes, behind the commits handed over: each worker
+    /// saves once it has finished them, while the caller takes their outcomes; then
+    /// [`Engine::saved`] says how it went. Nothing else may be asked of the engine meanwhile.
+    pub fn save_after(&mut self, dir: &Path, changes: bool) -> Result<()> {
+        if self.saving.is_some() {
+            let message = "a save was asked for while one is under way";
+            return Err(Error::new(ErrorKind::Internal, message));
+        }
         for w in 0..self.commands.len() {
             self.send(w, Command::Save(dir.to_path_buf(), changes))?;
         }
-        let mut result = Ok(());
-        for _ in 0..self.commands.len() {
+        self.saving = Some((self.commands.len(), Ok(())));
+        Ok(())
+    }
+
+    /// Waits for the save asked for by [`Engine::save_after`]; every commit handed over before
+    /// it must have its outcome taken first.
+    pub fn saved(&mut self) -> Result<()> {
+        if !self.in_flight.is_empty() {
+            let message = "a save was waited for with a commit's outcome not taken";
+            return Err(Error::new(ErrorKind::Internal, message));
+        }
+        while self.saving.as_ref().is_some_and(|(due, _)| *due > 0) {
             match self.messages.recv().map_err(|_| self.stopped())? {
-                Message::Saved(r) => result = result.and(r),
+                Message::Saved(r) => self.heard_saved(r)?,
                 Message::Failed(e) => return Err(e),
                 _ => return Err(Error::new(ErrorKind::Internal, "an answer out of turn")),
             }
         }
-        result
+        match self.saving.take() {
+            Some((_, result)) => result,
+            None => Err(Error::new(ErrorKind::Internal, "no save was asked for")),
+        }
+    }
+
+    /// A worker's answer to the save under way.
+    fn heard_saved(&mut self, result: Result<()>) -> Result<()> {
+        match &mut self.saving {
+            Some((due, so_far)) if *due > 0 => {
+                *due -= 1;
+                // The first failure is the one reported.
+                if so_far.is_ok() {
+                    *so_far = result;
+                }
+                Ok(())
+            }
+            _ => Err(Error::new(ErrorKind::Internal, "an answer out of turn")),
+        }
     }
 
     /// Sets target rows by hand, as `edits` say, in order ([`crate::engine::edit`]): before
@@ -475,11 +522,11 @@ impl Engine {
     }
 
     fn between_commits(&self) -> Result<()> {
-        match self.in_flight.is_empty() {
+        match self.in_flight.is_empty() && self.saving.is_none() {
             true => Ok(()),
             false => Err(Error::new(
                 ErrorKind::Internal,
-                "the engine was asked for its states with a commit under way",
+                "the engine was asked for its states with a commit or a save under way",
             )),
         }
     }
