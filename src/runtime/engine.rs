@@ -256,6 +256,10 @@ impl Engine {
         announce: Option<std::result::Result<i64, String>>,
         report: Option<String>,
     ) -> Result<()> {
+        if self.saving.is_some() {
+            let message = "a commit was handed over behind a save";
+            return Err(Error::new(ErrorKind::Internal, message));
+        }
         let mut report = report;
         for (w, share) in shares.into_iter().enumerate() {
             // Only the first worker of a process speaks for it in a cluster; on one process
