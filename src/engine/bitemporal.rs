@@ -53,7 +53,7 @@ use super::records::{RecordIn, RecordOut};
 use super::scd2::{History, Shape, Stored};
 use super::seq::Seq;
 use super::sorted_map::SortedMap;
-use super::{for_each_key, warm, CdcState, CommitStats, KeyMap};
+use super::{for_each_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::value::{Packer, Row};
 use crate::Result;
@@ -202,13 +202,14 @@ impl CdcState for BitemporalState {
         stats: &mut CommitStats,
     ) {
         events.retain(|e| e.kind != EventKind::Truncate);
-        warm(&self.keys, &events, |state| {
-            (state.by_seq.last()).map_or(0, |(_, logged)| logged.len())
-        });
-        for_each_key(events, |key, events| {
-            self.changed.mark(&key);
-            let state = self.keys.entry(key).or_default();
-            state.apply(events, &self.shape, out, stats);
+        let touch = |s: &Self, key: &Row| {
+            let state = s.keys.get(key);
+            (state.and_then(|state| state.by_seq.last())).map_or(0, |(_, logged)| logged.len())
+        };
+        for_each_key(self, events, touch, |s, key, events| {
+            s.changed.mark(&key);
+            let state = s.keys.entry(key).or_default();
+            state.apply(events, &s.shape, out, stats);
         });
     }
 

@@ -24,7 +24,7 @@ use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
 use super::seq::Seq;
 use super::tombstones::{Live, Queued, Tombstones};
-use super::{for_each_key, warm, CdcState, CommitStats, KeyMap};
+use super::{for_each_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::expr::describe;
 use crate::value::{Row, Value};
@@ -438,12 +438,13 @@ impl CdcState for Scd1State {
             events.retain(|e| !is_truncate(e));
             self.truncate(t, out, stats);
         }
-        warm(&self.keys, &events, |state| match state {
-            KeyState::Winner(w) => w.kind as usize,
-            KeyState::Fields(f) => f.columns.len(),
-        });
-        for_each_key(events, |key, events| {
-            self.apply_key(key, events, now, out, stats)
+        let touch = |s: &Self, key: &Row| match s.keys.get(key) {
+            Some(KeyState::Winner(w)) => w.kind as usize,
+            Some(KeyState::Fields(f)) => f.columns.len(),
+            None => 0,
+        };
+        for_each_key(self, events, touch, |s, key, events| {
+            s.apply_key(key, events, now, out, stats)
         });
         // Each key emits at most one retraction and one insertion, of rows that differ, and
         // rows of different keys differ (keys are image columns, but for `equal_images`); only

@@ -49,7 +49,7 @@ use super::records::{RecordIn, RecordOut};
 use super::seq::Seq;
 use super::sorted_map::SortedMap;
 use super::tombstones::{Live, Queued, Tombstones};
-use super::{for_each_key, warm, CdcState, CommitStats, KeyMap};
+use super::{for_each_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::value::{Packer, Row};
 use crate::Result;
@@ -427,35 +427,41 @@ impl CdcState for Scd2State {
         stats: &mut CommitStats,
     ) {
         self.collect_tombstones(now, stats);
-        warm(&self.keys, &events, |history| {
-            (history.events.last()).map_or(0, |(_, e)| e.kind() as usize)
-        });
-        for_each_key(events, |key, events| {
+        // What an append reads first: the last event's sequence and kind, and the open row's
+        // image (an entry may straddle two cache lines, and a long image is on the heap).
+        let touch = |s: &Self, key: &Row| {
+            let last = s.keys.get(key).and_then(|history| history.events.last());
+            last.map_or(0, |(seq, e)| {
+                let image = e.folded().as_row_ref().as_bytes();
+                usize::from(matches!(seq, Seq::Int(_))) + image.first().map_or(0, |&b| b as usize)
+            })
+        };
+        for_each_key(self, events, touch, |s, key, events| {
             for delete in events.iter().filter(|e| e.kind == EventKind::Delete) {
-                self.tombstones.record(now, &key, &delete.seq);
+                s.tombstones.record(now, &key, &delete.seq);
             }
             // Each event is stored at its sequence or loses a tie there; a re-derivation
             // refolds only events after the least of them. (A run that never saves skips it.)
             let least = || events.iter().map(|e| Seq::from(&e.seq)).min();
-            if let Some(from) = self.changed.tracks().then(least).flatten() {
-                self.changed.mark_from(&key, &from);
+            if let Some(from) = s.changed.tracks().then(least).flatten() {
+                s.changed.mark_from(&key, &from);
             }
-            let history = match self.keys.entry(key) {
+            let history = match s.keys.entry(key) {
                 Entry::Occupied(o) => o.into_mut(),
                 Entry::Vacant(v) => v.insert(History::default()),
             };
-            if let Some(tombstones) = history.append(events, &self.shape, out) {
-                self.held.add(tombstones, stats);
+            if let Some(tombstones) = history.append(events, &s.shape, out) {
+                s.held.add(tombstones, stats);
                 return;
             }
             let probes = history.probes(events);
             let tombstones_before = history.tombstones_at(&probes);
             let mut before = BTreeMap::new();
             if let Some((lo, hi)) = history.absorb(events, &mut before, stats) {
-                history.rederive(&lo, &hi, &self.shape, before, out);
+                history.rederive(&lo, &hi, &s.shape, before, out);
             }
             let tombstones_after = history.tombstones_at(&probes);
-            self.held.add(tombstones_after - tombstones_before, stats);
+            s.held.add(tombstones_after - tombstones_before, stats);
         });
     }
 
