@@ -180,8 +180,13 @@ where
     // orders all but the slots whose keys tie, and those runs (an update's pre- and
     // post-image, identities longer than their keys) are sorted by comparison: 1.2 -> 0.85 ms
     // for the 26,000 updates of a 10,000-event SCD2 commit. Within an identity retractions
-    // come first, each side sorted by row.
-    radsort::sort_by_key(&mut order, |slot| (slot.hi, slot.lo));
+    // come first, each side sorted by row. The states emit their updates in key order, so the
+    // slots are nearly sorted already and a bounded insertion sort usually finishes the job:
+    // a plain 1M-event SCD2 run 1.22-1.28 -> 1.08-1.15 s, SCD1 0.67-0.80 -> 0.66-0.72 s
+    // (alternating, four runs each; the feeds are the same, byte for byte).
+    if !nearly_sorted(&mut order) {
+        radsort::sort_by_key(&mut order, |slot| (slot.hi, slot.lo));
+    }
     let by_identity = |a: &Slot, b: &Slot| {
         a.prefix()
             .cmp(&b.prefix())
@@ -233,6 +238,27 @@ where
         }
     }
     feed
+}
+
+/// Sorts `order` by key prefix if it is nearly sorted: by insertion, giving up (false) once it
+/// has moved slots past as many others as there are slots. The states apply keys in key order
+/// (`super::for_each_key`), so only a key's own updates can be out of place, next to each
+/// other: an SCD2 key whose late event re-derives its versions emits them out of start order
+/// (39-100 slots out of place in each commit of 10,000-14,000 updates in a 1M-event run).
+fn nearly_sorted(order: &mut [Slot]) -> bool {
+    let mut budget = order.len();
+    for i in 1..order.len() {
+        let mut j = i;
+        while j > 0 && order[j - 1].prefix() > order[j].prefix() {
+            let Some(left) = budget.checked_sub(1) else {
+                return false;
+            };
+            budget = left;
+            order.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    true
 }
 
 /// An update's place in [`label`]'s sort: its identity's sort key and its position.
@@ -418,6 +444,50 @@ mod tests {
                 ChangeType::Insert
             ]
         );
+    }
+
+    /// The feed is the same whatever order the updates come in: in key order with each key's
+    /// own updates out of order (what a state emits; sorted by insertion), reversed (the
+    /// insertion gives up and the radix sort orders them) or shuffled.
+    #[test]
+    fn a_feed_does_not_depend_on_the_order_of_its_updates() {
+        let t = target(ScdType::Type2);
+        let identity = identity(&t);
+        let r = |k: i64, v: &str, s: i64, e: Option<i64>| {
+            let end = e.map_or(Value::Null, Value::Int);
+            Row::from(vec![
+                Value::Int(k),
+                Value::Str(v.into()),
+                Value::Int(s),
+                end,
+            ])
+        };
+        let per_key = |k: i64| {
+            vec![
+                (r(k, "b", 5, None), 1),
+                (r(k, "a", 1, Some(5)), 1),
+                (r(k, "a", 1, None), -1),
+            ]
+        };
+        let in_key_order: Vec<(Row, isize)> = (0..40).flat_map(per_key).collect();
+        let reversed: Vec<(Row, isize)> = in_key_order.iter().rev().cloned().collect();
+        let shuffled: Vec<(Row, isize)> = (0..in_key_order.len())
+            .map(|i| in_key_order[i * 37 % in_key_order.len()].clone())
+            .collect();
+        let slots = |updates: &[(Row, isize)]| -> Vec<Slot> {
+            (updates.iter().enumerate())
+                .map(|(at, (row, diff))| {
+                    Slot::new(identity.sort_key(row.as_row_ref()), at, *diff < 0)
+                })
+                .collect()
+        };
+        assert!(nearly_sorted(&mut slots(&in_key_order)));
+        assert!(!nearly_sorted(&mut slots(&reversed)));
+        let feed = label(&identity, in_key_order.clone());
+        assert_eq!(feed.len(), 40 * 3);
+        assert_eq!(feed[0].0, ChangeType::UpdatePreimage);
+        assert_eq!(label(&identity, reversed), feed);
+        assert_eq!(label(&identity, shuffled), feed);
     }
 
     /// Feeds labelled apart by key (as workers label them) merge into the feed of them all,
