@@ -184,7 +184,7 @@ where
     // slots are nearly sorted already and a bounded insertion sort usually finishes the job:
     // a plain 1M-event SCD2 run 1.22-1.28 -> 1.08-1.15 s, SCD1 0.67-0.80 -> 0.66-0.72 s
     // (alternating, four runs each; the feeds are the same, byte for byte).
-    if !nearly_sorted(&mut order) {
+    if !sort_nearly_sorted(&mut order) {
         radsort::sort_by_key(&mut order, |slot| (slot.hi, slot.lo));
     }
     let by_identity = |a: &Slot, b: &Slot| {
@@ -245,7 +245,7 @@ where
 /// (`super::for_each_key`), so only a key's own updates can be out of place, next to each
 /// other: an SCD2 key whose late event re-derives its versions emits them out of start order
 /// (39-100 slots out of place in each commit of 10,000-14,000 updates in a 1M-event run).
-fn nearly_sorted(order: &mut [Slot]) -> bool {
+fn sort_nearly_sorted(order: &mut [Slot]) -> bool {
     let mut budget = order.len();
     for i in 1..order.len() {
         let mut j = i;
@@ -481,8 +481,8 @@ mod tests {
                 })
                 .collect()
         };
-        assert!(nearly_sorted(&mut slots(&in_key_order)));
-        assert!(!nearly_sorted(&mut slots(&reversed)));
+        assert!(sort_nearly_sorted(&mut slots(&in_key_order)));
+        assert!(!sort_nearly_sorted(&mut slots(&reversed)));
         let feed = label(&identity, in_key_order.clone());
         assert_eq!(feed.len(), 40 * 3);
         assert_eq!(feed[0].0, ChangeType::UpdatePreimage);
