@@ -300,26 +300,49 @@ pub(super) fn compare(a: &[u8], b: &[u8]) -> Ordering {
 /// keep one to settle most comparisons of a sort on one integer compare.
 ///
 /// The bytes are the row's own up to its first STRING, STRUCT or ARRAY (whose bytes do not
-/// sort as the value does); that value contributes its tag alone (both STRING tags as one,
-/// since a short and a long string compare by content) and zeros follow, as they do past the
-/// row's end. Wherever two rows' prefixes first differ, they differ in the tag of the value
-/// that decides, or in a scalar's payload byte, which sorts as the value does; a row that ends
-/// sorts before any value, and zero (NULL, the least tag) only ties with it.
+/// sort as the value does); a STRUCT or ARRAY contributes its tag alone, a STRING its tag
+/// (both STRING tags as one, since a short and a long string compare by content) and its
+/// text's first bytes, and zeros follow, as they do past the row's end. Wherever two rows'
+/// prefixes first differ, they differ in the tag of the value that decides, in a scalar's
+/// payload byte, which sorts as the value does, or in a text's byte (where a text that ended
+/// has a zero, and is the lesser); a row that ends sorts before any value, and zero (NULL, the
+/// least tag) only ties with it.
 pub(super) fn order_prefix(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(prefix_bytes(bytes).0)
 }
 
+/// [`order_prefix`] over the row's first sixteen bytes.
+pub(super) fn wide_order_prefix(bytes: &[u8]) -> u128 {
+    u128::from_be_bytes(prefix_bytes(bytes).0)
+}
+
 /// The first `N` bytes of [`order_prefix`]'s rule, and whether they are all of `bytes` (no
 /// STRING, STRUCT or ARRAY among them and nothing past them): then two rows of as many values
-/// with equal prefixes are equal. `bytes` may be a row cut anywhere at or past `N` bytes: a
-/// value is read past its tag only up to the `N`th byte.
+/// with equal prefixes are equal. `bytes` may be a row cut anywhere at or past `N + 8` bytes:
+/// a value is read past its tag only up to the `N + 8`th byte (a long string's text starts
+/// nine bytes after its tag).
 pub(super) fn prefix_bytes<const N: usize>(bytes: &[u8]) -> ([u8; N], bool) {
     let mut prefix = [0u8; N];
     let mut at = 0;
     while at < bytes.len() && at < N {
         let tag = bytes[at];
-        if matches!(tag, STR8 | STR64 | STRUCT | ARRAY) {
-            prefix[at] = if tag == STR64 { STR8 } else { tag };
+        if matches!(tag, STR8 | STR64) {
+            // The text's first bytes follow the tag, as many as fit, whichever of the two
+            // encodings holds it: strings compare byte by byte, and a shorter text's zeros
+            // sort as its end does, before any byte (a zero byte only ties). Keys of text
+            // (names, codes, UUIDs) nearly always differ within them: with the tag alone
+            // every text key tied, and each sort compared them value by value.
+            prefix[at] = STR8;
+            let (head, len) = match tag {
+                STR8 => (2, usize::from(bytes[at + 1])),
+                _ => (9, u64::from_le_bytes(fixed(&bytes[at + 1..])) as usize),
+            };
+            let n = len.min(N - at - 1);
+            prefix[at + 1..at + 1 + n].copy_from_slice(&bytes[at + head..at + head + n]);
+            return (prefix, false);
+        }
+        if matches!(tag, STRUCT | ARRAY) {
+            prefix[at] = tag;
             return (prefix, false);
         }
         let end = (at + value_len(&bytes[at..])).min(N);
