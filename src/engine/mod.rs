@@ -83,9 +83,9 @@ const AHEAD: usize = 256;
 /// so that a state's updates come out ordered by key, as a change feed is: labelling them
 /// ([`changefeed::label`]) then has only each key's own updates to order. Sorting on each
 /// key's order prefix first (sixteen bytes: text keys often share their first eight) keeps a
-/// large commit's sort away from comparing keys value by value. `each` may take the events out of the group: one buffer serves every
-/// group, where a vector per key cost an allocation and a move per event (a tenth of SCD2's
-/// state loop on 10,000-event commits).
+/// large commit's sort away from comparing keys value by value. `each` may take the events out
+/// of the group: one buffer serves every group, where a vector per key cost an allocation and
+/// a move per event (a tenth of SCD2's state loop on 10,000-event commits).
 ///
 /// Before each block of [`AHEAD`] events is applied, `touch` reads their keys' states in
 /// `state` (what applying a key reads first). Applying a key waits for its state to come from

@@ -597,7 +597,8 @@ pub(crate) mod tests {
                 if pp != pq {
                     prop_assert_eq!(pp.cmp(&pq), p.cmp(&q));
                 }
-                let (wp, wq) = (p.as_row_ref().wide_order_prefix(), q.as_row_ref().wide_order_prefix());
+                let wide = |r: &Row| r.as_row_ref().wide_order_prefix();
+                let (wp, wq) = (wide(&p), wide(&q));
                 if wp != wq {
                     prop_assert_eq!(wp.cmp(&wq), p.cmp(&q));
                 }
