@@ -130,9 +130,9 @@ fn by_key<K: Ord, C: Ord>(changes: &mut Vec<(K, C)>) {
 }
 
 /// Reads each changed key's state (what `touch` compares with the change) before a commit is
-/// applied, as the SQL states do ([`super::for_each_key`]): a commit's keys are spread over a state of
-/// many megabytes, and these lookups, independent of each other, overlap their cache misses
-/// where applying one key after another waits for each.
+/// applied, as the SQL states do (there block by block, [`super::for_each_key`]): a commit's
+/// keys are spread over a state of many megabytes, and these lookups, independent of each
+/// other, overlap their cache misses where applying one key after another waits for each.
 fn warm<K: Hash + Eq, C, V>(
     map: &TypedMap<K, V>,
     changes: &[(K, C)],
