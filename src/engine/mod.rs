@@ -112,13 +112,13 @@ fn for_each_key<S>(
         .enumerate()
         .map(|(i, e)| (e.key.as_row_ref().wide_order_prefix(), i))
         .collect();
-    order.sort_unstable_by(|(ha, a), (hb, b)| {
-        ha.cmp(hb).then_with(|| {
+    order.sort_unstable_by(|(pa, a), (pb, b)| {
+        pa.cmp(pb).then_with(|| {
             let (a, b) = (&events[*a], &events[*b]);
             a.key.cmp(&b.key).then_with(|| a.cmp(b))
         })
     });
-    order.dedup_by(|(hb, b), (ha, a)| ha == hb && events[*a] == events[*b]);
+    order.dedup_by(|(pb, b), (pa, a)| pa == pb && events[*a] == events[*b]);
     // Taken out in sorted order. `Option<Event>` is as large as `Event`, so this keeps the buffer.
     let mut events: Vec<Option<Event>> = events.into_iter().map(Some).collect();
     let mut group: Vec<Event> = Vec::new();
