@@ -29,7 +29,7 @@
 
 use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
-use super::KeyMap;
+use super::{KeyMap, AHEAD};
 use crate::value::Row;
 use crate::{Error, ErrorKind, Result};
 use differential_dataflow::Hashable;
@@ -212,10 +212,31 @@ impl<P: Ord + Clone> Changed<P> {
         self.keys = Default::default();
     }
 
-    /// The changed keys and their marks, forgotten. The map keeps its room: the next commits
-    /// change about as many keys, and growing it again rehashed every key it held.
-    pub(crate) fn take(&mut self) -> impl Iterator<Item = (Row, Option<P>)> + '_ {
-        self.keys.drain()
+    /// Calls `each` with every changed key and its mark, then forgets them (not when `each`
+    /// fails). Before each block of [`AHEAD`] keys, `touch` reads their states, as applying
+    /// does ([`super::for_each_key`]): a save writes the keys a step changed, spread over the
+    /// whole state, and waited on each one's state in turn: 43% of a followed 10,000-event
+    /// SCD2 step's save was the first read of each history. Read ahead, the save (its file
+    /// synced) took 5.2-5.8 ms where it took 6.7-8.7 (p50 of 30 steps, two alternating runs
+    /// each). The map keeps its room: the next commits change about as many keys, and growing it
+    /// again rehashed every key it held.
+    pub(crate) fn save_each(
+        &mut self,
+        touch: impl Fn(&Row) -> usize,
+        mut each: impl FnMut(&Row, Option<&P>) -> Result<()>,
+    ) -> Result<()> {
+        let mut ahead = self.keys.keys();
+        let mut read = 0usize;
+        for (n, (key, mark)) in self.keys.iter().enumerate() {
+            if n % AHEAD == 0 {
+                read = (ahead.by_ref().take(AHEAD).map(&touch)).fold(read, usize::wrapping_add);
+            }
+            each(key, mark.as_ref())?;
+        }
+        // What was read must look used, or the reads go.
+        std::hint::black_box(read);
+        self.keys.clear();
+        Ok(())
     }
 }
 
@@ -238,10 +259,8 @@ pub(super) fn write_changes<E: Serialize>(
     changed: &mut Changed,
     keys: &KeyMap<E>,
 ) -> Result<()> {
-    for (key, _) in changed.take() {
-        out.write(&(&key, keys.get(&key)))?;
-    }
-    Ok(())
+    let touch = |key: &Row| usize::from(keys.contains_key(key));
+    changed.save_each(touch, |key, _| out.write(&(key, keys.get(key))))
 }
 
 /// Reads the `(key, Option<entry>)` records of a delta up to the end marker and passes those of

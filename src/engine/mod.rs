@@ -75,7 +75,7 @@ pub trait CdcState: 'static {
 
 /// How many events' keys [`for_each_key`] reads ahead of applying them: a block's states stay
 /// in the first caches until it is applied (a 10,000-event commit's states outgrow them).
-const AHEAD: usize = 256;
+pub(crate) const AHEAD: usize = 256;
 
 /// Calls `each` with every key's events of a commit, grouped and with exact duplicates removed
 /// (D1); within a group events are in event order, and the first event of each group has given

@@ -312,16 +312,26 @@ impl Durable for Scd2State {
 
     fn save_changes(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &self.tombstones.delta())?;
-        for (key, from) in self.changed.take() {
-            let record = match (self.keys.get(&key), &from) {
+        let keys = &self.keys;
+        // What finding a mark's entries reads first (the middle entry's sequence), and the
+        // end, where the entries written are.
+        let touch = |key: &Row| {
+            let events = keys.get(key).map(|history| &history.events);
+            let ends = events.into_iter().flat_map(|e| [e.middle(), e.last()]);
+            ends.flatten()
+                .map(|(seq, _)| usize::from(matches!(seq, Seq::Int(_))))
+                .sum()
+        };
+        self.changed.save_each(touch, |key, from| {
+            let record = match (keys.get(key), from) {
                 (None, _) => KeyDelta::Dropped,
                 (Some(history), None) => KeyDelta::Whole(history),
                 (Some(history), Some(from)) => {
                     KeyDelta::From((from, history.events.entries_from(from)))
                 }
             };
-            out.write(&(&key, record))?;
-        }
+            out.write(&(key, record))
+        })?;
         self.tombstones.saved();
         Ok(())
     }

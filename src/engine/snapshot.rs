@@ -156,10 +156,11 @@ impl Durable for SnapshotState {
 
     fn save_changes(&mut self, out: &mut dyn RecordOut) -> Result<()> {
         write_header(out, TAG, &())?;
-        for (key, _) in self.changed.take() {
-            out.write(&(&key, self.previous.get(&key).map(|(image, _)| image)))?;
-        }
-        Ok(())
+        let previous = &self.previous;
+        let touch = |key: &Row| usize::from(previous.contains_key(key));
+        self.changed.save_each(touch, |key, _| {
+            out.write(&(key, previous.get(key).map(|(image, _)| image)))
+        })
     }
 
     fn restore_changes(

@@ -203,6 +203,15 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
         }
     }
 
+    /// The entry a search of the vector reads first (its middle); `None` for a B-tree, whose
+    /// root is not reachable from here. What a read ahead of a search touches.
+    pub(crate) fn middle(&self) -> Option<(&K, &V)> {
+        match self {
+            SortedMap::Small(v) => v.get(v.len() / 2).map(|(k, v)| (k, v)),
+            SortedMap::Large(_) => None,
+        }
+    }
+
     /// Inserts `value` at `key`, which must be greater than every key present: in the vector
     /// that is a push, without a search.
     pub(crate) fn push(&mut self, key: K, value: V) {
