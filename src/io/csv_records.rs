@@ -121,6 +121,13 @@ impl<'a> CsvRecords<'a> {
         }
     }
 
+    /// At most how many records are left: one per line end, and one for a last line without
+    /// one (a quoted field with line breaks, or a blank line, makes it an overestimate).
+    pub(crate) fn most_left(&self) -> usize {
+        let rest = &self.text.as_bytes()[self.offset..];
+        memchr::memchr_iter(b'\n', rest).count() + usize::from(!rest.ends_with(b"\n"))
+    }
+
     /// The byte offset in the text just past the records read so far (and past blank lines after
     /// them once the text is exhausted), and the line of that byte.
     pub(crate) fn consumed(&self) -> (usize, u64) {
