@@ -171,7 +171,7 @@ where
     let mut order: Vec<Slot> = (updates.iter().enumerate())
         .map(|(at, update)| {
             let (r, diff) = update.as_ref().expect("not taken yet");
-            Slot::new(identity.sort_key(r.borrow().as_row_ref()), at, *diff < 0)
+            Slot::new(identity.sort_key(r.borrow().as_row_ref()), at, *diff)
         })
         .collect();
     // The sort moves small slots, not rows, and reads a row only where keys tie: a sort of the
@@ -214,24 +214,47 @@ where
     if let Some(keys) = keys.as_mut() {
         keys.reserve(order.len());
     }
-    let (mut removed, mut added) = (Vec::new(), Vec::new());
-    for slot in order {
+    let mut take = |slot: &Slot| {
         let (row, diff) = updates[slot.at as usize]
             .take()
             .expect("each update is taken once");
-        let side = if diff < 0 { &mut removed } else { &mut added };
-        side.extend(std::iter::repeat_n(row, diff.unsigned_abs()));
-        if !slot.ends_group {
-            continue;
+        (row, diff.unsigned_abs())
+    };
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    for group in order.split_inclusive(|slot| slot.ends_group) {
+        // A group's retractions come first. Updates of one row each (nearly all) pair by
+        // position, without staging the rows, which was a sixth of the labelling:
+        // `scdflow bench` (400,000 events, 100,000 keys, 1,000 per commit, alternating, three
+        // runs each) SCD1 1.65-2.02 -> 2.32-2.38 M events/s, SCD2 1.09-1.23 -> 1.22-1.42.
+        let retractions = group.partition_point(|slot| slot.retracts);
+        let (gone, new) = group.split_at(retractions);
+        if group.iter().all(|slot| slot.single) {
+            let pairs = gone.len().min(new.len());
+            for (pre, post) in gone[..pairs].iter().zip(&new[..pairs]) {
+                feed.push((ChangeType::UpdatePreimage, take(pre).0));
+                feed.push((ChangeType::UpdatePostimage, take(post).0));
+            }
+            feed.extend(
+                gone[pairs..]
+                    .iter()
+                    .map(|s| (ChangeType::Delete, take(s).0)),
+            );
+            feed.extend(new[pairs..].iter().map(|s| (ChangeType::Insert, take(s).0)));
+        } else {
+            for (slots, side) in [(gone, &mut removed), (new, &mut added)] {
+                for (row, n) in slots.iter().map(&mut take) {
+                    side.extend(std::iter::repeat_n(row, n));
+                }
+            }
+            let pairs = removed.len().min(added.len());
+            for (pre, post) in removed.drain(..pairs).zip(added.drain(..pairs)) {
+                feed.push((ChangeType::UpdatePreimage, pre));
+                feed.push((ChangeType::UpdatePostimage, post));
+            }
+            feed.extend(removed.drain(..).map(|r| (ChangeType::Delete, r)));
+            feed.extend(added.drain(..).map(|r| (ChangeType::Insert, r)));
         }
-        let pairs = removed.len().min(added.len());
-        for (pre, post) in removed.drain(..pairs).zip(added.drain(..pairs)) {
-            feed.push((ChangeType::UpdatePreimage, pre));
-            feed.push((ChangeType::UpdatePostimage, post));
-        }
-        feed.extend(removed.drain(..).map(|r| (ChangeType::Delete, r)));
-        feed.extend(added.drain(..).map(|r| (ChangeType::Insert, r)));
-        if let Some(keys) = keys.as_mut() {
+        if let (Some(keys), Some(slot)) = (keys.as_mut(), group.last()) {
             // A group's rows share its identity, and so its key.
             let prefix = (u128::from(slot.hi) << 64) | u128::from(slot.lo);
             keys.resize(feed.len(), SortKey::from_parts(prefix, slot.whole));
@@ -269,19 +292,22 @@ struct Slot {
     at: u32,
     whole: bool,
     retracts: bool,
+    /// The update adds or removes one row (its diff is 1 or -1).
+    single: bool,
     /// The last slot of its identity, once sorted.
     ends_group: bool,
 }
 
 impl Slot {
-    fn new(key: SortKey, at: usize, retracts: bool) -> Slot {
+    fn new(key: SortKey, at: usize, diff: isize) -> Slot {
         let prefix = key.prefix();
         Slot {
             hi: (prefix >> 64) as u64,
             lo: prefix as u64,
             at: u32::try_from(at).expect("a commit's updates on one worker fit in u32"),
             whole: key.whole(),
-            retracts,
+            retracts: diff < 0,
+            single: diff.unsigned_abs() == 1,
             ends_group: false,
         }
     }
@@ -416,6 +442,38 @@ mod tests {
         );
     }
 
+    /// An update of several copies of a row (a REPLACE USING key's duplicate rows) labels as
+    /// that many changes, paired in order; in a group beside updates of single rows too.
+    #[test]
+    fn copies_of_a_row_label_as_that_many_changes() {
+        let identity = identity(&target(ScdType::Type1));
+        let row = |k: i64, v: &str| Row::from(vec![Value::Int(k), Value::Str(v.into())]);
+        let updates = vec![
+            (row(3, "z"), 3),
+            (row(1, "c"), 1),
+            (row(2, "x"), 2),
+            (row(1, "a"), -2),
+            (row(3, "y"), -1),
+            (row(1, "b"), 1),
+            (row(4, "w"), -1),
+        ];
+        use ChangeType::*;
+        let expected = vec![
+            (UpdatePreimage, row(1, "a")),
+            (UpdatePostimage, row(1, "b")),
+            (UpdatePreimage, row(1, "a")),
+            (UpdatePostimage, row(1, "c")),
+            (Insert, row(2, "x")),
+            (Insert, row(2, "x")),
+            (UpdatePreimage, row(3, "y")),
+            (UpdatePostimage, row(3, "z")),
+            (Insert, row(3, "z")),
+            (Insert, row(3, "z")),
+            (Delete, row(4, "w")),
+        ];
+        assert_eq!(label(&identity, updates), expected);
+    }
+
     #[test]
     fn scd2_close_and_open_is_update_plus_insert() {
         let t = target(ScdType::Type2);
@@ -476,9 +534,7 @@ mod tests {
             .collect();
         let slots = |updates: &[(Row, isize)]| -> Vec<Slot> {
             (updates.iter().enumerate())
-                .map(|(at, (row, diff))| {
-                    Slot::new(identity.sort_key(row.as_row_ref()), at, *diff < 0)
-                })
+                .map(|(at, (row, diff))| Slot::new(identity.sort_key(row.as_row_ref()), at, *diff))
                 .collect()
         };
         assert!(sort_nearly_sorted(&mut slots(&in_key_order)));
