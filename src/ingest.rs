@@ -426,10 +426,9 @@ fn shape(
             Ok(projected) => projected.into_row(|| source.row)?,
             Err((column, reason)) => {
                 let raw = row_to_json(&source.row, input_schema);
-                let column = Some(column);
                 let error = RowError {
                     line,
-                    column,
+                    column: Some(column),
                     reason,
                     raw,
                 };
@@ -440,14 +439,10 @@ fn shape(
         match expect::check(&table.expectations, &row, &mut counts) {
             Verdict::Keep => Some(Ok(SourceRow { line, row })),
             Verdict::Drop => None,
-            Verdict::Fail(name) => Some(Err(expectation_failed(
-                &name,
-                &table.name,
-                &row,
-                &table.schema,
-            )
-            .at_line(line)
-            .in_file(file))),
+            Verdict::Fail(name) => {
+                let failed = expectation_failed(&name, &table.name, &row, &table.schema);
+                Some(Err(failed.at_line(line).in_file(file)))
+            }
         }
     });
     let kept = kept.collect::<Result<Vec<_>>>()?;
