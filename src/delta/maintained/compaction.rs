@@ -239,7 +239,7 @@ impl MaintainedTable {
                     hashes,
                     settled,
                 };
-                bytes += self.take_in(new, Some(&ids), actions);
+                bytes += self.take_in(new, &ids, actions);
             }
         }
     }
