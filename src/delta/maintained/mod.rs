@@ -91,7 +91,7 @@ use deltalake::protocol::{DeltaOperation, OutputMode};
 use deltalake::Path as StorePath;
 use roaring::RoaringTreemap;
 use smallvec::SmallVec;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::resume_unwind;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -743,47 +743,96 @@ struct Added<'c> {
 }
 
 /// Sorts out `changes` ([`Sorted`]); `Err` says what the table cannot do.
+///
+/// A removal takes back a row the commit added before it when their hashes are equal. Few do,
+/// so the added rows' hashes go into a [`Filter`] first, and only the removals it may hold
+/// (and the added rows with their hashes) are matched exactly: a map of every added row, made
+/// afresh for each commit, was two thirds of the sorting out, its buckets' first writes missing
+/// the cache (2.1 ms of a 10,000-event SCD2 commit's 26,000 changes). A followed step's file to
+/// log entry p50 went from 33.9 to 31.6 ms (five alternating runs of 20 steps, 1 worker: ahead
+/// in three, even in one).
 fn sort_out(
     kept: Kept,
     changes: &[(ChangeType, Row)],
 ) -> std::result::Result<Sorted<'_>, &'static str> {
     let mut removed = [Vec::new(), Vec::new()];
-    let mut added: Vec<Option<(u128, &Row, usize)>> = Vec::with_capacity(changes.len());
-    // By hash, the rows added so far that a later change of the commit may take back.
+    let mut added: [Added; 2] = Default::default();
+    if !kept.indexed() {
+        if changes.iter().any(|(kind, _)| *kind != ChangeType::Insert) {
+            return Err("removes a row from a table of appends");
+        }
+        added[0].rows = changes.iter().map(|(_, row)| (0, row)).collect();
+        added[0].at = (0..changes.len() as u64).collect();
+        return Ok(Sorted { removed, added });
+    }
+    let adds = |kind: &ChangeType| matches!(kind, ChangeType::Insert | ChangeType::UpdatePostimage);
+    let hashes: Vec<u128> = changes.iter().map(|(_, row)| row_hash(row)).collect();
+    let kinds = || changes.iter().map(|(kind, _)| kind).zip(&hashes);
+    let mut filter = Filter::with_room(kinds().filter(|(kind, _)| adds(kind)).count());
+    for (_, hash) in kinds().filter(|(kind, _)| adds(kind)) {
+        filter.insert(*hash);
+    }
+    let suspects: HashSet<u128, foldhash::fast::FixedState> = (kinds())
+        .filter(|(kind, hash)| !adds(kind) && filter.may_hold(**hash))
+        .map(|(_, hash)| *hash)
+        .collect();
+    // By hash, the suspect rows added so far (their changes' positions), and those taken back.
     let mut new_rows: HashMap<u128, SmallVec<[usize; 1]>, _> =
-        HashMap::with_capacity_and_hasher(changes.len(), foldhash::fast::FixedState::default());
-    for (c, (kind, row)) in changes.iter().enumerate() {
-        if !kept.indexed() {
-            if *kind != ChangeType::Insert {
-                return Err("removes a row from a table of appends");
-            }
-            added.push(Some((0, row, c)));
-            continue;
-        }
-        let hash = row_hash(row);
-        match kind {
-            ChangeType::Insert | ChangeType::UpdatePostimage => {
-                new_rows.entry(hash).or_default().push(added.len());
-                added.push(Some((hash, row, c)));
-            }
-            ChangeType::Delete | ChangeType::UpdatePreimage => {
-                match new_rows.get_mut(&hash).and_then(SmallVec::pop) {
-                    Some(i) => added[i] = None,
-                    None => removed[usize::from(kept.settled(row))].push(hash),
-                }
-            }
+        HashMap::with_hasher(foldhash::fast::FixedState::default());
+    let mut taken_back = HashSet::with_hasher(foldhash::fast::FixedState::default());
+    for (c, ((kind, row), &hash)) in changes.iter().zip(&hashes).enumerate() {
+        let suspect = !suspects.is_empty() && suspects.contains(&hash);
+        match (adds(kind), suspect) {
+            (true, true) => new_rows.entry(hash).or_default().push(c),
+            (true, false) => {}
+            (false, _) => match new_rows.get_mut(&hash).and_then(SmallVec::pop) {
+                Some(c) => drop(taken_back.insert(c)),
+                None => removed[usize::from(kept.settled(row))].push(hash),
+            },
         }
     }
-    let mut classes: [Added; 2] = Default::default();
-    for (hash, row, c) in added.into_iter().flatten() {
-        let class = &mut classes[usize::from(kept.settled(row))];
-        class.rows.push((hash, row));
-        class.at.push(c as u64);
+    for (c, ((kind, row), &hash)) in changes.iter().zip(&hashes).enumerate() {
+        if adds(kind) && (taken_back.is_empty() || !taken_back.contains(&c)) {
+            let class = &mut added[usize::from(kept.settled(row))];
+            class.rows.push((hash, row));
+            class.at.push(c as u64);
+        }
     }
-    Ok(Sorted {
-        removed,
-        added: classes,
-    })
+    Ok(Sorted { removed, added })
+}
+
+/// A set of 128-bit hashes that errs only by holding one it was not given (a Bloom filter of
+/// at least 32 bits per hash, two probes: the low bits of each half of the hash). At most about
+/// one absent hash in 270 is taken as held.
+struct Filter {
+    words: Vec<u64>,
+    mask: u64,
+}
+
+impl Filter {
+    /// An empty filter for `n` hashes.
+    fn with_room(n: usize) -> Filter {
+        let bits = (n.max(2) * 32).next_power_of_two();
+        Filter {
+            words: vec![0; bits / 64],
+            mask: bits as u64 - 1,
+        }
+    }
+
+    fn probes(&self, hash: u128) -> [u64; 2] {
+        [hash as u64 & self.mask, (hash >> 64) as u64 & self.mask]
+    }
+
+    fn insert(&mut self, hash: u128) {
+        for bit in self.probes(hash) {
+            self.words[(bit / 64) as usize] |= 1 << (bit % 64);
+        }
+    }
+
+    fn may_hold(&self, hash: u128) -> bool {
+        (self.probes(hash).iter())
+            .all(|bit| self.words[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+    }
 }
 
 /// Places a commit's rows in `index`: takes the rows `sorted` removes out (their positions, by
@@ -952,5 +1001,72 @@ fn put_entry(runtime: &Runtime, log: &LogStoreRef, dir: &Path, prepared: &Prepar
             ),
         )),
         Err(e) => Err(failed(dir, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::{Packer, Value};
+
+    fn row(id: i64, end: Option<i64>) -> Row {
+        let mut p = Packer::new();
+        p.push(&Value::Int(id))
+            .push(&end.map_or(Value::Null, Value::Int));
+        p.finish()
+    }
+
+    #[test]
+    fn a_removal_takes_back_the_latest_row_the_commit_added_before_it() {
+        use ChangeType::{Delete, Insert, UpdatePostimage as Post, UpdatePreimage as Pre};
+        let (a, b, closed) = (row(1, None), row(2, None), row(3, Some(9)));
+        let changes = [
+            (Delete, b.clone()),    // 0: a row of the table (added again at 1)
+            (Insert, b.clone()),    // 1
+            (Insert, a.clone()),    // 2: taken back at 4
+            (Insert, a.clone()),    // 3: taken back at 5
+            (Pre, a.clone()),       // 4
+            (Delete, a.clone()),    // 5
+            (Delete, a.clone()),    // 6: a row of the table
+            (Post, closed.clone()), // 7: settled
+        ];
+        let sorted = sort_out(Kept::History(1), &changes).unwrap();
+        assert_eq!(sorted.removed, [vec![row_hash(&b), row_hash(&a)], vec![]]);
+        let rows = |class: &Added| {
+            class
+                .rows
+                .iter()
+                .map(|(_, r)| (*r).clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(rows(&sorted.added[0]), [b]);
+        assert_eq!(sorted.added[0].at, [1]);
+        assert_eq!(rows(&sorted.added[1]), [closed]);
+        assert_eq!(sorted.added[1].at, [7]);
+        // Distinct rows in thousands: the filter's false suspects take nothing back.
+        let many: Vec<_> = (0..4000)
+            .map(|i| (if i % 2 == 0 { Insert } else { Delete }, row(i, None)))
+            .collect();
+        let sorted = sort_out(Kept::Changes, &many).unwrap();
+        assert_eq!(
+            (sorted.removed[0].len(), sorted.added[0].rows.len()),
+            (2000, 2000)
+        );
+        assert!(sort_out(Kept::Appends, &changes).is_err());
+    }
+
+    #[test]
+    fn the_filter_holds_what_it_was_given_and_errs_rarely() {
+        let hash = |i: u32| row_index::hash(&i.to_le_bytes());
+        let mut filter = Filter::with_room(10_000);
+        (0..10_000).for_each(|i| filter.insert(hash(i)));
+        assert!((0..10_000).all(|i| filter.may_hold(hash(i))));
+        let wrong = (10_000..110_000)
+            .filter(|&i| filter.may_hold(hash(i)))
+            .count();
+        assert!(
+            wrong < 1_000,
+            "{wrong} of 100,000 absent hashes taken as held"
+        );
     }
 }
