@@ -35,7 +35,7 @@
 //! deletion vector holds exactly its removed positions;
 //! a removal the index cannot place means the feed and the table disagree and fails the commit
 //! before its version is prepared (the data and change-data files written meanwhile stay
-//! unreferenced, for the vacuum). Memory: about 40 bytes per live row for the index, and 16
+//! unreferenced, for the vacuum). Memory: 32-64 bytes per live row for the index, and 16
 //! per row of each live file for its rows' hashes, which a merge moves in the index without
 //! reading the rows as packed rows ([`merge`]).
 //!
@@ -850,7 +850,7 @@ fn place(
         return Ok(touched);
     }
     for (index, removed) in index.iter_mut().zip(&sorted.removed) {
-        index.warm(removed);
+        index.warm(removed.iter().copied());
         for &hash in removed {
             let at = index
                 .unplace(hash)
@@ -863,6 +863,7 @@ fn place(
         if added.rows.is_empty() {
             continue;
         }
+        index.warm(added.rows.iter().map(|(hash, _)| *hash));
         for (row, (hash, _)) in (0u32..).zip(&added.rows) {
             index.place(*hash, Location { file, row });
         }
