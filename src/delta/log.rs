@@ -44,6 +44,14 @@ impl Log {
         })
     }
 
+    /// Whether the log of the table at `dir` holds `version`'s commit file (a writer puts a new
+    /// version there first).
+    pub fn has_entry(dir: &Path, version: u64) -> bool {
+        dir.join("_delta_log")
+            .join(format!("{version:020}.json"))
+            .is_file()
+    }
+
     /// The newest version: the highest version a commit file or checkpoint of `_delta_log`
     /// is named after (Delta's versions are contiguous, so no file past it can be missing).
     /// Read from the directory's names alone, so a follow step looking for other writers'

@@ -350,6 +350,7 @@ impl<'a> Session<'a> {
             // The versions the manifest names go into the tables' logs only now; if that
             // fails, the next step opens the tables again and completes them first.
             (appender.publisher).publish(&self.manifest.publishing.prepared)?;
+            self.absorbed.published(&self.manifest.publishing.prepared);
         }
         if !self.published.is_empty() {
             self.publisher = Some(std::mem::take(&mut appender.publisher));

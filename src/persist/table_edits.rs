@@ -14,7 +14,7 @@
 //! an error naming the version, as is one whose rows the state does not hold (the table was
 //! changed in a way the state cannot follow); both need `--full-refresh`.
 
-use crate::delta::{Log, Table};
+use crate::delta::{Log, Prepared, Table};
 use crate::engine::changefeed::ChangeType;
 use crate::engine::{HistoryRules, KeyEdit};
 use crate::plan::Pipeline;
@@ -34,6 +34,20 @@ impl Absorbed {
     pub fn reset(&mut self) {
         self.0.clear();
     }
+
+    /// Takes the versions this session just put in the tables' logs (`prepared`, per published
+    /// table, the targets first) as looked at: they are its own, so they hold no edits, and the
+    /// next step looks for versions past them with one file check per target (see [`pending`])
+    /// instead of opening each log and reading its own last version back (0.6 ms of each
+    /// followed step of a pipeline with two published tables).
+    pub fn published(&mut self, prepared: &[Vec<Prepared>]) {
+        for (absorbed, prepared) in self.0.iter_mut().zip(prepared) {
+            let own = prepared.iter().map(|p| p.version).max();
+            if let (Some(absorbed), Some(own)) = (absorbed.as_mut(), own) {
+                *absorbed = own.max(*absorbed);
+            }
+        }
+    }
 }
 
 /// The edits in the published targets' tables (`dirs`, written by state `id`) that the engine
@@ -50,6 +64,10 @@ pub fn pending(
     for (t, (target, dir)) in pipeline.targets.iter().zip(dirs).enumerate() {
         if !Table::exists(dir) {
             // Created by this session's first step, after this.
+            continue;
+        }
+        // Versions are contiguous: without the one after the newest looked at, none is new.
+        if absorbed.0[t].is_some_and(|v| !Log::has_entry(dir, v + 1)) {
             continue;
         }
         let log = Log::open(dir)?;
