@@ -11,18 +11,18 @@
 //! the same capacity); with shares spread over a factor of two, one shard at a time reaches
 //! its capacity as the table grows.
 //!
-//! A shard is an open-addressing table of its own, linear probing over 24-byte slots (the
-//! hash and the location), not a `HashMap`: the keys are uniform hashes already, so a key's
-//! low bits are its home slot, and an operation reads one cache line where a SwissTable reads
-//! its control bytes and then its bucket, two misses on an index of a million rows (~100 MB
-//! as a `HashMap` of locations, 24 bytes a slot at most three quarters full here). The slots
-//! an operation reads can also be read ahead of it ([`RowIndex::warm`]), which a `HashMap`
-//! offers no insert. Placing a followed 10,000-event SCD2 commit's rows on a
-//! 1M-row history, beside the writing of its files (wall time, three alternating runs of 20
-//! steps each): its 13,000 removals took 4.5-5.4 ms with `HashMap`s, 2.5-3.6 ms now; its
-//! 20,000 new rows 3.9-4.5 ms, 3.6-3.9 now (the removals read ahead in both). The followed run's RSS fell
-//! from 290-308 to 262-264 MB; placing a million rows (as a table's opening does), from 158
-//! to 106 ms (a test of its own, one run each).
+//! A shard is an open-addressing table of its own, linear probing over 24-byte slots (the hash
+//! and the location), not a `HashMap`: the keys are uniform hashes already, so a key's low bits
+//! are its home slot, and an operation reads one cache line where a SwissTable reads its
+//! control bytes and then its bucket, two misses on an index of a million rows (~100 MB as a
+//! `HashMap` of locations, 24 bytes a slot at most three quarters full here). The slots an
+//! operation reads can also be read ahead of it ([`RowIndex::warm`]), inserts included, which a
+//! `HashMap` cannot offer. Placing a followed 10,000-event SCD2 commit's rows on a 1M-row
+//! history, beside the writing of its files (wall time, three alternating runs of 20 steps
+//! each): its 13,000 removals took 4.5-5.4 ms with `HashMap`s, 2.5-3.6 ms now; its 20,000 new
+//! rows 3.9-4.5 ms, 3.6-3.9 now (the removals read ahead in both). The followed run's RSS fell
+//! from 290-308 to 262-264 MB; placing a million rows (as a table's opening does), from 158 to
+//! 106 ms (a test of its own, one run each).
 //!
 //! Limits: two different rows with the same 128-bit hash would be taken for each other (about
 //! one chance in 2^100 for a billion rows); a file id must be below `u32::MAX` (an empty slot's).
@@ -100,9 +100,9 @@ impl Slot {
 }
 
 /// One shard: linear probing from a hash's home slot (its low bits) to the first empty slot,
-/// at most three quarters full (an insert then probes 8.5 slots on average, three cache lines
-/// read in order; at seven eighths, as `HashMap`s fill, it would be 32). A removal shifts the
-/// slots after it back, so no slot is ever a tombstone.
+/// at most three quarters full (there an insert probes 8.5 slots on average, three cache lines
+/// read in order; at seven eighths, as full as a `HashMap` gets, it would be 32). A removal
+/// shifts the slots after it back, so no slot is ever a tombstone.
 #[derive(Default)]
 struct Shard {
     slots: Vec<Slot>,
@@ -164,8 +164,8 @@ impl Shard {
             if self.slots[j].is_empty() {
                 break;
             }
-            // Slot j stays if its home lies cyclically in (i, j]: moved to i, a search from
-            // its home would pass the hole.
+            // Slot j stays if its home lies cyclically in (i, j]: at i it would sit before its
+            // home, where no search for it looks.
             let home = self.home(self.slots[j].low);
             let stays = match i <= j {
                 true => i < home && home <= j,
