@@ -130,10 +130,7 @@ impl Log {
         if let Some(ms) = info {
             return Ok(ms.saturating_mul(1000));
         }
-        let entry = self
-            .dir
-            .join("_delta_log")
-            .join(format!("{version:020}.json"));
+        let entry = Log::entry_path(&self.dir, version);
         let modified = std::fs::metadata(&entry)
             .and_then(|m| m.modified())
             .map_err(|e| Error::read(&entry, &e))?;

@@ -47,9 +47,12 @@ impl Log {
     /// Whether the log of the table at `dir` holds `version`'s commit file (a writer puts a new
     /// version there first).
     pub fn has_entry(dir: &Path, version: u64) -> bool {
-        dir.join("_delta_log")
-            .join(format!("{version:020}.json"))
-            .is_file()
+        Log::entry_path(dir, version).is_file()
+    }
+
+    /// The path of `version`'s commit file in the log of the table at `dir`.
+    pub(super) fn entry_path(dir: &Path, version: u64) -> PathBuf {
+        dir.join("_delta_log").join(format!("{version:020}.json"))
     }
 
     /// The newest version: the highest version a commit file or checkpoint of `_delta_log`

@@ -767,13 +767,15 @@ fn sort_out(
     }
     let adds = |kind: &ChangeType| matches!(kind, ChangeType::Insert | ChangeType::UpdatePostimage);
     let hashes: Vec<u128> = changes.iter().map(|(_, row)| row_hash(row)).collect();
-    let kinds = || changes.iter().map(|(kind, _)| kind).zip(&hashes);
-    let mut filter = Filter::with_room(kinds().filter(|(kind, _)| adds(kind)).count());
-    for (_, hash) in kinds().filter(|(kind, _)| adds(kind)) {
-        filter.insert(*hash);
+    // Room for every change: more bits than the added rows alone need, and one pass fewer.
+    let mut filter = Filter::with_room(changes.len());
+    for ((kind, _), hash) in changes.iter().zip(&hashes) {
+        if adds(kind) {
+            filter.insert(*hash);
+        }
     }
-    let suspects: HashSet<u128, foldhash::fast::FixedState> = (kinds())
-        .filter(|(kind, hash)| !adds(kind) && filter.may_hold(**hash))
+    let suspects: HashSet<u128, foldhash::fast::FixedState> = (changes.iter().zip(&hashes))
+        .filter(|((kind, _), hash)| !adds(kind) && filter.may_hold(**hash))
         .map(|(_, hash)| *hash)
         .collect();
     // By hash, the suspect rows added so far (their changes' positions), and those taken back.
