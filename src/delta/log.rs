@@ -130,6 +130,49 @@ impl Log {
         Ok(None)
     }
 
+    /// Application `app_id`'s commits after `commit` that the log holds, oldest first: each
+    /// commit's number, its version and its `commitInfo` field `field`. Read from the newest
+    /// version back to the one holding `commit` (or the table's creation). Another writer's
+    /// version that changes data among them (or between `commit` and the first of them) is an
+    /// error: commits published after an edit cannot be told apart from it.
+    pub fn commits_after(
+        &self,
+        app_id: &str,
+        commit: u64,
+        field: &str,
+    ) -> Result<Vec<(u64, u64, Option<serde_json::Value>)>> {
+        let mut found = Vec::new();
+        for version in (1..=self.latest_version()?).rev() {
+            let actions = self.actions(version)?;
+            let own = actions.iter().find_map(|a| match a {
+                Action::Txn(txn) if txn.app_id == app_id => Some(txn.version as u64),
+                _ => None,
+            });
+            match own {
+                Some(c) if c <= commit => break,
+                Some(c) => {
+                    let info = actions.into_iter().find_map(|a| match a {
+                        Action::CommitInfo(mut info) => info.info.remove(field),
+                        _ => None,
+                    });
+                    found.push((c, version, info));
+                }
+                None if found.is_empty() => {}
+                None if self.changes_data(version)? => {
+                    let message = format!(
+                        "Delta table {}: version {version} was written by another writer \
+                         between commits this state published and has not taken in",
+                        self.dir.display()
+                    );
+                    return Err(Error::new(ErrorKind::State, message));
+                }
+                None => {}
+            }
+        }
+        found.reverse();
+        Ok(found)
+    }
+
     /// The versions after `after` that change data and that application `app_id` did not
     /// write (other writers' edits), and the newest version looked at.
     pub fn others_versions(&self, after: u64, app_id: &str) -> Result<(Vec<u64>, u64)> {

@@ -43,8 +43,8 @@ mod upkeep;
 pub use changes::FEED_PROPERTY;
 pub use log::{Log, VersionRows};
 pub use maintained::{
-    roll_forward, Kept, MaintainedTable, Prepared, TableLog, Written, COLD_FANOUT, FANOUT,
-    FLOW_PROGRESS,
+    roll_forward, Kept, MaintainedTable, Notes, Prepared, TableLog, Written, COLD_FANOUT,
+    COMMIT_INPUT, FANOUT, FLOW_PROGRESS,
 };
 pub use parquet_file::{parquet_file_schema, read_parquet_file};
 pub use properties::{target_property, TargetProperty};

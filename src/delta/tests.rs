@@ -407,7 +407,12 @@ fn step_durably(
 ) -> u64 {
     let step = std::time::SystemTime::now();
     let (prepared, written) = table
-        .prepare(commit, 1_000_000 * commit as i64, changes, &[])
+        .prepare(
+            commit,
+            1_000_000 * commit as i64,
+            changes,
+            &Default::default(),
+        )
         .unwrap();
     table.merge_ahead().unwrap();
     log.publish(&prepared).unwrap();

@@ -170,12 +170,7 @@ pub(crate) fn find(
                 }
             }
         };
-        let grown = match is_parquet(pipeline, table) {
-            // A Parquet file is new input while it is unread; `ingest` refuses one rewritten.
-            true => from.offset < len,
-            false => has_newline(&file, from.offset, len)?,
-        };
-        if grown {
+        if grown_to(pipeline, table, &file, from.offset, len)? {
             let source = CommitSource::Table {
                 table,
                 file: source,
@@ -323,21 +318,9 @@ pub(crate) fn record(
     end: Option<ReadFrom>,
 ) -> Result<()> {
     let progress = match consumed {
-        Consumed::Lines { file, from } => {
-            let end = end.unwrap_or(*from);
-            InputProgress {
-                file: file.clone(),
-                consumed: end.offset,
-                next_line: end.line,
-                window: io::crc_of_range(file, end.offset.saturating_sub(WINDOW), end.offset)?,
-            }
+        Consumed::Lines { .. } | Consumed::Version { .. } => {
+            stream_progress(consumed, end)?.expect("a stream's input")
         }
-        Consumed::Version { dir, next } => InputProgress {
-            file: dir.clone(),
-            consumed: *next,
-            next_line: 0,
-            window: 0,
-        },
         Consumed::Whole { file, len, crc } => InputProgress {
             file: file.clone(),
             consumed: *len,
@@ -379,6 +362,46 @@ pub(crate) fn record(
         None => manifest.inputs.push(progress),
     }
     Ok(())
+}
+
+/// Whether source table `table`'s file `file` holds new input after byte `from`.
+pub(crate) fn grown(pipeline: &Pipeline, table: usize, file: &Path, from: u64) -> Result<bool> {
+    grown_to(pipeline, table, file, from, io::file_len(file)?)
+}
+
+/// [`grown`] of a file `len` bytes long.
+fn grown_to(pipeline: &Pipeline, table: usize, file: &Path, from: u64, len: u64) -> Result<bool> {
+    match is_parquet(pipeline, table) {
+        // A Parquet file is new input while it is unread; `ingest` refuses one rewritten.
+        true => Ok(from < len),
+        false => has_newline(file, from, len),
+    }
+}
+
+/// What a manifest records of a stream's commit (`consumed`, whose complete lines read end at
+/// `end`): `None` for a commit of another kind.
+pub(crate) fn stream_progress(
+    consumed: &Consumed,
+    end: Option<ReadFrom>,
+) -> Result<Option<InputProgress>> {
+    Ok(Some(match consumed {
+        Consumed::Lines { file, from } => {
+            let end = end.unwrap_or(*from);
+            InputProgress {
+                file: file.clone(),
+                consumed: end.offset,
+                next_line: end.line,
+                window: io::crc_of_range(file, end.offset.saturating_sub(WINDOW), end.offset)?,
+            }
+        }
+        Consumed::Version { dir, next } => InputProgress {
+            file: dir.clone(),
+            consumed: *next,
+            next_line: 0,
+            window: 0,
+        },
+        _ => return Ok(None),
+    }))
 }
 
 /// Records that `flow` applied snapshot `version`.

@@ -89,12 +89,24 @@ pub trait Sink {
     fn commit(&mut self, commit: CommitOutput) -> Result<()>;
 
     /// Commit `(version, timestamp)`'s input, read and about to be applied, in version order,
-    /// before its results: a sink may take the rows it appends to published source tables
+    /// before its results; `end`: where its complete lines end, for a read from an offset
+    /// ([`Span::From`]). A sink may take the rows it appends to published source tables
     /// (`(table, rows)`, as [`CommitOutput::appended`], which then holds none), since they are
     /// the input's, and write them while the engine works. Only a run of one process shows
     /// its input (a cluster's commit is read in shares); the others never call this.
-    fn input(&mut self, commit: (u64, i64), appended: &mut [(usize, Vec<Row>)]) -> Result<()> {
-        let _ = (commit, appended);
+    fn input(
+        &mut self,
+        commit: (u64, i64),
+        end: Option<ReadFrom>,
+        appended: &mut [(usize, Vec<Row>)],
+    ) -> Result<()> {
+        let _ = (commit, end, appended);
+        Ok(())
+    }
+
+    /// Every commit handed over was applied, and its results taken; a save asked for with
+    /// them ([`Driver::apply_and_save`]) may still be under way.
+    fn applied(&mut self) -> Result<()> {
         Ok(())
     }
 }
@@ -255,7 +267,8 @@ impl<'p> Driver<'p> {
                         commit.timestamp = self.last_timestamp;
                         ends[c] = report.end;
                         if self.options.cluster.is_none() {
-                            sink.input((version, commit.timestamp), &mut report.appended)?;
+                            let at = (version, commit.timestamp);
+                            sink.input(at, report.end, &mut report.appended)?;
                         }
                         // Process 0 hears the others' reports through the engine.
                         let (text, kept) = match process {
@@ -282,6 +295,9 @@ impl<'p> Driver<'p> {
             while self.deliver(false, sink)? {}
         }
         while self.deliver(true, sink)? {}
+        if !sources.is_empty() {
+            sink.applied()?;
+        }
         match save {
             Some((dir, changes)) if sources.is_empty() => self.engine.save(dir, changes)?,
             Some(_) => self.engine.saved()?,

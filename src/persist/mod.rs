@@ -8,8 +8,9 @@
 //! - [`frames`]: the on-disk record format (versioned, checksummed, serde), and the shard files
 //!   the runtime saves the operators' states through ([`ShardRecords`]);
 //! - [`appended`]: outputs appended exactly once, verified by checksum;
-//! - `published`: targets published as Delta tables, exactly once; `table_edits`: other
-//!   writers' edits of them (DML), taken into the state;
+//! - `published`: targets published as Delta tables, exactly once; `catch_up`: a state
+//!   catching up with tables that hold commits it lost; `table_edits`: other writers' edits of
+//!   them (DML), taken into the state;
 //! - [`fingerprint`]: what a state depends on in the pipeline, checked on every run.
 //!
 //! The operators' states themselves are saved per worker by [`crate::engine::Durable`] (through
@@ -18,6 +19,7 @@
 //! [`crate::driver::Resume`], which a session fills from the manifest.
 
 pub mod appended;
+mod catch_up;
 pub mod fingerprint;
 pub mod frames;
 mod published;

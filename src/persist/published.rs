@@ -1,42 +1,46 @@
 //! A durable run's published tables ([`Pipeline::published`]: its targets, then its streaming
-//! tables) as Delta tables: opened at a session's start (rolling
-//! forward what the last commit prepared), prepared commit by commit during a step, and
-//! published once the step's manifest is committed.
+//! tables) as Delta tables: opened at a session's start (rolling forward what the last commit
+//! prepared, and finding the commits they hold that the state lost), prepared commit by
+//! commit during a step, and published before or after the step's manifest.
 //!
 //! Exactly-once: a step's Delta versions are prepared (data, deletion-vector and change-data
-//! files written, log entries held) while it runs; the manifest the step commits records the
-//! entries ([`crate::persist::store::Publishing`]); only then are they put in the tables' logs,
-//! each with `txn` = its scdflow commit. A crash before the manifest leaves orphan data files
-//! and the previous versions (the next run prepares the commits again); a crash after it
-//! leaves entries the next session puts in the log first, skipping any whose commit the
-//! table's `txn` already holds — so no commit is published twice or lost, and the tables
-//! never hold a commit the state does not.
+//! files written, log entries held) while it runs, each with `txn` = its scdflow commit. A
+//! step whose commits all read streams puts them in the tables' logs before its manifest;
+//! a crash between the two is caught up with by the next run ([`super::catch_up`]). Any
+//! other step commits a manifest that records the entries
+//! ([`crate::persist::store::Publishing`]) and only then puts them in the logs: a crash before
+//! the manifest leaves orphan data files and the previous versions (the next run prepares the
+//! commits again); a crash after it leaves entries the next session puts in the log first,
+//! skipping any whose commit the table's `txn` already holds. So no commit is published twice
+//! or lost.
 //!
 //! Scdflow commit `n` is Delta version `n` of a table the state created. A state binds its
 //! tables: one that was published elsewhere, or as files, is refused (`--full-refresh` starts
 //! over, publishing afresh, and only replaces a table scdflow published).
 
-use crate::delta::{roll_forward, MaintainedTable, Table};
+use crate::delta::{roll_forward, Log, MaintainedTable, Table};
 use crate::output::{kept, table_properties};
 use crate::persist::Manifest;
 use crate::plan::Pipeline;
 use crate::{Error, ErrorKind, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The application id a target's table records a state's commits under (`txn`).
 pub fn app_id(target: &str, state: &str) -> String {
     format!("scdflow:{target}:{state}")
 }
 
-/// Checks `dirs` (per published table, empty: files) against a committed `manifest` and rolls forward
-/// the versions it prepared. With `rewinding`, a table may hold commits after the manifest's
-/// (a rewind that stopped before returning it; the rewind does).
+/// Checks `dirs` (per published table, empty: files) against a committed `manifest`, rolls
+/// forward the versions it prepared and returns, per table, the last commit of the state it
+/// holds: after the manifest's when a step published and its manifest was lost (see
+/// [`super::catch_up`]). With `rewinding`, a table may also hold commits a rewind that stopped
+/// did not take back (the rewind does); without, those are refused.
 pub fn resume(
     pipeline: &Pipeline,
     manifest: &Manifest,
     dirs: &[PathBuf],
     rewinding: bool,
-) -> Result<()> {
+) -> Result<Vec<u64>> {
     let bound = &manifest.publishing.tables;
     if !bound.is_empty() && bound.len() < dirs.len() && dirs.starts_with(bound) {
         let tables = pipeline.published();
@@ -69,9 +73,15 @@ pub fn resume(
             ),
         ));
     }
+    let mut holds = Vec::new();
     for (t, (table, dir)) in pipeline.published().iter().zip(dirs).enumerate() {
         let target = table.name;
         if !Table::exists(dir) {
+            // A state whose first step failed before creating its tables.
+            if manifest.version == 0 {
+                holds.push(0);
+                continue;
+            }
             return Err(Error::new(
                 ErrorKind::State,
                 format!(
@@ -84,10 +94,11 @@ pub fn resume(
         let prepared = manifest.publishing.prepared.get(t).map_or(&[][..], |p| p);
         let app = app_id(target, &manifest.publishing.id);
         // The table holds this state's commits up to the last one published: the manifest's
-        // last, or one before the versions it prepared.
+        // last, or one before the versions it prepared, or after it (see `catch_up`).
         let held = MaintainedTable::last_commit_in(dir, &app)?.unwrap_or(0);
         let from = prepared.first().map_or(manifest.version, |p| p.commit - 1);
-        if held > manifest.version && rewinding {
+        holds.push(held);
+        if held > manifest.version && (rewinding || !rewind_stopped(manifest, t, dir, &app)?) {
             continue;
         }
         if held > manifest.version {
@@ -96,7 +107,7 @@ pub fn resume(
                 format!(
                     "`{target}`'s table {} holds commit {held}, after the state's last \
                      ({}): a rewind stopped before returning the table (run `scdflow rewind \
-                     ... --to {}` again), or the state is older than the table",
+                     ... --to {}` again)",
                     dir.display(),
                     manifest.version,
                     manifest.version
@@ -116,7 +127,32 @@ pub fn resume(
         }
         roll_forward(dir, &app, prepared)?;
     }
-    Ok(())
+    Ok(holds)
+}
+
+/// Whether published table `t` (at `dir`, written as `app`) holds its last commit in a version
+/// that a rewind not followed by a commit yet found there (see [`Manifest::rewound`]).
+fn rewind_stopped(manifest: &Manifest, t: usize, dir: &Path, app: &str) -> Result<bool> {
+    let Some(newest) = manifest.rewound.as_ref().and_then(|r| r.get(t)) else {
+        return Ok(false);
+    };
+    Ok(Log::open(dir)?.last_version_of(app)? <= *newest)
+}
+
+/// Whether a table at `dirs` holds a commit of the state whose manifest, never committed
+/// since it was made, is `manifest`: its first step published and then failed (see
+/// [`super::catch_up`]).
+pub fn holds_commits(pipeline: &Pipeline, manifest: &Manifest, dirs: &[PathBuf]) -> Result<bool> {
+    if manifest.publishing.tables != dirs {
+        return Ok(false);
+    }
+    for (table, dir) in pipeline.published().iter().zip(dirs) {
+        let app = app_id(table.name, &manifest.publishing.id);
+        if Table::exists(dir) && MaintainedTable::last_commit_in(dir, &app)?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Makes `dirs` ready for a state that has no commit: a table scdflow published with no

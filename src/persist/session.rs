@@ -20,23 +20,26 @@
 //!    Delta tables prepares each commit's versions on threads of their own ([`preparing`]:
 //!    its streaming tables' from the moment the commit is read, its targets' once the engine
 //!    has applied it) while the engine goes on, and its workers save as soon as they have
-//!    applied the last commit ([`Driver::apply_and_save`]), while its versions are prepared:
-//!    a version is published only once the state holding it is saved. It appends its
-//!    set-aside rows and metrics (2) once they are written. A step of change-feed files saves
-//!    after syncing them, which ends its commits' latency, so the save takes no core from
-//!    their rendering;
+//!    applied the last commit ([`Driver::apply_and_save`]), while its versions are prepared.
+//!    A step whose commits all read streams puts the versions in the tables' logs as soon as
+//!    they are prepared, before 4 ([`catch_up`]); it appends its set-aside rows and metrics
+//!    (2) once they are written. A step of change-feed files saves after syncing them, which
+//!    ends its commits' latency, so the save takes no core from their rendering;
 //! 4. commit: the staged delta or base and a new manifest (new input offsets, appended
 //!    lengths) replace the old ones atomically (a new base removes the old one and its deltas);
 //! 5. rewrite the target tables (read from the engine's states) and `metrics.json` — or, for
 //!    tables published as Delta tables (`published`: the targets, and the streaming tables
 //!    each commit appends to), put the versions the step prepared and its manifest names into
-//!    the tables' logs, then start the upkeep they are due (checkpoints, vacuums) on a thread
-//!    of its own, while the tables merge ahead of the next version ([`preparing`]).
+//!    the tables' logs (unless 3 did), then start the upkeep they are due (checkpoints,
+//!    vacuums) on a thread of its own, while the tables merge ahead of the next version
+//!    ([`preparing`]).
 //!
 //! A crash before 4 leaves the previous commit: the next run cuts the appended files back and
-//! reads the same input again. A crash after 4 leaves the new commit, and the next run rewrites
-//! the tables. A step that fails drops the engine (its state went past the last commit); the
-//! next step restores it from the checkpoint. An appended file the manifest does not know (a
+//! reads the same input again — for the commits published tables hold already, exactly the
+//! input they read, and their versions are not written again ([`catch_up`]). A crash after 4
+//! leaves the new commit, and the next run rewrites the tables. A step that fails (or whose
+//! manifest does not commit) drops the engine (its state went past the last commit); the next
+//! step restores it from the checkpoint. An appended file the manifest does not know (a
 //! new state, or after `--full-refresh`) starts empty: what it held came from another run.
 //!
 //! Other writers' edits of published targets (DML through `scdflow sql`) are taken into the
@@ -48,12 +51,14 @@
 //! file (O(table); a published Delta table gets only the step's versions); a restart restores
 //! the base and every delta (O(state + deltas)) and reads published tables whole once.
 
+use crate::driver::new_input::Consumed;
 use crate::driver::{
     self, CommitLatency, CommitOutput, Driver, Options, Quarantined, Resume, Sink,
 };
 use crate::engine::changefeed;
 use crate::io::{self, OutputFormat};
 use crate::output::{self, Layout};
+use crate::persist::catch_up::{Ahead, CatchUp, CommitInput};
 use crate::persist::store::Staged;
 use crate::persist::store::METRICS_LOG;
 use crate::persist::table_edits::{self, Absorbed};
@@ -143,7 +148,7 @@ pub fn run(
 }
 
 /// Input a [`Session`] has not consumed yet, as the commits it will make.
-pub struct NewInput(Vec<(driver::CommitSource, driver::new_input::Consumed)>);
+pub struct NewInput(Vec<(driver::CommitSource, Consumed)>);
 
 impl NewInput {
     /// Whether there is none.
@@ -174,6 +179,8 @@ pub struct Session<'a> {
     publisher: Option<Publisher>,
     /// Other writers' edits of the tables that the engine holds.
     absorbed: Absorbed,
+    /// The commits the published tables hold and the state does not, until it holds them.
+    catch_up: Option<CatchUp>,
     /// The lock on `--out` ([`output::lock`]), held as long as the session.
     _out_lock: std::fs::File,
 }
@@ -225,8 +232,13 @@ impl<'a> Session<'a> {
             .map(|d| std::path::absolute(d).map_err(|e| Error::read(d, &e)))
             .collect::<Result<Vec<_>>>()?;
         // A state that never committed (its first run failed or crashed) binds nothing yet: it
-        // starts afresh, with this pipeline and --out.
-        let manifest = manifest.filter(|m| m.version > 0 || m.checkpoint.is_some());
+        // starts afresh, with this pipeline and --out; unless its first step published.
+        let manifest = match manifest {
+            Some(m) if m.version > 0 || m.checkpoint.is_some() => Some(m),
+            Some(m) if published::holds_commits(pipeline, &m, &published)? => Some(m),
+            _ => None,
+        };
+        let mut catch_up = None;
         if let Some(m) = &manifest {
             m.fingerprint
                 .check(&fingerprint)
@@ -246,8 +258,13 @@ impl<'a> Session<'a> {
             // The appended files are known by the spelling the state was written with.
             out = m.out.clone();
             appended::recover(&m.appended, &m.checks.appended)?;
-            published::resume(pipeline, m, &published, rewinding)?;
-        } else if !(durability.full_refresh || fresh.is_some_and(|f| same_dir(&f.out, &out))) {
+            let held = published::resume(pipeline, m, &published, rewinding)?;
+            if !rewinding {
+                catch_up = CatchUp::of(pipeline, m, &published, held)?;
+            }
+        } else if !(durability.full_refresh
+            || fresh.as_ref().is_some_and(|f| same_dir(&f.out, &out)))
+        {
             refuse_foreign_feeds(pipeline, &Layout::new(&out, durability.format), dir.path())?;
         }
         if manifest.is_none() {
@@ -272,9 +289,13 @@ impl<'a> Session<'a> {
                     checks: Default::default(),
                     publishing: Publishing {
                         tables: published.clone(),
-                        id: uuid::Uuid::new_v4().to_string(),
+                        // A fresh state's name stays: the tables may hold its first step.
+                        id: (fresh.map(|f| f.publishing.id))
+                            .filter(|id| !id.is_empty() && !durability.full_refresh)
+                            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
                         prepared: Vec::new(),
                     },
+                    rewound: None,
                 };
                 // A new state's empty manifest goes to disk before any output: from now on a
                 // state directory without a manifest is one whose manifest was lost, never one
@@ -296,6 +317,7 @@ impl<'a> Session<'a> {
             published,
             publisher: None,
             absorbed: Absorbed::default(),
+            catch_up,
             _out_lock: out_lock,
         })
     }
@@ -345,8 +367,14 @@ impl<'a> Session<'a> {
         };
         // A run with nothing new changes nothing on disk but the rewritten tables.
         if commits > 0 {
-            self.dir.commit(&mut next, staged)?;
+            if let Err(e) = self.dir.commit(&mut next, staged) {
+                self.driver = None;
+                return Err(e);
+            }
             self.manifest = next;
+            if (self.catch_up.as_ref()).is_some_and(|c| c.last() <= self.manifest.version) {
+                self.catch_up = None;
+            }
             // The versions the manifest names go into the tables' logs only now; if that
             // fails, the next step opens the tables again and completes them first.
             (appender.publisher).publish(&self.manifest.publishing.prepared)?;
@@ -440,7 +468,7 @@ impl<'a> Session<'a> {
     /// saves the states; returns the manifest to commit and the staged checkpoint.
     fn apply(
         &mut self,
-        new: Vec<(driver::CommitSource, driver::new_input::Consumed)>,
+        new: Vec<(driver::CommitSource, Consumed)>,
         progress: Option<Progress>,
     ) -> Result<(Manifest, Option<Staged>, Appender<'a>)> {
         let (pipeline, options) = (self.pipeline, self.options);
@@ -473,11 +501,14 @@ impl<'a> Session<'a> {
             self.absorbed.reset();
         }
         let id = &self.manifest.publishing.id;
-        if self.publisher.is_none() && !self.published.is_empty() && self.manifest.version > 0 {
-            // After a step that failed publishing, what it prepared goes in first.
-            published::resume(pipeline, &self.manifest, &self.published, false)?;
+        if self.publisher.is_none() && !self.published.is_empty() {
+            // After a step that failed publishing, what it prepared goes in first, and what it
+            // published is caught up with.
+            let held = published::resume(pipeline, &self.manifest, &self.published, false)?;
+            self.catch_up = CatchUp::of(pipeline, &self.manifest, &self.published, held)?;
         }
-        if !self.published.is_empty() {
+        // Other writers' edits made after the commits the state catches up with wait for it.
+        if !self.published.is_empty() && self.catch_up.is_none() {
             let driver = self.driver.as_mut().expect("started above");
             let now = driver.last_timestamp();
             let edits =
@@ -492,6 +523,10 @@ impl<'a> Session<'a> {
             let tables = published::open(pipeline, &self.published, id)?;
             self.publisher = Some(Publisher::new(pipeline, tables)?);
         }
+        let new = match &self.catch_up {
+            Some(catch_up) => catch_up.select(pipeline, base, new)?,
+            None => new,
+        };
         let compacts = self.compacts()?;
         let driver = self.driver.as_mut().expect("started above");
         let commits = new.len() as u64;
@@ -499,8 +534,20 @@ impl<'a> Session<'a> {
         let layout = Layout::new(&self.out, self.format);
         let mut appender = Appender::new(pipeline, layout, next);
         appender.next.publishing.prepared = vec![Vec::new(); self.published.len()];
+        appender.next.rewound = None;
         appender.publisher = self.publisher.take().unwrap_or_default();
-        appender.publisher.begin();
+        let held = self.catch_up.as_ref().map(|c| c.held.clone());
+        appender.publisher.begin(held.unwrap_or_default());
+        appender.ahead = (self.catch_up.iter().flat_map(|c| &c.ahead))
+            .filter(|a| a.commit > base)
+            .cloned()
+            .collect();
+        // A step of streams' commits puts its versions in the logs before its manifest.
+        appender.early = consumed
+            .iter()
+            .all(|c| matches!(c, Consumed::Lines { .. } | Consumed::Version { .. }));
+        appender.base = base;
+        appender.consumed = consumed.clone();
         if commits == 0 {
             driver.apply(&sources, &mut appender)?;
             return Ok((appender.next.clone(), None, appender));
@@ -576,6 +623,18 @@ struct Appender<'p> {
     /// feeds are synced, not before. Freeing the 26,000 rows of a 10,000-event SCD2 commit,
     /// made on the workers' threads, was 0.6 ms of its latency.
     rendered: Vec<Vec<(crate::engine::changefeed::ChangeType, crate::value::Row)>>,
+    /// The state's last commit before the step.
+    base: u64,
+    /// What each of the step's commits reads.
+    consumed: Vec<Consumed>,
+    /// Whether the step's versions go into the logs before its manifest (its commits all read
+    /// streams, see [`crate::persist::catch_up`]).
+    early: bool,
+    /// The step's commits that the published tables hold already, with what they read.
+    ahead: Vec<Ahead>,
+    /// Per commit whose input was read and outcome not taken yet: what its versions note of
+    /// its input.
+    noted: std::collections::VecDeque<(u64, Option<serde_json::Value>)>,
 }
 
 impl<'p> Appender<'p> {
@@ -597,6 +656,11 @@ impl<'p> Appender<'p> {
             written: Vec::new(),
             publisher: Publisher::default(),
             rendered: Vec::new(),
+            base: 0,
+            consumed: Vec::new(),
+            early: false,
+            ahead: Vec::new(),
+            noted: Default::default(),
         }
     }
 
@@ -667,10 +731,38 @@ impl Sink for Appender<'_> {
     fn input(
         &mut self,
         commit: (u64, i64),
+        end: Option<driver::ReadFrom>,
         appended: &mut [(usize, Vec<crate::value::Row>)],
     ) -> Result<()> {
+        if !self.publishes() {
+            return Ok(());
+        }
+        let version = commit.0;
+        let consumed =
+            (version.checked_sub(self.base + 1)).and_then(|c| self.consumed.get(c as usize));
+        let input = match consumed {
+            Some(consumed) => CommitInput::of(consumed, end)?,
+            None => None,
+        };
+        // A commit the tables hold must read what it read then, before anything is published.
+        if let Some(ahead) = self.ahead.iter().find(|a| a.commit == version) {
+            if input.as_ref() != Some(&ahead.input) {
+                return Err(ahead.changed("it reads differently now (cut or rewritten since)"));
+            }
+        }
+        let input = input.map(|i| i.to_json());
         let prepared = &mut self.next.publishing.prepared;
-        (self.publisher).input(self.pipeline, commit, appended, prepared)
+        (self.publisher).input(self.pipeline, commit, input.as_ref(), appended, prepared)?;
+        self.noted.push_back((version, input));
+        Ok(())
+    }
+
+    fn applied(&mut self) -> Result<()> {
+        if !(self.early && self.publishes()) {
+            return Ok(());
+        }
+        self.wait_prepared()?;
+        self.publisher.put(&self.next.publishing.prepared)
     }
 
     fn commit(&mut self, mut commit: CommitOutput) -> Result<()> {
@@ -679,8 +771,16 @@ impl Sink for Appender<'_> {
         // Published targets' change feeds are their tables' change data feeds: the commit's
         // versions are prepared, in order, while the step goes on.
         if self.publishes() {
+            while self.noted.front().is_some_and(|(v, _)| *v < version) {
+                self.noted.pop_front();
+            }
+            let input = match self.noted.front() {
+                Some((v, input)) if *v == version => self.noted.pop_front().and_then(|n| n.1),
+                _ => None,
+            };
             let prepared = &mut self.next.publishing.prepared;
-            (self.publisher).commit(self.pipeline, &self.flows, &mut commit, prepared)?;
+            let (pipeline, flows) = (self.pipeline, &self.flows);
+            (self.publisher).commit(pipeline, flows, &mut commit, input.as_ref(), prepared)?;
         } else {
             for (t, changes) in commit.changes.iter().enumerate() {
                 let format = self.layout.format;

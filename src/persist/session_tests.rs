@@ -168,6 +168,7 @@ fn relative_paths_of_older_manifests_become_absolute() {
         live_tombstones: Vec::new(),
         checks: Checks::default(),
         publishing: Default::default(),
+        rewound: None,
     };
     absolute_paths(&mut m, state).unwrap();
     let cwd = std::env::current_dir().unwrap();

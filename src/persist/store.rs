@@ -81,13 +81,19 @@ pub struct Manifest {
     /// Targets published as Delta tables; the manifest file's third record.
     #[serde(skip)]
     pub publishing: Publishing,
+    /// Set by a rewind at its commit point, until the next commit: per published table, its
+    /// newest version then. The commits a table holds after the state's in versions up to it
+    /// are the ones the rewind returns it from, not commits to catch up with. The manifest
+    /// file's fourth record, written only when set.
+    #[serde(skip)]
+    pub rewound: Option<Vec<u64>>,
 }
 
 /// Tables published as Delta tables ([`crate::plan::Pipeline::published`]: the targets, then
-/// the streaming tables): where, and the versions the last commit prepared, which
-/// are published after the manifest naming them is committed (so a crash between the two is
-/// completed by the next run, [`crate::delta::roll_forward`]). States written before it
-/// existed, and states whose targets are files, have none.
+/// the streaming tables): where, and the versions the last commit prepared. A step that
+/// publishes after committing its manifest leaves a crash between the two for the next run to
+/// complete ([`crate::delta::roll_forward`]); a step of streams' commits published them
+/// already. States written before it existed, and states whose targets are files, have none.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Publishing {
     /// Per published table: its directory; empty when the targets are files.
@@ -408,7 +414,11 @@ fn write_manifest(path: &Path, manifest: &Manifest) -> Result<()> {
 fn fill_manifest(w: &mut frames::FrameWriter, manifest: &Manifest) -> Result<()> {
     w.write(manifest)?;
     w.write(&manifest.checks)?;
-    w.write(&manifest.publishing)
+    w.write(&manifest.publishing)?;
+    match &manifest.rewound {
+        Some(versions) => w.write(versions),
+        None => Ok(()),
+    }
 }
 
 /// Reads the manifest (and its records) at `path`.
@@ -417,6 +427,7 @@ fn read_manifest(path: &Path) -> Result<Manifest> {
     let mut manifest: Manifest = reader.expect("the manifest")?;
     manifest.checks = reader.read()?.unwrap_or_default();
     manifest.publishing = reader.read()?.unwrap_or_default();
+    manifest.rewound = reader.read()?;
     if reader.read::<()>()?.is_some() {
         return Err(reader.damaged_at(0, "holds more than a manifest and its records"));
     }

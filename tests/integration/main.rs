@@ -44,6 +44,8 @@ mod durable;
 mod crash;
 // A warehouse of Delta tables: `scdflow sql`, pipelines reading tables by name.
 mod warehouse;
+// Durable runs whose state lost commits their published tables hold: caught up, never twice.
+mod catch_up;
 // UPDATE, DELETE and TRUNCATE TABLE in `scdflow sql`.
 mod warehouse_dml;
 // AUTO CDC FROM SNAPSHOT ... WITH VERSION, seed 000 verbatim; queries in scdflow sql.

@@ -10,7 +10,7 @@ use crate::warehouse::sql;
 use std::path::Path;
 
 /// `scdflow generate` of four commits, and a pipeline directory `p` that gets them one by one.
-fn workload(cwd: &Path) {
+pub(crate) fn workload(cwd: &Path) {
     crate::change_feeds::generate(cwd, ["2000", "300", "1000", "4", "11"]);
     std::fs::create_dir_all(cwd.join("p/events")).unwrap();
     std::fs::copy(cwd.join("g/scd2.sql"), cwd.join("p/scd2.sql")).unwrap();
@@ -175,7 +175,7 @@ fn strs(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();

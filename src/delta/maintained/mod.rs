@@ -15,9 +15,10 @@
 //!   [`FLOW_PROGRESS`] holds the commit's metrics per flow (the pipeline's event log).
 //!
 //! A version is first prepared (its files written, its log entry held as a [`Prepared`]) and
-//! then published (the entry put in the log); [`MaintainedTable::commit`] does both, a durable
-//! run publishes only after its state committed the entries ([`roll_forward`] completes them
-//! after a crash).
+//! then published (the entry put in the log); [`MaintainedTable::commit`] does both. A durable
+//! run publishes before its state commits (a step of streams' commits, whose `commitInfo`
+//! records the input read, [`COMMIT_INPUT`], so that a state that lost them reads it again) or
+//! after ([`roll_forward`] completes those entries after a crash).
 //!
 //! Compaction keeps the files few: files of the same order of magnitude are merged between
 //! versions, each class of rows apart ([`compaction`]).
@@ -100,6 +101,20 @@ use tokio::runtime::Runtime;
 /// The `commitInfo` field holding a version's flow progress: per flow into the table, its name
 /// and its metrics for the commit (`event_log(TABLE(t))` in `scdflow sql` reads them).
 pub const FLOW_PROGRESS: &str = "flowProgress";
+
+/// The `commitInfo` field holding the input a durable run's commit read (its file and the
+/// bytes or versions it took), so that a run whose state lost the commit reads it again
+/// exactly (`persist::catch_up`).
+pub const COMMIT_INPUT: &str = "scdflowInput";
+
+/// What a version's `commitInfo` records beside Delta's own fields.
+#[derive(Clone, Debug, Default)]
+pub struct Notes {
+    /// The commit's flow progress ([`FLOW_PROGRESS`]); none: no field.
+    pub progress: Vec<serde_json::Value>,
+    /// The input it read ([`COMMIT_INPUT`]); `None`: no field.
+    pub input: Option<serde_json::Value>,
+}
 
 /// What a maintained table's commits may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -403,7 +418,11 @@ impl MaintainedTable {
         changes: &[(ChangeType, Row)],
         progress: &[serde_json::Value],
     ) -> Result<Written> {
-        let (prepared, written) = self.prepare(commit, timestamp, changes, progress)?;
+        let notes = Notes {
+            progress: progress.to_vec(),
+            input: None,
+        };
+        let (prepared, written) = self.prepare(commit, timestamp, changes, &notes)?;
         self.publish(&prepared)?;
         Ok(written)
     }
@@ -421,7 +440,8 @@ impl MaintainedTable {
             version: Some(version),
             datetime: None,
         };
-        let (prepared, written) = self.prepare_as(commit, timestamp, changes, &[], operation)?;
+        let notes = Notes::default();
+        let (prepared, written) = self.prepare_as(commit, timestamp, changes, &notes, operation)?;
         self.publish(&prepared)?;
         Ok(written)
     }
@@ -436,14 +456,14 @@ impl MaintainedTable {
         commit: u64,
         timestamp: i64,
         changes: &[(ChangeType, Row)],
-        progress: &[serde_json::Value],
+        notes: &Notes,
     ) -> Result<(Prepared, Written)> {
         let operation = DeltaOperation::StreamingUpdate {
             output_mode: OutputMode::Update,
             query_id: self.app_id.clone(),
             epoch_id: commit as i64,
         };
-        self.prepare_as(commit, timestamp, changes, progress, operation)
+        self.prepare_as(commit, timestamp, changes, notes, operation)
     }
 
     fn prepare_as(
@@ -451,7 +471,7 @@ impl MaintainedTable {
         commit: u64,
         timestamp: i64,
         changes: &[(ChangeType, Row)],
-        progress: &[serde_json::Value],
+        notes: &Notes,
         operation: DeltaOperation,
     ) -> Result<(Prepared, Written)> {
         // Due merges go in first, so that the commit's removals are placed in merged files.
@@ -554,7 +574,7 @@ impl MaintainedTable {
             written.bytes += cdc.size as u64;
             actions.push(Action::Cdc(cdc));
         }
-        let prepared = self.entry(commit, timestamp, actions, progress, operation)?;
+        let prepared = self.entry(commit, timestamp, actions, notes, operation)?;
         written.bytes += prepared.entry.len() as u64;
         written.version = prepared.version;
         self.version = prepared.version;
@@ -623,7 +643,7 @@ impl MaintainedTable {
         commit: u64,
         timestamp: i64,
         actions: Vec<Action>,
-        progress: &[serde_json::Value],
+        notes: &Notes,
         operation: DeltaOperation,
     ) -> Result<Prepared> {
         let mut info = operation.get_commit_info();
@@ -637,8 +657,11 @@ impl MaintainedTable {
             Some(timestamp.div_euclid(1000)),
         );
         let mut metadata = HashMap::new();
-        if !progress.is_empty() {
-            metadata.insert(FLOW_PROGRESS.to_string(), progress.to_vec().into());
+        if !notes.progress.is_empty() {
+            metadata.insert(FLOW_PROGRESS.to_string(), notes.progress.clone().into());
+        }
+        if let Some(input) = &notes.input {
+            metadata.insert(COMMIT_INPUT.to_string(), input.clone());
         }
         let data = CommitData::new(all, operation, metadata, vec![txn]);
         let bytes = data.get_bytes().map_err(|e| failed(&self.dir, e))?;

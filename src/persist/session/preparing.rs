@@ -19,8 +19,10 @@
 //! Invariant: in each lane one commit's versions are prepared at a time, in commit order; a
 //! lane's tables are either with the step or with the one thread preparing or merging them (a
 //! later commit's thread takes them from it). A commit's log entries reach the manifest in the
-//! order they were prepared, so the manifest still names every version of the step and nothing
-//! is published before the state that holds it commits (the session's order).
+//! order they were prepared, so the manifest still names every version of the step; they are
+//! put in the logs before it ([`Publisher::put`], a step of streams' commits, once all are
+//! applied) or after it. A table that holds a commit already (a state catching up with it)
+//! gets no version of it.
 //!
 //! Limits: a step that fails before taking the versions back drops them with the tables (once
 //! they are written); the files are unreferenced, and the next step opens the tables again. A
@@ -28,7 +30,7 @@
 //! are prepared (~130 ms for an 8-file tier of a 1M-row history's open rows; a streaming
 //! table's merges run beside its versions and hold none).
 
-use crate::delta::{MaintainedTable, Prepared, TableLog};
+use crate::delta::{MaintainedTable, Notes, Prepared, TableLog};
 use crate::driver::{CommitOutput, FlowRef};
 use crate::engine::changefeed::ChangeType;
 use crate::output;
@@ -41,9 +43,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
-/// One published table's part of a commit: its changes and its flow progress (see
+/// One published table's part of a commit: its changes and what its `commitInfo` notes (see
 /// [`MaintainedTable::prepare`]).
-type TableCommit = (Vec<(ChangeType, Row)>, Vec<serde_json::Value>);
+type TableCommit = (Vec<(ChangeType, Row)>, Notes);
 
 /// A step's published tables ([`Pipeline::published`]: the targets, then the streaming
 /// tables) and the versions being prepared for them; see the module docs.
@@ -60,6 +62,11 @@ pub(super) struct Publisher {
     /// When the step began: the files it writes (its versions', the merges ahead of its next)
     /// are written since, and its upkeep's vacuums keep them.
     step: Option<SystemTime>,
+    /// Per published table, the last commit it holds already (a state catching up with it,
+    /// [`crate::persist::catch_up`]): versions of commits up to it are not prepared.
+    held: Vec<u64>,
+    /// Whether the step's versions are in the logs already ([`Publisher::put`]).
+    put: bool,
 }
 
 /// Tables whose versions are prepared together, commit after commit.
@@ -86,6 +93,8 @@ impl Publisher {
             streamed: None,
             upkeep: None,
             step: None,
+            held: Vec::new(),
+            put: false,
         })
     }
 
@@ -95,38 +104,43 @@ impl Publisher {
         self.targets.holds() || self.streams.holds()
     }
 
-    /// Commit `version`'s input, read: starts its streaming tables' versions from the rows it
-    /// appends (taken out of `appended`). `prepared` gets the log entries of the versions
-    /// waited for, per published table.
+    /// Commit `version`'s input, read (`input`: what its versions note of it): starts its
+    /// streaming tables' versions from the rows it appends (taken out of `appended`).
+    /// `prepared` gets the log entries of the versions waited for, per published table.
     pub(super) fn input(
         &mut self,
         pipeline: &Pipeline,
         (version, timestamp): (u64, i64),
+        input: Option<&serde_json::Value>,
         appended: &mut [(usize, Vec<Row>)],
         prepared: &mut [Vec<Prepared>],
     ) -> Result<()> {
         if !self.streams.holds() {
             return Ok(());
         }
-        let commits = streams(pipeline, appended);
-        self.streams.start(commits, version, timestamp, prepared)?;
+        let commits = streams(pipeline, appended, input);
+        self.streams
+            .start(commits, version, timestamp, &self.held, prepared)?;
         self.streamed = Some(version);
         Ok(())
     }
 
-    /// Commit `commit.version`'s outcome: starts its targets' versions from their changes
-    /// (taken out of `commit`), and its streaming tables' too unless its input started them.
+    /// Commit `commit.version`'s outcome (`input`: what its versions note of its input):
+    /// starts its targets' versions from their changes (taken out of `commit`), and its
+    /// streaming tables' too unless its input started them.
     pub(super) fn commit(
         &mut self,
         pipeline: &Pipeline,
         flows: &[FlowRef],
         commit: &mut CommitOutput,
+        input: Option<&serde_json::Value>,
         prepared: &mut [Vec<Prepared>],
     ) -> Result<()> {
         let (version, timestamp) = (commit.version, commit.timestamp);
         if self.streams.holds() && self.streamed.is_none_or(|s| s < version) {
-            let commits = streams(pipeline, &mut commit.appended);
-            self.streams.start(commits, version, timestamp, prepared)?;
+            let commits = streams(pipeline, &mut commit.appended, input);
+            self.streams
+                .start(commits, version, timestamp, &self.held, prepared)?;
         }
         if !self.targets.holds() {
             return Ok(());
@@ -138,11 +152,15 @@ impl Publisher {
             })
             .map(|t| {
                 let changes = commit.changes.get_mut(t).map(std::mem::take);
-                let progress = output::flow_progress(flows, t, &commit.metrics);
-                (changes.unwrap_or_default(), progress)
+                let notes = Notes {
+                    progress: output::flow_progress(flows, t, &commit.metrics),
+                    input: input.cloned(),
+                };
+                (changes.unwrap_or_default(), notes)
             })
             .collect();
-        self.targets.start(commits, version, timestamp, prepared)
+        self.targets
+            .start(commits, version, timestamp, &self.held, prepared)
     }
 
     /// Waits for every version being prepared; `prepared` gets their log entries.
@@ -151,18 +169,31 @@ impl Publisher {
         self.streams.wait(prepared)
     }
 
-    /// A step begins: see [`Publisher::publish`].
-    pub(super) fn begin(&mut self) {
+    /// A step begins, on tables that hold commits up to `held` already (per published table;
+    /// empty: none after the state's): see [`Publisher::publish`].
+    pub(super) fn begin(&mut self, held: Vec<u64>) {
         self.step = Some(SystemTime::now());
+        self.held = held;
+        self.put = false;
     }
 
     /// Puts the versions `prepared` (per table, in [`Pipeline::published`] order, as
-    /// [`Publisher::wait`] gave them) in the tables' logs, then starts the upkeep they are due
-    /// on a thread of its own (after the last one's), so that neither it nor the merges ahead
-    /// wait in a commit's latency.
-    pub(super) fn publish(&mut self, prepared: &[Vec<Prepared>]) -> Result<()> {
+    /// [`Publisher::wait`] gave them) in the tables' logs, before the state holding them is
+    /// committed ([`crate::persist::catch_up`]).
+    pub(super) fn put(&mut self, prepared: &[Vec<Prepared>]) -> Result<()> {
         for (log, versions) in self.logs().zip(prepared) {
             versions.iter().try_for_each(|v| log.publish(v))?;
+        }
+        self.put = true;
+        Ok(())
+    }
+
+    /// Puts the versions `prepared` in the tables' logs ([`Publisher::put`]) unless the step
+    /// did already, then starts the upkeep they are due on a thread of its own (after the last
+    /// one's), so that neither it nor the merges ahead wait in a commit's latency.
+    pub(super) fn publish(&mut self, prepared: &[Vec<Prepared>]) -> Result<()> {
+        if !self.put {
+            self.put(prepared)?;
         }
         // One upkeep at a time (they are due a checkpoint interval apart).
         self.settle_upkeep()?;
@@ -212,11 +243,19 @@ impl Drop for Publisher {
 }
 
 /// The inserts of each published streaming table of `pipeline`, taken out of a commit's
-/// `appended` rows.
-fn streams(pipeline: &Pipeline, appended: &mut [(usize, Vec<Row>)]) -> Vec<TableCommit> {
+/// `appended` rows, noting the commit's `input`.
+fn streams(
+    pipeline: &Pipeline,
+    appended: &mut [(usize, Vec<Row>)],
+    input: Option<&serde_json::Value>,
+) -> Vec<TableCommit> {
+    let notes = || Notes {
+        progress: Vec::new(),
+        input: input.cloned(),
+    };
     (pipeline.published().iter())
         .filter_map(|p| match p.of {
-            Publishes::Table(t) => Some((output::appended_changes(appended, t), Vec::new())),
+            Publishes::Table(t) => Some((output::appended_changes(appended, t), notes())),
             Publishes::Target(_) => None,
         })
         .collect()
@@ -240,13 +279,15 @@ impl Lane {
     }
 
     /// Waits for the last commit's versions, then starts preparing commit `version`'s (at
-    /// `timestamp`), table `i` of the lane from `commits[i]`, on a thread that first waits for
-    /// the last one's merges ahead (the caller, the driver, goes on feeding the engine).
+    /// `timestamp`), table `i` of the lane from `commits[i]` unless it holds the commit
+    /// already (`held`, per published table), on a thread that first waits for the last one's
+    /// merges ahead (the caller, the driver, goes on feeding the engine).
     fn start(
         &mut self,
         commits: Vec<TableCommit>,
         version: u64,
         timestamp: i64,
+        held: &[u64],
         prepared: &mut [Vec<Prepared>],
     ) -> Result<()> {
         self.wait(prepared)?;
@@ -254,6 +295,13 @@ impl Lane {
             Some(mut last) => Tables::After(last.thread.take().expect("not joined yet")),
             None => Tables::Here(std::mem::take(&mut self.tables)),
         };
+        let commits = (commits.into_iter().enumerate())
+            .map(|(i, c)| {
+                held.get(self.first + i)
+                    .is_none_or(|h| version > *h)
+                    .then_some(c)
+            })
+            .collect();
         self.preparing = Some(Preparing::start(tables, commits, version, timestamp));
         Ok(())
     }
@@ -265,7 +313,7 @@ impl Lane {
         };
         match preparing.entries() {
             Some(Ok(entries)) => {
-                for (p, entry) in entries.into_iter().enumerate() {
+                for (p, entry) in entries {
                     prepared[self.first + p].push(entry);
                 }
                 Ok(())
@@ -291,8 +339,8 @@ impl Lane {
 /// ([`MaintainedTable::merge_ahead`]). Dropped unjoined (a step failed), it waits for the
 /// thread rather than leave it writing into tables the next step opens again.
 struct Preparing {
-    /// The versions' log entries, until received.
-    entries: Option<Receiver<Result<Vec<Prepared>>>>,
+    /// The versions' log entries with their tables' places in the lane, until received.
+    entries: Option<Receiver<Result<Vec<(usize, Prepared)>>>>,
     thread: Option<JoinHandle<Result<Vec<MaintainedTable>>>>,
 }
 
@@ -304,8 +352,13 @@ enum Tables {
 
 impl Preparing {
     /// Starts preparing commit `version` (at `timestamp`) of each of `tables`, table `i` from
-    /// `commits[i]`.
-    fn start(tables: Tables, commits: Vec<TableCommit>, version: u64, timestamp: i64) -> Preparing {
+    /// `commits[i]` (none: the table holds it already).
+    fn start(
+        tables: Tables,
+        commits: Vec<Option<TableCommit>>,
+        version: u64,
+        timestamp: i64,
+    ) -> Preparing {
         let (send, entries) = sync_channel(1);
         let thread = std::thread::spawn(move || {
             let mut tables = match tables {
@@ -318,10 +371,12 @@ impl Preparing {
                     }
                 },
             };
-            let jobs = tables.iter_mut().zip(&commits).collect();
-            let prepared = output::each_table(jobs, |(table, (changes, progress))| {
-                let (prepared, _) = table.prepare(version, timestamp, changes, progress)?;
-                Ok(prepared)
+            let jobs = (tables.iter_mut().zip(&commits).enumerate())
+                .filter_map(|(i, (table, commit))| Some((i, table, commit.as_ref()?)))
+                .collect();
+            let prepared = output::each_table(jobs, |(i, table, (changes, notes))| {
+                let (prepared, _) = table.prepare(version, timestamp, changes, notes)?;
+                Ok((i, prepared))
             });
             let ok = prepared.is_ok();
             // Nobody waits for the entries when the step failed: no merging for it then.
@@ -339,7 +394,7 @@ impl Preparing {
     }
 
     /// Waits for the versions' log entries, the first time.
-    fn entries(&mut self) -> Option<Result<Vec<Prepared>>> {
+    fn entries(&mut self) -> Option<Result<Vec<(usize, Prepared)>>> {
         let entries = self.entries.take()?;
         // A thread that hung up without sending panicked: joining says so.
         Some(

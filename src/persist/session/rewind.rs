@@ -13,8 +13,10 @@
 //!    undoes what came after (readers of the feed see the undo; Delta history only grows);
 //! 5. rewrite the target files and `metrics.json` from the restored state.
 //!
-//! A stop after 2 leaves tables ahead of the state: a run refuses them, naming the rewind; the
-//! rewind run again (the state already at the commit) completes 4 and 5.
+//! A stop after 2 leaves tables ahead of the state: a run refuses them, naming the rewind (the
+//! manifest of 2 records the tables' newest versions, [`crate::persist::Manifest::rewound`],
+//! so that commits a later step published before a crash are told apart and caught up with);
+//! the rewind run again (the state already at the commit) completes 4 and 5.
 //!
 //! Limits: commits before the last compaction of the state's checkpoints are not retained
 //! (compaction keeps one base); nor are commits of states written before their checkpoints kept
@@ -63,6 +65,12 @@ impl<'a> Session<'a> {
         let restores = (self.pipeline.published().iter().zip(&self.published))
             .map(|(table, dir)| Restore::check(dir, &published::app_id(table.name, id), to))
             .collect::<Result<Vec<_>>>()?;
+        // Until the next commit, the tables' commits up to their newest versions now are the
+        // ones this rewind takes back, were it to stop before it does.
+        let newest = (self.published.iter())
+            .map(|dir| crate::delta::Log::open(dir)?.latest_version())
+            .collect::<Result<Vec<_>>>()?;
+        rewound.rewound = (!newest.is_empty()).then_some(newest);
         self.dir.rewind(&rewound)?;
         self.driver = None;
         self.publisher = None;
