@@ -276,3 +276,145 @@ impl CatchUp {
         Ok(commits)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pipeline streaming `live/*.csv`, and its file `live/a.csv` holding `text`.
+    fn pipeline(dir: &std::path::Path, text: &str) -> (Pipeline, PathBuf) {
+        std::fs::create_dir(dir.join("live")).unwrap();
+        let sql = dir.join("p.sql");
+        std::fs::write(
+            &sql,
+            "CREATE STREAMING TABLE live AS SELECT * FROM STREAM read_files('live', \
+             format => 'csv', schema => 'id INT, seq BIGINT');",
+        )
+        .unwrap();
+        let file = dir.join("live/a.csv");
+        std::fs::write(&file, text).unwrap();
+        (crate::sql::load(&sql).unwrap(), file)
+    }
+
+    fn at(offset: u64, line: u64) -> ReadFrom {
+        ReadFrom { offset, line }
+    }
+
+    /// The commit `find` makes of `file` from `from`.
+    fn found(file: &std::path::Path, from: ReadFrom) -> (CommitSource, Consumed) {
+        let source = CommitSource::Table {
+            table: 0,
+            file: file.to_path_buf(),
+            span: Span::From(from),
+        };
+        (
+            source,
+            Consumed::Lines {
+                file: file.to_path_buf(),
+                from,
+            },
+        )
+    }
+
+    fn ahead(commit: u64, file: &std::path::Path, from: u64, to: u64, line: u64) -> Ahead {
+        let input = CommitInput {
+            file: file.to_path_buf(),
+            from,
+            to,
+            line,
+            window: 0,
+        };
+        let held_by = "`live`'s Delta table t (version 9)".to_string();
+        Ahead {
+            commit,
+            input,
+            held_by,
+        }
+    }
+
+    fn spans(commits: &[(CommitSource, Consumed)]) -> Vec<Span> {
+        (commits.iter())
+            .map(|(source, _)| match source {
+                CommitSource::Table { span, .. } => *span,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn recorded_commits_read_exactly_their_bytes_then_the_rest_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        // A header of 7 bytes, then rows of 5: commit 1 read the header and two rows, commit 2
+        // one row; one more came since.
+        let (pipeline, file) = pipeline(dir.path(), "id,seq\n1,10\n2,20\n3,30\n4,40\n");
+        let catch_up = CatchUp {
+            held: vec![2],
+            ahead: vec![ahead(1, &file, 0, 17, 4), ahead(2, &file, 17, 22, 5)],
+            edited: false,
+        };
+        let commits = catch_up
+            .select(&pipeline, 0, vec![found(&file, at(0, 1))])
+            .unwrap();
+        let want = [
+            Span::Upto {
+                from: at(0, 1),
+                to: 17,
+            },
+            Span::Upto {
+                from: at(17, 4),
+                to: 22,
+            },
+            Span::From(at(22, 5)),
+        ];
+        assert_eq!(spans(&commits), want);
+        // From the state's commit 1 on, only commit 2 is read again.
+        let commits = catch_up
+            .select(&pipeline, 1, vec![found(&file, at(17, 4))])
+            .unwrap();
+        assert_eq!(spans(&commits), want[1..]);
+        // Once the tables were edited since, the step stops after the recorded commits.
+        let edited = CatchUp {
+            edited: true,
+            ..catch_up.clone()
+        };
+        let commits = edited
+            .select(&pipeline, 0, vec![found(&file, at(0, 1))])
+            .unwrap();
+        assert_eq!(spans(&commits), want[..2]);
+        // Nothing more: the last recorded commit ends the file.
+        std::fs::write(&file, "id,seq\n1,10\n2,20\n3,30\n").unwrap();
+        let commits = catch_up
+            .select(&pipeline, 0, vec![found(&file, at(0, 1))])
+            .unwrap();
+        assert_eq!(spans(&commits), want[..2]);
+    }
+
+    #[test]
+    fn a_recorded_commit_the_input_cannot_give_again_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pipeline, file) = pipeline(dir.path(), "id,seq\n1,10\n2,20\n");
+        let catch_up = CatchUp {
+            held: vec![1],
+            ahead: vec![ahead(1, &file, 7, 17, 3)],
+            edited: false,
+        };
+        // The state's input starts elsewhere in the file.
+        let err = (catch_up.select(&pipeline, 0, vec![found(&file, at(0, 1))]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("holds commit 1") && err.contains("starts at byte 0"),
+            "{err}"
+        );
+        assert!(
+            err.contains("bytes 7..17") && err.contains("a.csv"),
+            "{err}"
+        );
+        // No new input at all.
+        let err = catch_up
+            .select(&pipeline, 0, Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not there to read now"), "{err}");
+    }
+}
