@@ -113,7 +113,8 @@ pub struct CatchUp {
     pub held: Vec<u64>,
     /// The commits after the state's, in order, as the table holding the most records them.
     pub ahead: Vec<Ahead>,
-    /// Other writers edited a table after them: the step stops after them.
+    /// Other writers edited a target after them ([`CatchUp::look_for_edits`]): the step stops
+    /// after them.
     edited: bool,
 }
 
@@ -169,19 +170,31 @@ impl CatchUp {
             );
             return Err(Error::new(ErrorKind::State, message));
         }
-        let mut edited = false;
+        Ok(Some(CatchUp {
+            held,
+            ahead,
+            edited: false,
+        }))
+    }
+
+    /// Looks whether other writers edited a target at `dirs` after the commits the tables
+    /// hold (`manifest`: the state's), as the next step must know: under the step's locks, so
+    /// that no edit lands after the look.
+    pub fn look_for_edits(
+        &mut self,
+        pipeline: &Pipeline,
+        manifest: &Manifest,
+        dirs: &[PathBuf],
+    ) -> Result<()> {
+        self.edited = false;
         let targets = dirs.iter().enumerate().take(pipeline.targets.len());
         for (t, dir) in targets.filter(|(_, dir)| Table::exists(dir)) {
             let app = app_id(pipeline.published()[t].name, &manifest.publishing.id);
             let log = Log::open(dir)?;
             let after = log.last_version_of(&app)?;
-            edited |= !log.others_versions(after, &app)?.0.is_empty();
+            self.edited |= !log.others_versions(after, &app)?.0.is_empty();
         }
-        Ok(Some(CatchUp {
-            held,
-            ahead,
-            edited,
-        }))
+        Ok(())
     }
 
     /// The last commit the tables hold.

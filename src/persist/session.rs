@@ -523,8 +523,11 @@ impl<'a> Session<'a> {
             let tables = published::open(pipeline, &self.published, id)?;
             self.publisher = Some(Publisher::new(pipeline, tables)?);
         }
-        let new = match &self.catch_up {
-            Some(catch_up) => catch_up.select(pipeline, base, new)?,
+        let new = match &mut self.catch_up {
+            Some(catch_up) => {
+                catch_up.look_for_edits(pipeline, &self.manifest, &self.published)?;
+                catch_up.select(pipeline, base, new)?
+            }
             None => new,
         };
         let compacts = self.compacts()?;
