@@ -160,8 +160,9 @@ impl Log {
                 None if found.is_empty() => {}
                 None if self.changes_data(version)? => {
                     let message = format!(
-                        "Delta table {}: version {version} was written by another writer \
-                         between commits this state published and has not taken in",
+                        "Delta table {}: version {version}, another writer's, lies between \
+                         commits this state published and has not applied yet; start over \
+                         with --full-refresh",
                         self.dir.display()
                     );
                     return Err(Error::new(ErrorKind::State, message));
