@@ -158,7 +158,7 @@ impl Log {
                     found.push((c, version, info));
                 }
                 None if found.is_empty() => {}
-                None if self.changes_data(version)? => {
+                None if changes_data(&actions) => {
                     let message = format!(
                         "Delta table {}: version {version}, another writer's, lies between \
                          commits this state published and has not applied yet; start over \
@@ -180,7 +180,8 @@ impl Log {
         let latest = self.latest_version()?;
         let mut versions = Vec::new();
         for version in after + 1..=latest {
-            if !self.written_by(version, app_id)? && self.changes_data(version)? {
+            let actions = self.actions(version)?;
+            if !written_by(&actions, app_id) && changes_data(&actions) {
                 versions.push(version);
             }
         }
@@ -205,17 +206,11 @@ impl Log {
     }
 
     fn written_by(&self, version: u64, app_id: &str) -> Result<bool> {
-        Ok((self.actions(version)?.iter())
-            .any(|a| matches!(a, Action::Txn(txn) if txn.app_id == app_id)))
+        Ok(written_by(&self.actions(version)?, app_id))
     }
 
     fn changes_data(&self, version: u64) -> Result<bool> {
-        Ok(self.actions(version)?.iter().any(|a| match a {
-            Action::Add(add) => add.data_change,
-            Action::Remove(remove) => remove.data_change,
-            Action::Cdc(_) => true,
-            _ => false,
-        }))
+        Ok(changes_data(&self.actions(version)?))
     }
 
     /// The rows `version` added, read as `schema`.
@@ -282,6 +277,21 @@ impl Log {
         let store = self.store.object_store(None);
         read_parquet(&self.runtime, &store, &self.dir, &path, schema)
     }
+}
+
+/// Whether `actions` (one version's) hold a `txn` of application `app_id`.
+fn written_by(actions: &[Action], app_id: &str) -> bool {
+    (actions.iter()).any(|a| matches!(a, Action::Txn(txn) if txn.app_id == app_id))
+}
+
+/// Whether `actions` (one version's) add or remove data or record changes.
+fn changes_data(actions: &[Action]) -> bool {
+    actions.iter().any(|a| match a {
+        Action::Add(add) => add.data_change,
+        Action::Remove(remove) => remove.data_change,
+        Action::Cdc(_) => true,
+        _ => false,
+    })
 }
 
 /// The version a `_delta_log` file name holds: a commit (`<20 digits>.json`) or a checkpoint
