@@ -14,14 +14,15 @@
 //!
 //! Measured per commit, for scdflow: from the commit file appearing complete in the input
 //! directory (renamed in) until its Delta version is in the log (the bench polls for
-//! `_delta_log/<version>.json` every millisecond), and the bytes the table directory grew by
-//! over the followed commits (data, deletion-vector, change-data and log files), per commit,
-//! plus a commit's share of a Delta checkpoint (written every 100 versions: the latest one's
-//! bytes over 100; a window of followed commits ending at a multiple of 100 would otherwise
-//! count a whole checkpoint in a few commits), beside the commit's change rows as the
-//! change-data file holds them. For the
-//! peer: reading the file and its MERGE, and its table's growth. Then where scdflow's bytes
-//! went, by kind of file, as the followed versions' log entries name them. The peer needs
+//! `_delta_log/<version>.json` every millisecond), and the bytes of the files the followed
+//! versions hold that they wrote (data files new to the table, merged files included,
+//! deletion vectors, change-data files, log entries), per commit, plus a commit's share of a
+//! Delta checkpoint (written every 100 versions: the latest one's bytes over 100; a window of
+//! followed commits ending at a multiple of 100 would otherwise count a whole checkpoint in a
+//! few commits), beside the commit's change rows as the change-data file holds them; and
+//! where those bytes went, by kind of file. Not the table directory's growth, also printed:
+//! a merge runs beside the versions, and one still running when the run stops is deleted
+//! there. For the peer: reading the file and its MERGE, and its table's growth. The peer needs
 //! `python3 -m pip install deltalake polars` (or `PEER_PYTHON=/path/to/python`); without it,
 //! it is skipped with a note. Figures drift by ±30% on this shared 2-core machine: compare the
 //! ratios of one run.
@@ -115,11 +116,12 @@ fn main() {
     for (workers, run) in &runs {
         println!(
             "\nscdflow -w {workers}: {:.2} MB written per commit for {:.2} MB of change rows (its \
-             change-data file): {:.1}x; latency recorded by scdflow (input complete -> version's \
-             files written) p50 {:.1} ms",
+             change-data file): {:.1}x (the table's directory grew {:.2} MB a commit); latency \
+             recorded by scdflow (input complete -> version's files written) p50 {:.1} ms",
             run.written / 1e6,
             run.feed / 1e6,
             run.written / run.feed,
+            run.grown / 1e6,
             nearest(&run.logged, 0.5)
         );
         let parts = (run.parts.iter())
@@ -139,7 +141,11 @@ fn main() {
 struct Publishing {
     visible: Vec<f64>,
     logged: Vec<f64>,
+    /// Bytes per commit of the files its version holds (see [`breakdown`]).
     written: f64,
+    /// Bytes per commit the table's directory grew by: merges still running when the run
+    /// stops are deleted, not counted.
+    grown: f64,
     feed: f64,
     parts: Vec<(&'static str, f64)>,
 }
@@ -151,6 +157,7 @@ fn follow(w: &Followed, work: &Path, gen: &Path, held: &[PathBuf], workers: usiz
     let table = work.join("w/main/default/scd2");
     let pipeline = format!("{}/scd2.sql", gen.display());
     let before = tree_bytes(&table);
+    let files_before = files_in(&table);
     let feeds_before = files_in(&table.join("_change_data"));
     let (following, start_up) = Following::start(
         Command::new(SCDFLOW)
@@ -194,12 +201,14 @@ fn follow(w: &Followed, work: &Path, gen: &Path, held: &[PathBuf], workers: usiz
     visible.sort_by(f64::total_cmp);
     let mut logged = latencies(&work.join("st/metrics.jsonl"), commits - followed);
     logged.sort_by(f64::total_cmp);
+    let parts = breakdown(&table, &files_before, first..=commits, share);
     Publishing {
         visible,
         logged,
-        written: grown / followed as f64 + share,
+        written: parts.iter().map(|(_, bytes)| bytes).sum(),
+        grown: grown / followed as f64 + share,
         feed: feeds as f64 / followed as f64,
-        parts: breakdown(&table, first..=commits, share),
+        parts,
     }
 }
 
@@ -232,10 +241,14 @@ fn checkpoints(table: &Path, versions: std::ops::RangeInclusive<u64>) -> (u64, f
 
 /// The bytes per version that `versions` of the Delta table at `table` wrote, by what they
 /// hold, from their log entries: change-data files, data files of new rows, files merges
-/// wrote, deletion vectors (as their descriptors size them; their files add a few bytes each),
-/// the entries themselves; and `checkpoint`, a version's share of the checkpoints.
+/// wrote (each data file counted once), deletion vectors (as their descriptors size them; their files add a few bytes each),
+/// the entries themselves; and `checkpoint`, a version's share of the checkpoints. A data file
+/// not among `files_before` (the table's files when the versions began) is written by them:
+/// new rows if it comes as a data change without a deletion vector, else a merge's (taken
+/// in with its deletion vector when versions removed rows from the merging files meanwhile).
 fn breakdown(
     table: &Path,
+    files_before: &BTreeSet<PathBuf>,
     versions: std::ops::RangeInclusive<u64>,
     checkpoint: f64,
 ) -> Vec<(&'static str, f64)> {
@@ -252,6 +265,7 @@ fn breakdown(
     };
     let log = table.join("_delta_log");
     let n = versions.clone().count() as f64;
+    let mut written = BTreeSet::new();
     for version in versions {
         let entry = std::fs::read_to_string(log.join(format!("{version:020}.json")))
             .expect("a followed version's log entry");
@@ -262,12 +276,18 @@ fn breakdown(
             if let Some(cdc) = action.get("cdc") {
                 add("change data", size(cdc));
             } else if let Some(file) = action.get("add") {
-                match (&file["deletionVector"], file["dataChange"].as_bool()) {
-                    (dv, _) if dv.is_object() => {
-                        add("deletion vectors", dv["sizeInBytes"].as_u64().unwrap_or(0))
+                let path = table.join(file["path"].as_str().unwrap_or_default());
+                let dv = &file["deletionVector"];
+                if dv.is_object() {
+                    add("deletion vectors", dv["sizeInBytes"].as_u64().unwrap_or(0));
+                }
+                // A file is counted once, where it first comes (later versions re-add it with
+                // a grown deletion vector).
+                if !files_before.contains(&path) && written.insert(path) {
+                    match (dv.is_object(), file["dataChange"].as_bool()) {
+                        (false, Some(true)) => add("new rows", size(file)),
+                        _ => add("merges", size(file)),
                     }
-                    (_, Some(true)) => add("new rows", size(file)),
-                    _ => add("merges", size(file)),
                 }
             }
         }

@@ -119,19 +119,22 @@ impl Reader<'_> {
     }
 }
 
+/// The merged rows of a history, parted by class.
+type Parts = [(RecordBatch, Vec<u128>); 2];
+
 /// A history's merged rows by class: the open ones (column `column` NULL), then the settled
-/// ones, each with its hashes.
+/// ones, each with its hashes; and which rows are settled.
 pub(super) fn by_class(
     batch: &RecordBatch,
     hashes: &[u128],
     column: usize,
-) -> std::result::Result<[(RecordBatch, Vec<u128>); 2], ArrowError> {
+) -> std::result::Result<(Parts, BooleanBuffer), ArrowError> {
     let settled = is_not_null(batch.column(column))?;
     let open = not(&settled)?;
     let part = |mask: &BooleanArray| -> std::result::Result<_, ArrowError> {
         Ok((filter_record_batch(batch, mask)?, kept(hashes, mask)))
     };
-    Ok([part(&open)?, part(&settled)?])
+    Ok(([part(&open)?, part(&settled)?], settled.values().clone()))
 }
 
 /// The hashes of the rows `mask` keeps (none when there are no hashes).
@@ -293,8 +296,10 @@ mod tests {
             .collect();
         let batch = to_batch(&schema, &arrow, &rows).unwrap();
         let hashes: Vec<u128> = (0..6).map(|i| 1000 + i).collect();
-        let [(open, open_hashes), (settled, settled_hashes)] =
+        let ([(open, open_hashes), (settled, settled_hashes)], classes) =
             by_class(&batch, &hashes, 2).unwrap();
+        let classes: Vec<bool> = classes.iter().collect();
+        assert_eq!(classes, [true, false, false, true, false, false]);
         assert_eq!(ids(&open), [1, 2, 4, 5]);
         assert_eq!(open_hashes, [1001, 1002, 1004, 1005]);
         assert_eq!(ids(&settled), [0, 3]);

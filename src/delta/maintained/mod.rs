@@ -20,8 +20,9 @@
 //! records the input read, [`COMMIT_INPUT`], so that a state that lost them reads it again) or
 //! after ([`roll_forward`] completes those entries after a crash).
 //!
-//! Compaction keeps the files few: files of the same order of magnitude are merged between
-//! versions, each class of rows apart ([`compaction`]).
+//! Compaction keeps the files few: files of the same order of magnitude are merged, each class
+//! of rows apart, on a thread beside the versions, which take each merge in once it is done
+//! ([`compaction`]).
 //!
 //! A history ([`Kept::History`]: an SCD2 or bitemporal target) keeps its settled rows — closed
 //! versions, which later commits rarely remove — in files apart from its open rows, and
@@ -475,18 +476,22 @@ impl MaintainedTable {
         operation: DeltaOperation,
     ) -> Result<(Prepared, Written)> {
         // Due merges go in first, so that the commit's removals are placed in merged files.
-        if self.ahead.is_none() {
-            self.merge_ahead()?;
-        }
-        let mut ahead = self.ahead.take().unwrap_or_default();
-        // A streaming table's merge done since goes in now: the first version prepared after a
-        // merge holds its file, which a vacuum keeps only if written since its step began or
-        // held by a version.
+        let mut ahead = match self.ahead.take() {
+            Some(ahead) => ahead,
+            None => {
+                let mut ahead = Ahead::default();
+                self.merge_now(&mut ahead)?;
+                ahead
+            }
+        };
+        // A merge done since goes in now: the first version prepared after a merge holds its
+        // files, which a vacuum keeps only if written since its step began or held by a version.
         self.take_merged(&mut ahead)?;
         let Ahead {
             mut actions,
             bytes,
             rows,
+            deleted,
         } = ahead;
         // A file merged ahead is in no version yet: a removal from it re-adds it, no `remove`.
         let mut merged = Vec::new();
@@ -541,7 +546,11 @@ impl MaintainedTable {
             Ok((touched?, adds?, feed))
         });
         self.index = index;
-        let (touched, adds, feed) = result?;
+        let (mut touched, adds, feed) = result?;
+        // Rows removed from merged files while their merges ran.
+        for (id, positions) in deleted {
+            *touched.entry(id).or_default() |= positions;
+        }
         for new in adds {
             written.bytes += self.take_file(new, &mut actions);
         }
@@ -605,21 +614,6 @@ impl MaintainedTable {
             url: self.url.clone(),
             schedule: self.schedule,
         })
-    }
-
-    /// Takes a merged file just written into the version: its rows moved in the index from the
-    /// files `merged`, then as [`MaintainedTable::take_file`].
-    fn take_in(&mut self, new: NewFile, merged: &[u32], actions: &mut Vec<Action>) -> u64 {
-        let file = self.files.len() as u32;
-        let class = usize::from(new.settled);
-        for (i, hash) in new.hashes.iter().enumerate() {
-            let at = Location {
-                file,
-                row: i as u32,
-            };
-            self.index[class].moved(*hash, merged, at);
-        }
-        self.take_file(new, actions)
     }
 
     /// Takes a file just written into the version, its rows placed in the index already: its
@@ -937,14 +931,8 @@ impl Drop for MaintainedTable {
             })
             .collect();
         if let Some(running) = self.running.take() {
-            merged.extend(
-                running
-                    .thread
-                    .join()
-                    .ok()
-                    .and_then(Result::ok)
-                    .map(|(add, _)| add),
-            );
+            let files = running.thread.join().ok().and_then(Result::ok);
+            merged.extend(files.into_iter().flat_map(|m| m.files).map(|f| f.add));
         }
         for add in merged {
             let path = StorePath::from(add.path.as_str());
