@@ -10,6 +10,7 @@
 //! the tombstone deltas summed over commits and workers must stay the count a scan finds.
 
 use super::edits::{edit, HistoryRules, KeyEdit};
+use super::scd2::SMALL_HISTORY;
 use super::{
     worker_of, BitemporalState, CdcState, CommitStats, Durable, ReplaceConfig, ReplaceState,
     Scd1State, Scd2State, SnapshotState,
@@ -487,7 +488,8 @@ fn scd1_restores_on_any_worker_count() {
     }
 }
 
-/// Commits of events on two keys whose histories outgrow a small map (`SMALL` entries): mostly
+/// Commits of events on two keys whose histories outgrow a small map (an SCD2 history's
+/// [`SMALL_HISTORY`] entries): mostly
 /// in order, some late, few deletes, and a tracked column that seldom changes, so open runs of
 /// hundreds of untracked changes cross the switch to a B-tree.
 fn long_events(rng: &mut ChaCha8Rng) -> Vec<(i64, Vec<Event>)> {
@@ -495,7 +497,7 @@ fn long_events(rng: &mut ChaCha8Rng) -> Vec<(i64, Vec<Event>)> {
     let (mut next, mut now) = (1, 0);
     for _ in 0..rng.random_range(8..=14) {
         let mut events = Vec::new();
-        for _ in 0..rng.random_range(0..=60) {
+        for _ in 0..rng.random_range(0..=60 * SMALL_HISTORY / 128) {
             let key = rng.random_range(0..2);
             let seq = match rng.random_bool(0.1) {
                 true => rng.random_range(1..=next),
@@ -529,14 +531,27 @@ fn long_events(rng: &mut ChaCha8Rng) -> Vec<(i64, Vec<Event>)> {
 #[test]
 fn scd2_long_histories_restore_on_any_worker_count() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut longest = 0;
     for _ in 0..24 {
         let tracked = vec![true, true, false];
         let commits = long_events(&mut rng);
+        for key in 0..2 {
+            let events = all_events(&commits);
+            let seqs: std::collections::BTreeSet<_> = (events.iter())
+                .filter(|e| e.key == Row::from(vec![Value::Int(key)]))
+                .map(|e| e.seq.clone())
+                .collect();
+            longest = longest.max(seqs.len());
+        }
         let make = || Scd2State::new(3, tracked.clone(), false, None);
         let table = round_trip(&make, &commits, split(&mut rng, commits.len()));
         let t = target(ScdType::Type2, tracked.clone(), false);
         assert_model(&t, &table, model::scd2(&t, &all_events(&commits)));
     }
+    assert!(
+        longest > SMALL_HISTORY,
+        "no history outgrew its vector: {longest} events"
+    );
 }
 
 #[test]

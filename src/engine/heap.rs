@@ -128,7 +128,7 @@ impl<T: HeapSize, const N: usize> HeapSize for SmallVec<[T; N]> {
     }
 }
 
-impl<K: HeapSize + Ord + Clone, V: HeapSize> HeapSize for SortedMap<K, V> {
+impl<K: HeapSize + Ord + Clone, V: HeapSize, const N: usize> HeapSize for SortedMap<K, V, N> {
     fn heap_bytes(&self) -> usize {
         let entries: usize = self
             .iter()

@@ -2,14 +2,16 @@
 //!
 //! Most keys of a CDC table have a short history, and a `BTreeMap` allocates a whole node (room
 //! for eleven entries) for the first one: for millions of keys that is most of the state's
-//! memory. Up to [`SMALL`] entries this map is a sorted `Vec` (binary search, and inserts that
-//! shift at most `SMALL` entries); past that it is a `BTreeMap`, so every operation stays
-//! O(log n) for long histories.
+//! memory. Up to `N` entries (a parameter of the type, [`SMALL`] unless its owner says
+//! otherwise) this map is a sorted `Vec` (binary search, and inserts that shift at most `N`
+//! entries); past that it is a `BTreeMap`, so every operation stays O(log n) for long
+//! histories.
 //!
-//! `SMALL` is large enough for histories of a hundred events to stay vectors: there, appending
-//! in key order (in-order events, the common case) is a push, where a B-tree searches the
-//! rightmost path comparing keys and splits a node every few entries; an insert elsewhere shifts
-//! at most `SMALL` entries, one memmove of a few kilobytes.
+//! [`SMALL`] is large enough for histories of a hundred events to stay vectors: there,
+//! appending in key order (in-order events, the common case) is a push, where a B-tree searches
+//! the rightmost path comparing keys and splits a node every few entries; an insert elsewhere
+//! shifts at most `N` entries, one memmove of a few kilobytes. An owner whose entries are small
+//! and cheap to compare keeps larger vectors (an SCD2 history: `engine::scd2`).
 //!
 //! The vector grows by an eighth, not by doubling ([`grow`]): a doubled vector is a third
 //! empty on average, and these vectors are most of a large state's bytes (a 1M-event SCD2 run
@@ -19,7 +21,7 @@
 //!
 //! A large map also keeps a *mark*, one key its owner remembers beside the tree
 //! ([`SortedMap::mark`]): what the owner can find by a short backward search in a small map
-//! (at most [`SMALL`] entries) but would have to walk a long stretch of a tree for (a history's
+//! (at most `N` entries) but would have to walk a long stretch of a tree for (a history's
 //! open run start). A small map has no mark, so small maps stay three words.
 //!
 //! Serialized (serde) as the sequence of its entries in key order (the mark is not saved);
@@ -30,7 +32,8 @@ use serde::ser::{Serialize, SerializeSeq, Serializer};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-/// Entries kept in a sorted vector before switching to a B-tree.
+/// Entries kept in a sorted vector before switching to a B-tree, unless the map's owner says
+/// otherwise.
 pub(crate) const SMALL: usize = 128;
 
 /// Where the entries of `v` (sorted by key) from `bound` on start.
@@ -60,15 +63,15 @@ fn grow<T>(v: &mut Vec<T>, additional: usize) {
 
 /// An ordered map; see the module docs.
 #[derive(Clone, Debug)]
-pub(crate) enum SortedMap<K, V> {
-    /// Sorted by key, at most [`SMALL`] entries.
+pub(crate) enum SortedMap<K, V, const N: usize = SMALL> {
+    /// Sorted by key, at most `N` entries.
     Small(Vec<(K, V)>),
-    /// Past [`SMALL`] entries. Boxed: the vector's capacity then gives the enum its tag, and
+    /// Past `N` entries. Boxed: the vector's capacity then gives the enum its tag, and
     /// the map is 24 bytes (32 with the tree inline), inside every key's state.
     Large(Box<Large<K, V>>),
 }
 
-/// A [`SortedMap`] past [`SMALL`] entries: a B-tree and the owner's mark.
+/// A [`SortedMap`] past its vector's entries: a B-tree and the owner's mark.
 #[derive(Clone, Debug)]
 pub(crate) struct Large<K, V> {
     map: BTreeMap<K, V>,
@@ -82,19 +85,19 @@ impl<K, V> Large<K, V> {
     }
 }
 
-impl<K: Ord + Clone, V> Default for SortedMap<K, V> {
+impl<K: Ord + Clone, V, const N: usize> Default for SortedMap<K, V, N> {
     fn default() -> Self {
         SortedMap::Small(Vec::new())
     }
 }
 
-impl<K: Ord + Clone, V> SortedMap<K, V> {
+impl<K: Ord + Clone, V, const N: usize> SortedMap<K, V, N> {
     /// A map of `entries`, which must be in strictly ascending key order.
     pub(crate) fn from_sorted(entries: Vec<(K, V)>) -> Result<Self, &'static str> {
         if !entries.windows(2).all(|w| w[0].0 < w[1].0) {
             return Err("map keys are not in strictly ascending order");
         }
-        Ok(if entries.len() <= SMALL {
+        Ok(if entries.len() <= N {
             SortedMap::Small(entries)
         } else {
             SortedMap::Large(Large::new(entries.into_iter().collect()))
@@ -217,7 +220,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
     pub(crate) fn push(&mut self, key: K, value: V) {
         debug_assert!(self.last().is_none_or(|(last, _)| *last < key));
         match self {
-            SortedMap::Small(v) if v.len() < SMALL => {
+            SortedMap::Small(v) if v.len() < N => {
                 grow(v, 1);
                 v.push((key, value))
             }
@@ -232,7 +235,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
         match self {
             SortedMap::Small(v) => match v.binary_search_by(|(k, _)| k.cmp(&key)) {
                 Ok(i) => Some(std::mem::replace(&mut v[i].1, value)),
-                Err(i) if v.len() < SMALL => {
+                Err(i) if v.len() < N => {
                     grow(v, 1);
                     v.insert(i, (key, value));
                     None
@@ -274,7 +277,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
 
     /// The entries with keys at or after `key`, serialized as [`SortedMap`] serializes all of
     /// them (and deserialized as a `Vec<(K, V)>`).
-    pub(crate) fn entries_from<'a>(&'a self, key: &'a K) -> EntriesFrom<'a, K, V> {
+    pub(crate) fn entries_from<'a>(&'a self, key: &'a K) -> EntriesFrom<'a, K, V, N> {
         EntriesFrom { map: self, key }
     }
 
@@ -305,7 +308,7 @@ impl<K: Ord + Clone, V> SortedMap<K, V> {
     }
 }
 
-impl<K: Ord + Clone + Serialize, V: Serialize> Serialize for SortedMap<K, V> {
+impl<K: Ord + Clone + Serialize, V: Serialize, const N: usize> Serialize for SortedMap<K, V, N> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         // With its length up front: postcard writes it before the entries.
         let mut seq = serializer.serialize_seq(Some(self.len()))?;
@@ -317,12 +320,14 @@ impl<K: Ord + Clone + Serialize, V: Serialize> Serialize for SortedMap<K, V> {
 }
 
 /// A map's entries from a key on, to serialize ([`SortedMap::entries_from`]).
-pub(crate) struct EntriesFrom<'a, K, V> {
-    map: &'a SortedMap<K, V>,
+pub(crate) struct EntriesFrom<'a, K, V, const N: usize> {
+    map: &'a SortedMap<K, V, N>,
     key: &'a K,
 }
 
-impl<K: Ord + Clone + Serialize, V: Serialize> Serialize for EntriesFrom<'_, K, V> {
+impl<K: Ord + Clone + Serialize, V: Serialize, const N: usize> Serialize
+    for EntriesFrom<'_, K, V, N>
+{
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let entries = || self.map.range_from(Bound::Included(self.key));
         let mut seq = serializer.serialize_seq(Some(entries().count()))?;
@@ -333,7 +338,7 @@ impl<K: Ord + Clone + Serialize, V: Serialize> Serialize for EntriesFrom<'_, K, 
     }
 }
 
-impl<'de, K, V> Deserialize<'de> for SortedMap<K, V>
+impl<'de, K, V, const N: usize> Deserialize<'de> for SortedMap<K, V, N>
 where
     K: Ord + Clone + Deserialize<'de>,
     V: Deserialize<'de>,
@@ -377,13 +382,14 @@ mod tests {
         for n in [0u32, 1, 5, SMALL as u32, 3 * SMALL as u32] {
             for cut in [0, 1, n / 2, n, n + 1] {
                 let all: Vec<(u32, u32)> = (0..n).map(|k| (2 * k, k)).collect();
-                let map = SortedMap::from_sorted(all.clone()).unwrap();
+                let map: SortedMap<u32, u32> = SortedMap::from_sorted(all.clone()).unwrap();
                 let below: Vec<_> = all.iter().filter(|(k, _)| *k < 2 * cut).cloned().collect();
                 let above: Vec<_> = all.iter().filter(|(k, _)| *k >= 2 * cut).cloned().collect();
                 let bytes = postcard::to_stdvec(&map.entries_from(&(2 * cut))).unwrap();
                 let read: Vec<(u32, u32)> = postcard::from_bytes(&bytes).unwrap();
                 assert_eq!(read, above, "{n} entries from {cut}");
-                let whole = postcard::to_stdvec(&SortedMap::from_sorted(above).unwrap());
+                let whole = SortedMap::<u32, u32>::from_sorted(above).unwrap();
+                let whole = postcard::to_stdvec(&whole);
                 assert_eq!(bytes, whole.unwrap());
                 let mut truncated = map.clone();
                 truncated.set_mark(Some(2 * n.saturating_sub(1)));
@@ -393,6 +399,25 @@ mod tests {
                 assert!(truncated.mark().is_none_or(|m| *m < 2 * cut));
             }
         }
+    }
+
+    /// A map whose owner sets its vector's size switches to a B-tree past that size, whether
+    /// it grows or is read back.
+    #[test]
+    fn a_map_switches_at_the_size_its_owner_sets() {
+        let mut map: SortedMap<u32, u32, 4> = SortedMap::default();
+        for k in 0..5 {
+            assert!(matches!(map, SortedMap::Small(_)), "{k} entries");
+            map.push(k, k);
+        }
+        assert!(matches!(map, SortedMap::Large(_)));
+        let four = SortedMap::<u32, u32, 4>::from_sorted((0..4).map(|k| (k, k)).collect());
+        assert!(matches!(four.unwrap(), SortedMap::Small(_)));
+        let bytes = postcard::to_stdvec(&map).unwrap();
+        let back: SortedMap<u32, u32, 4> = postcard::from_bytes(&bytes).unwrap();
+        assert!(matches!(back, SortedMap::Large(_)));
+        let back: SortedMap<u32, u32> = postcard::from_bytes(&bytes).unwrap();
+        assert!(matches!(back, SortedMap::Small(_)));
     }
 
     /// Only a large map keeps a mark; it is unset when the map becomes large.
