@@ -43,8 +43,8 @@
 //! live row it moves is moved in the index to its place in the merged file, and every row
 //! removed from its sources while it ran is removed from the merged file by the version that
 //! takes it in. Limits: one merge runs at a time (tiers that fill meanwhile wait for it), and
-//! taking a merge in (its rows moved in the index, about a million a second) is on the path of
-//! the version that finds it done.
+//! taking a merge in (its rows moved in the index) is on the path of the version that finds
+//! it done.
 
 use super::{merge, write_file, Kept, MaintainedTable, NewFile};
 use crate::delta::files::remove;
@@ -167,9 +167,9 @@ impl MaintainedTable {
     /// done since the last version goes into `ahead`; otherwise, unless one is running, the
     /// first full tier starts merging on a thread of its own. A writer with time between two
     /// versions (a durable step, once it has prepared its version) calls this there. The merged
-    /// files are written now and referenced only by the version that takes them; a table
-    /// dropped before it deletes them, a process that dies leaves them for the vacuum. Does
-    /// nothing when merges are already ahead.
+    /// files are referenced only by the version that takes them; a table dropped before it
+    /// deletes them, a process that dies leaves them for the vacuum. Does nothing when merges
+    /// are already ahead.
     pub fn merge_ahead(&mut self) -> Result<()> {
         if self.ahead.is_some() {
             return Ok(());
