@@ -535,10 +535,11 @@ fn scd2_long_histories_restore_on_any_worker_count() {
     for _ in 0..24 {
         let tracked = vec![true, true, false];
         let commits = long_events(&mut rng);
+        let events = all_events(&commits);
         for key in 0..2 {
-            let events = all_events(&commits);
+            let key = Row::from(vec![Value::Int(key)]);
             let seqs: std::collections::BTreeSet<_> = (events.iter())
-                .filter(|e| e.key == Row::from(vec![Value::Int(key)]))
+                .filter(|e| e.key == key)
                 .map(|e| e.seq.clone())
                 .collect();
             longest = longest.max(seqs.len());
