@@ -241,8 +241,9 @@ fn checkpoints(table: &Path, versions: std::ops::RangeInclusive<u64>) -> (u64, f
 
 /// The bytes per version that `versions` of the Delta table at `table` wrote, by what they
 /// hold, from their log entries: change-data files, data files of new rows, files merges
-/// wrote (each data file counted once), deletion vectors (as their descriptors size them; their files add a few bytes each),
-/// the entries themselves; and `checkpoint`, a version's share of the checkpoints. A data file
+/// wrote (each data file counted once), deletion vectors (as their descriptors size them;
+/// their files add a few bytes each), the entries themselves; and `checkpoint`, a version's
+/// share of the checkpoints. A data file
 /// not among `files_before` (the table's files when the versions began) is written by them:
 /// new rows if it comes as a data change without a deletion vector, else a merge's (taken
 /// in with its deletion vector when versions removed rows from the merging files meanwhile).
