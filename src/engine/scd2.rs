@@ -103,9 +103,10 @@ pub(super) struct History {
 /// 16-byte sequence and a 32-byte event) and its sequence cheap to compare, so a search of a
 /// vector beats a tree's and an insert's memmove of a few hundred entries costs about what a
 /// tree's insert does. `scdflow bench --events 400000 --keys 1000 --displacement 0,100000
-/// --flows scd2 --systems state-loop --budget 0` (400 events a key): at 128, 1.94–2.28 M events/s in order
-/// and 0.61–0.69 M at displacement 100,000, with 80 bytes of state per version (2.1x its
-/// columns' width); at 512, 2.76–3.01 M and 0.74–0.84 M, 57 bytes (1.5x), alternating runs.
+/// --flows scd2 --systems state-loop --budget 0` (400 events a key): at 128, 1.94–2.28 M
+/// events/s in order and 0.61–0.69 M at displacement 100,000, with 80 bytes of state per
+/// version (2.1x its columns' width); at 512, 2.76–3.01 M and 0.74–0.84 M, 57 bytes (1.5x),
+/// alternating runs.
 /// Histories of a few events are alike either way.
 pub(super) const SMALL_HISTORY: usize = 512;
 

@@ -11,8 +11,9 @@
 //! merging the tables' full tiers ahead of the next version
 //! ([`MaintainedTable::merge_ahead`]), while the step commits and publishes (through each
 //! table's [`TableLog`]) and the next commit is read and applied; a merge itself runs on a
-//! thread of its own, beside as many versions as it takes (`delta::maintained::compaction`). The publisher outlives the step (the session keeps
-//! it), so neither a step's end nor the driver waits for them; nor for the upkeep the step's
+//! thread of its own, beside as many versions as it takes (`delta::maintained::compaction`).
+//! The publisher outlives the step (the session keeps it), so neither a step's end nor the
+//! driver waits for them; nor for the upkeep the step's
 //! versions are due, which runs on a thread of its own once they are in the logs
 //! ([`Publisher::publish`]).
 //!
