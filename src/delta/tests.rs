@@ -1,6 +1,7 @@
 //! Delta tables written and read back through delta-rs, on the local file system.
 
 use super::{Log, Table, VersionRows};
+use crate::engine::changefeed::ChangeType;
 use crate::value::{DataType, Packer, Row, Schema, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::IntoFuture;
@@ -230,37 +231,52 @@ fn a_history_written_mixed_goes_on_apart() {
     maintain_a_history(20);
 }
 
-/// Commits random changes to a history for 80 commits, the first `mixed` of them as
-/// `Kept::Changes`; see the two tests above.
-fn maintain_a_history(mixed: u64) {
-    use super::{Kept, MaintainedTable};
-    use crate::engine::changefeed::ChangeType;
-    use rand::{RngExt, SeedableRng};
-    let schema = Schema::new([
+/// A history's columns: id, name (its version), end (NULL while open).
+pub(super) fn history_schema() -> Schema {
+    Schema::new([
         ("id".to_string(), DataType::BigInt),
         ("name".into(), DataType::String),
         ("end".into(), DataType::BigInt),
-    ]);
-    let history = |id: i64, v: u32, end: Option<u64>| {
-        let mut p = Packer::new();
-        p.push(&Value::Int(id))
-            .push(&Value::Str(format!("v{v}")))
-            .push(&end.map_or(Value::Null, |e| Value::Int(e as i64)));
-        p.finish()
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t");
-    let kept = |commit: u64| match commit < mixed {
-        true => Kept::Changes,
-        false => Kept::History(2),
-    };
-    let mut table =
-        MaintainedTable::create_as(&path, &schema, &BTreeMap::new(), "app", kept(0)).unwrap();
-    let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(3 + mixed);
-    // Key -> its open row's version; and every settled row.
-    let (mut open, mut settled) = (BTreeMap::<i64, u32>::new(), Vec::<Row>::new());
-    let (mut compacted, mut settled_removed) = (0, 0);
-    for commit in 1..=80u64 {
+    ])
+}
+
+/// Version `v` of key `id`'s row, settled at `end` (open without).
+pub(super) fn history(id: i64, v: u32, end: Option<u64>) -> Row {
+    let mut p = Packer::new();
+    p.push(&Value::Int(id))
+        .push(&Value::Str(format!("v{v}")))
+        .push(&end.map_or(Value::Null, |e| Value::Int(e as i64)));
+    p.finish()
+}
+
+/// Random changes to a history of 40 keys, as an SCD2 target's feed makes them: inserts of new
+/// keys, updates that close a key's open row (and open the next, or not), deletes of settled
+/// rows; and the rows they leave.
+pub(super) struct HistoryFeed {
+    rng: rand::rngs::ChaCha8Rng,
+    /// Key -> its open row's version.
+    open: BTreeMap<i64, u32>,
+    /// Every settled row.
+    settled: Vec<Row>,
+    /// Settled rows deleted so far.
+    pub settled_removed: u64,
+}
+
+impl HistoryFeed {
+    pub(super) fn new(seed: u64) -> HistoryFeed {
+        use rand::SeedableRng;
+        HistoryFeed {
+            rng: rand::rngs::ChaCha8Rng::seed_from_u64(seed),
+            open: BTreeMap::new(),
+            settled: Vec::new(),
+            settled_removed: 0,
+        }
+    }
+
+    /// Commit `commit`'s changes (0 to 29 of them), in feed order.
+    pub(super) fn commit(&mut self, commit: u64) -> Vec<(ChangeType, Row)> {
+        use rand::RngExt;
+        let (rng, open, settled) = (&mut self.rng, &mut self.open, &mut self.settled);
         let mut changes = Vec::new();
         for _ in 0..rng.random_range(0..30) {
             let key = rng.random_range(0..40i64);
@@ -272,7 +288,7 @@ fn maintain_a_history(mixed: u64) {
                 (Some(_), 0) if !settled.is_empty() => {
                     let gone = settled.swap_remove(rng.random_range(0..settled.len()));
                     changes.push((ChangeType::Delete, gone));
-                    settled_removed += 1;
+                    self.settled_removed += 1;
                 }
                 (Some(v), pick) => {
                     changes.push((ChangeType::UpdatePreimage, history(key, v, None)));
@@ -288,20 +304,44 @@ fn maintain_a_history(mixed: u64) {
                 }
             }
         }
+        changes
+    }
+
+    /// The rows the changes so far leave, sorted.
+    pub(super) fn rows(&self) -> Vec<Row> {
+        let open = self.open.iter().map(|(k, v)| history(*k, *v, None));
+        let mut rows: Vec<Row> = open.chain(self.settled.iter().cloned()).collect();
+        rows.sort();
+        rows
+    }
+}
+
+/// Commits random changes to a history for 80 commits, the first `mixed` of them as
+/// `Kept::Changes`; see the two tests above.
+fn maintain_a_history(mixed: u64) {
+    use super::{Kept, MaintainedTable};
+    let schema = history_schema();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t");
+    let kept = |commit: u64| match commit < mixed {
+        true => Kept::Changes,
+        false => Kept::History(2),
+    };
+    let mut table =
+        MaintainedTable::create_as(&path, &schema, &BTreeMap::new(), "app", kept(0)).unwrap();
+    let mut feed = HistoryFeed::new(3 + mixed);
+    let mut compacted = 0;
+    for commit in 1..=80u64 {
+        let changes = feed.commit(commit);
         compacted += (table.commit(commit, 1_000_000 * commit as i64, &changes, &[]))
             .unwrap()
             .compacted_rows;
         if commit % 20 == 0 {
             table = MaintainedTable::open_as(&path, &schema, "app", kept(commit)).unwrap();
         }
-        let mut expected: Vec<Row> = (open.iter())
-            .map(|(k, v)| history(*k, *v, None))
-            .chain(settled.iter().cloned())
-            .collect();
-        expected.sort();
         let mut rows = Table::open(&path).unwrap().rows().unwrap();
         rows.sort();
-        assert_eq!(rows, expected, "after commit {commit}");
+        assert_eq!(rows, feed.rows(), "after commit {commit}");
         let mut mixing = 0;
         for (is_settled, rows) in table.live_files().unwrap() {
             let ends: BTreeSet<bool> = rows.iter().map(|r| r.get(2).unwrap().is_null()).collect();
@@ -314,6 +354,7 @@ fn maintain_a_history(mixed: u64) {
         assert!(commit != mixed || mixing > 0, "no mixed file to part");
         assert!(commit < 80 || mixing == 0, "{mixing} files still mixed");
     }
+    let settled_removed = feed.settled_removed;
     assert!(
         compacted > 0 && settled_removed > 0,
         "{compacted} {settled_removed}"

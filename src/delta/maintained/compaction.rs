@@ -269,9 +269,11 @@ impl MaintainedTable {
         let first = self.files.len() as u32;
         for ((new, deleted), file) in merged.files.iter().zip(&deleted).zip(first..) {
             let index = &mut self.index[usize::from(new.settled)];
-            for chunk in (0u32..).zip(&new.hashes).collect::<Vec<_>>().chunks(4096) {
-                index.warm(chunk.iter().map(|(_, hash)| **hash));
-                for &(row, hash) in chunk {
+            // Read ahead a block at a time, so that the block's slots are still cached.
+            const BLOCK: usize = 4096;
+            for (block, hashes) in new.hashes.chunks(BLOCK).enumerate() {
+                index.warm(hashes.iter().copied());
+                for (row, hash) in ((block * BLOCK) as u32..).zip(hashes) {
                     if !deleted.contains(u64::from(row)) {
                         index.moved(*hash, &ids, Location { file, row });
                     }
@@ -375,19 +377,10 @@ impl MaintainedTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delta::tests::{history_schema, HistoryFeed};
     use crate::delta::Table;
-    use crate::engine::changefeed::ChangeType;
-    use crate::value::{DataType, Packer, Row, Schema, Value};
     use rand::{RngExt, SeedableRng};
     use std::collections::BTreeMap;
-
-    fn history(id: i64, v: u32, end: Option<u64>) -> Row {
-        let mut p = Packer::new();
-        p.push(&Value::Int(id))
-            .push(&Value::Str(format!("v{v}")))
-            .push(&end.map_or(Value::Null, |e| Value::Int(e as i64)));
-        p.finish()
-    }
 
     /// A history's merges taken in versions after they began, while those versions removed
     /// rows from the merged files (as merges ahead run beside a durable step's versions): each
@@ -396,19 +389,14 @@ mod tests {
     /// commits write files mixing open and settled rows, whose merges part them.
     #[test]
     fn merges_taken_in_versions_later_keep_the_rows_removed_meanwhile_removed() {
-        let schema = Schema::new([
-            ("id".to_string(), DataType::BigInt),
-            ("name".into(), DataType::String),
-            ("end".into(), DataType::BigInt),
-        ]);
+        let schema = history_schema();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t");
         let mut table =
             MaintainedTable::create_as(&path, &schema, &BTreeMap::new(), "app", Kept::Changes)
                 .unwrap();
         let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(11);
-        // Key -> its open row's version; and every settled row.
-        let (mut open, mut settled) = (BTreeMap::<i64, u32>::new(), Vec::<Row>::new());
+        let mut feed = HistoryFeed::new(11);
         // A merge run and held back: its sources, its files, the commit that takes it in.
         let mut held: Option<(Vec<(u32, RoaringTreemap)>, Merged, u64)> = None;
         let (mut taken, mut removed_meanwhile) = (0, 0);
@@ -418,32 +406,7 @@ mod tests {
                 held = None;
                 table = MaintainedTable::open_as(&path, &schema, "app", Kept::History(2)).unwrap();
             }
-            let mut changes = Vec::new();
-            for _ in 0..rng.random_range(0..30) {
-                let key = rng.random_range(0..40i64);
-                match (open.get(&key).copied(), rng.random_range(0..8)) {
-                    (None, _) => {
-                        open.insert(key, 0);
-                        changes.push((ChangeType::Insert, history(key, 0, None)));
-                    }
-                    (Some(_), 0) if !settled.is_empty() => {
-                        let gone = settled.swap_remove(rng.random_range(0..settled.len()));
-                        changes.push((ChangeType::Delete, gone));
-                    }
-                    (Some(v), pick) => {
-                        changes.push((ChangeType::UpdatePreimage, history(key, v, None)));
-                        let closed = history(key, v, Some(commit));
-                        changes.push((ChangeType::UpdatePostimage, closed.clone()));
-                        settled.push(closed);
-                        if pick == 1 {
-                            open.remove(&key);
-                        } else {
-                            open.insert(key, v + 1);
-                            changes.push((ChangeType::Insert, history(key, v + 1, None)));
-                        }
-                    }
-                }
-            }
+            let changes = feed.commit(commit);
             let mut ahead = Ahead::default();
             if held.as_ref().is_some_and(|(_, _, at)| *at == commit) {
                 let (sources, merged, _) = held.take().unwrap();
@@ -468,11 +431,7 @@ mod tests {
                     held = Some((sources, merged, commit + rng.random_range(1..5)));
                 }
             }
-            let mut expected: Vec<Row> = (open.iter())
-                .map(|(k, v)| history(*k, *v, None))
-                .chain(settled.iter().cloned())
-                .collect();
-            expected.sort();
+            let expected = feed.rows();
             let mut rows = Table::open(&path).unwrap().rows().unwrap();
             rows.sort();
             assert_eq!(rows, expected, "after commit {commit}");
