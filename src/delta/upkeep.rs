@@ -24,8 +24,10 @@
 //!
 //! Upkeep may run while the writer prepares later versions (a durable step's runs on a thread
 //! of its own, beside the merges ahead of the next version and the next step): then a vacuum
-//! is told when the writer began writing files that no version it vacuums may hold, and
-//! deletes no file written since — with a retention of 0 those files would be orphans to it.
+//! is told when the writer began writing files that no version it vacuums may hold (its step
+//! began, or a merge ahead that no such version holds began, if earlier: a merge may span
+//! steps), and deletes no file written since — with a retention of 0 those files would be
+//! orphans to it.
 //!
 //! Invariant: upkeep never changes what any version within the retention holds, nor deletes a
 //! file a later version may take in. Limits: a file written during an upkeep's step is kept

@@ -406,6 +406,16 @@ impl<'a> Session<'a> {
         })
     }
 
+    /// Starts the published tables' merges ahead of their next versions where none has
+    /// started since they were opened (see [`preparing`]); [`follow`] calls this while it
+    /// waits for input.
+    pub fn merge_ahead(&mut self) -> Result<()> {
+        match &mut self.publisher {
+            Some(publisher) => publisher.merge_ahead(),
+            None => Ok(()),
+        }
+    }
+
     /// Rewrites every target's table (read from the engine's states) and `metrics.json` (from
     /// the metrics log) after the last step; returns the tables' files and rows, then
     /// `metrics.json` with its row count 0.
@@ -859,6 +869,8 @@ pub fn follow(
             on_run(&run)?;
             continue;
         }
+        // Waiting, the tables merge: the next commit's version does not make the merges due.
+        session.merge_ahead()?;
         let idle = Instant::now();
         while idle.elapsed() < poll && !stop.load(Ordering::SeqCst) {
             if behind && tables_written.elapsed() >= tables_every {

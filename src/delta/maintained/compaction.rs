@@ -74,6 +74,8 @@ pub const COLD_FANOUT: u64 = 32;
 pub(super) struct Running {
     sources: Vec<(u32, RoaringTreemap)>,
     pub(super) thread: JoinHandle<Result<Merged>>,
+    /// Its number among the table's unheld merges.
+    pub(super) noted: u64,
 }
 
 /// What a merge wrote: its files (a history's open rows, then its settled rows; a class
@@ -82,6 +84,8 @@ pub(super) struct Running {
 pub(super) struct Merged {
     pub(super) files: Vec<NewFile>,
     settled: Option<BooleanBuffer>,
+    /// Its number among the table's unheld merges.
+    noted: u64,
 }
 
 /// Merges made between two versions: their actions (the merged files' `add`s, the sources'
@@ -105,6 +109,8 @@ struct Merging {
     arrow: SchemaRef,
     /// The sources' `add`s, row counts, deletion vectors and hashes when the merge began.
     sources: Vec<(Add, u64, RoaringTreemap, Vec<u128>)>,
+    /// Its number among the table's unheld merges.
+    noted: u64,
 }
 
 impl Merging {
@@ -158,7 +164,11 @@ impl Merging {
                 settled,
             });
         }
-        Ok(Merged { files, settled })
+        Ok(Merged {
+            files,
+            settled,
+            noted: self.noted,
+        })
     }
 }
 
@@ -166,10 +176,10 @@ impl MaintainedTable {
     /// Merges ahead of the next version (see the module docs), which takes them in: a merge
     /// done since the last version goes into `ahead`; otherwise, unless one is running, the
     /// first full tier starts merging on a thread of its own. A writer with time between two
-    /// versions (a durable step, once it has prepared its version) calls this there. The merged
-    /// files are referenced only by the version that takes them; a table dropped before it
-    /// deletes them, a process that dies leaves them for the vacuum. Does nothing when merges
-    /// are already ahead.
+    /// versions (a durable step, once it has prepared its version; a session waiting for
+    /// input) calls this there. The merged files are referenced only by the version that takes
+    /// them; a table dropped before it deletes them, a process that dies leaves them for the
+    /// vacuum. Does nothing when merges are already ahead.
     pub fn merge_ahead(&mut self) -> Result<()> {
         if self.ahead.is_some() {
             return Ok(());
@@ -180,8 +190,13 @@ impl MaintainedTable {
         // files no version holds yet.
         if ahead.actions.is_empty() && self.running.is_none() {
             if let Some((sources, merging)) = self.next_merge() {
+                let noted = merging.noted;
                 let thread = std::thread::spawn(move || merging.run());
-                self.running = Some(Running { sources, thread });
+                self.running = Some(Running {
+                    sources,
+                    thread,
+                    noted,
+                });
             }
         }
         self.ahead = Some(ahead);
@@ -212,13 +227,16 @@ impl MaintainedTable {
         if !(self.running.as_ref()).is_some_and(|r| r.thread.is_finished()) {
             return Ok(());
         }
-        let Running { sources, thread } = self.running.take().expect("a finished merge");
+        let Running {
+            sources, thread, ..
+        } = self.running.take().expect("a finished merge");
         let merged = thread.join().unwrap_or_else(|panic| resume_unwind(panic))?;
         self.take_in(sources, merged, ahead)
     }
 
     /// The first full tier's merge: its files with their deletion vectors as they are, and
-    /// what the merge reads; `None` when no tier is full.
+    /// what the merge reads; `None` when no tier is full. The merge is noted as begun
+    /// ([`super::unheld`]): the caller runs it.
     fn next_merge(&self) -> Option<(Vec<(u32, RoaringTreemap)>, Merging)> {
         let ids = self.full_tier()?;
         let files = ids
@@ -240,6 +258,7 @@ impl MaintainedTable {
             sources: (read.into_iter())
                 .map(|((add, rows, deleted), hashes)| (add, rows, deleted, hashes))
                 .collect(),
+            noted: self.unheld.began(),
         };
         Some((sources, merging))
     }
@@ -262,6 +281,7 @@ impl MaintainedTable {
                 // Best effort: a vacuum deletes what is left.
                 let _ = self.runtime.block_on(self.store.delete(&path));
             }
+            self.unheld.dropped(merged.noted);
             return Ok(());
         }
         let deleted = self.since(&sources, &merged)?;

@@ -69,6 +69,7 @@
 
 mod compaction;
 mod merge;
+mod unheld;
 
 pub use compaction::{COLD_FANOUT, FANOUT};
 
@@ -98,6 +99,7 @@ use std::panic::resume_unwind;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 use tokio::runtime::Runtime;
+use unheld::Unheld;
 
 /// The `commitInfo` field holding a version's flow progress: per flow into the table, its name
 /// and its metrics for the commit (`event_log(TABLE(t))` in `scdflow sql` reads them).
@@ -218,8 +220,10 @@ pub struct MaintainedTable {
     /// Merges done ahead of the next version ([`MaintainedTable::merge_ahead`]), which they go
     /// into; `None` until merges are looked for again.
     ahead: Option<Ahead>,
-    /// A table of appends' merge, running beside its versions.
+    /// The merge running beside the versions, if one is.
     running: Option<Running>,
+    /// The merges no published version holds yet, shared with the table's log.
+    unheld: Unheld,
 }
 
 impl MaintainedTable {
@@ -322,6 +326,7 @@ impl MaintainedTable {
             index: Default::default(),
             ahead: None,
             running: None,
+            unheld: Unheld::default(),
         };
         for add in adds {
             let where_ = dir.join(&add.path).display().to_string();
@@ -485,8 +490,10 @@ impl MaintainedTable {
             }
         };
         // A merge done since goes in now: the first version prepared after a merge holds its
-        // files, which a vacuum keeps only if written since its step began or held by a version.
+        // files (until then they are noted as unheld, and a vacuum keeps them).
         self.take_merged(&mut ahead)?;
+        let running = self.running.as_ref().map(|r| r.noted);
+        self.unheld.held_by(self.version + 1, running);
         let Ahead {
             mut actions,
             bytes,
@@ -594,13 +601,14 @@ impl MaintainedTable {
     /// [`super::upkeep`]: checkpoints, log cleanup, vacuum).
     pub fn publish(&self, prepared: &Prepared) -> Result<()> {
         put_entry(&self.runtime, &self.log, &self.dir, prepared)?;
+        self.unheld.published(prepared.version);
         upkeep::after(
             &self.runtime,
             &self.dir,
             &self.url,
             self.schedule,
             prepared.version,
-            None,
+            self.unheld.since(prepared.version),
         )
     }
 
@@ -613,6 +621,7 @@ impl MaintainedTable {
             dir: self.dir.clone(),
             url: self.url.clone(),
             schedule: self.schedule,
+            unheld: self.unheld.clone(),
         })
     }
 
@@ -938,6 +947,7 @@ impl Drop for MaintainedTable {
             let path = StorePath::from(add.path.as_str());
             let _ = self.runtime.block_on(self.store.delete(&path));
         }
+        self.unheld.forget_unheld();
     }
 }
 
@@ -948,12 +958,15 @@ pub struct TableLog {
     dir: PathBuf,
     url: url::Url,
     schedule: Schedule,
+    unheld: Unheld,
 }
 
 impl TableLog {
     /// Puts a prepared version in the log ([`MaintainedTable::publish`] without the upkeep).
     pub fn publish(&self, prepared: &Prepared) -> Result<()> {
-        put_entry(&self.runtime, &self.log, &self.dir, prepared)
+        put_entry(&self.runtime, &self.log, &self.dir, prepared)?;
+        self.unheld.published(prepared.version);
+        Ok(())
     }
 
     /// Whether version `version` is due upkeep (see [`super::upkeep`]).
@@ -963,9 +976,11 @@ impl TableLog {
 
     /// Runs the upkeep version `version` is due, once it is in the log (see [`super::upkeep`]),
     /// while the writer may be writing files for later versions since `fresh`: a vacuum keeps
-    /// every file last modified since then.
+    /// every file last modified since then, or since the earliest merge `version` does not
+    /// hold began ([`unheld`]).
     pub fn upkeep(&self, version: u64, fresh: SystemTime) -> Result<()> {
         let (runtime, dir, url) = (&self.runtime, &self.dir, &self.url);
+        let fresh = (self.unheld.since(version)).map_or(fresh, |since| since.min(fresh));
         upkeep::after(runtime, dir, url, self.schedule, version, Some(fresh))
     }
 }

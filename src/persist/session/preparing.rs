@@ -209,6 +209,20 @@ impl Publisher {
         Ok(())
     }
 
+    /// Starts merging ahead of the next version in the tables no commit of this publisher's
+    /// has reached yet ([`MaintainedTable::merge_ahead`]; the others merge ahead once a
+    /// version is prepared). A session calls this while it waits for input, so that the first
+    /// commit after it opened the tables finds the merges due running beside it rather than
+    /// makes them first (a 10,000-event commit onto a 1M-row history took 250–320 ms so).
+    pub(super) fn merge_ahead(&mut self) -> Result<()> {
+        for lane in [&mut self.targets, &mut self.streams] {
+            if lane.preparing.is_none() {
+                (lane.tables.iter_mut()).try_for_each(MaintainedTable::merge_ahead)?;
+            }
+        }
+        Ok(())
+    }
+
     fn logs(&self) -> impl Iterator<Item = &Arc<TableLog>> + Clone {
         self.targets.logs.iter().chain(&self.streams.logs)
     }
