@@ -26,6 +26,8 @@ Polars (run by .ci/run with a virtual environment that has them).
 6. `scdflow sql` erases one key of the durable SCD2 target (DML on a published target, files
    with deletion vectors): the readers see the table without it, load_cdf reads the deletes,
    and the next durable run keeps the erasure.
+7. A target file whose rows a commit deletes but ten of: its deletion vector is written as a few
+   runs (roaring run containers); polars, deltalake's query engine and load_cdf read it.
 
 usage: python .ci/delta_readers.py path/to/scdflow
 """
@@ -189,6 +191,7 @@ def main():
 
         published(scdflow, tmp)
         replace_where(scdflow, tmp)
+        mostly_deleted(scdflow, tmp)
 
 
 def replace_where(scdflow, tmp):
@@ -229,6 +232,38 @@ def replace_where(scdflow, tmp):
     assert changes == [(3, "delete"), (4, "insert")], changes
     print("sales.recent: REPLACE WHERE over a table deltalake wrote; polars read each update's "
           "table and load_cdf its changes")
+
+
+def mostly_deleted(scdflow, tmp):
+    # A target file whose rows a commit deletes but ten of: its deletion vector is a few runs
+    # (run containers), which polars, deltalake's query engine and load_cdf read.
+    (tmp / "m/events").mkdir(parents=True)
+    upserts = "".join(f"{k},v{k},UPSERT,1\n" for k in range(5000))
+    deletes = "".join(f"{k},,DELETE,2\n" for k in range(4990))
+    (tmp / "m/events/001.csv").write_text("k,c0,op,seq\n" + upserts)
+    (tmp / "m/events/002.csv").write_text("k,c0,op,seq\n" + deletes)
+    (tmp / "m/m.sql").write_text(
+        "CREATE OR REFRESH STREAMING TABLE events AS SELECT * FROM STREAM read_files(\n"
+        "'events', format => 'csv', header => true,\n"
+        "schema => 'k BIGINT, c0 STRING, op STRING, seq BIGINT');\n"
+        "CREATE OR REFRESH STREAMING TABLE kept;\n"
+        "CREATE FLOW f AS AUTO CDC INTO kept FROM STREAM(events) KEYS (k)\n"
+        "APPLY AS DELETE WHEN op = 'DELETE' SEQUENCE BY seq COLUMNS * EXCEPT (op, seq)\n"
+        "STORED AS SCD TYPE 1;\n")
+    run(scdflow, "sql", "--warehouse", "w", "CREATE SCHEMA main.mostly", cwd=tmp)
+    run(scdflow, "run", "m/m.sql", "--warehouse", "w", "--schema", "mostly", "--out", "m/out",
+        cwd=tmp)
+    path = tmp / "w/main/mostly/kept"
+    vectors = list(path.glob("deletion_vector_*.bin"))
+    assert len(vectors) == 1 and vectors[0].stat().st_size < 100, vectors
+    want = list(range(4990, 5000))
+    assert pl.read_delta(str(path)).sort("k")["k"].to_list() == want
+    table = DeltaTable(str(path))
+    got = QueryBuilder().register("t", table).execute("SELECT k FROM t ORDER BY k").read_all()
+    assert got.column("k").to_pylist() == want, got
+    feed = table.load_cdf(starting_version=2).read_all()
+    assert sorted(feed.column("k").to_pylist()) == list(range(4990)), feed.num_rows
+    print("mostly.kept: a deletion vector of runs; polars, deltalake and load_cdf read it")
 
 
 def published(scdflow, tmp):

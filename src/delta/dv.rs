@@ -10,6 +10,14 @@
 //! absolute path (`p`). We write `u` files, one per commit holding every vector it changed, and
 //! read all three.
 //!
+//! A vector is written with run containers where they are smaller (`RoaringTreemap::optimize`).
+//! A file most of whose rows are deleted holds long runs of deleted positions, and its vector,
+//! rewritten whole each time a commit touches the file, was a bitmap of 8 KB per 65,536 rows.
+//! The vectors of 30 followed 10,000-event SCD2 commits on a 1M-row history took 933 KB, the
+//! same vectors without runs 1,163 (both sizes taken of each vector in one run: the bench's
+//! per-commit vector bytes move by ±15% between runs of one build, with when merges finish).
+//! Python `deltalake`, Polars and delta-rs read run containers.
+//!
 //! Why our own ~100 lines rather than delta-kernel's writer: the kernel makes DV paths only
 //! inside its own transactions (`DeletionVectorPath::new` is crate-private), and our commits
 //! are not kernel transactions (see `commit`). Python `deltalake` (its query engine) and Polars
@@ -53,6 +61,8 @@ impl DvFile {
 
     /// Appends `positions`; returns the descriptor the log gives the file it belongs to.
     pub fn push(&mut self, positions: &RoaringTreemap) -> Result<DeletionVectorDescriptor> {
+        let mut positions = positions.clone();
+        positions.optimize();
         let offset = self.bytes.len();
         let bitmap_len = positions.serialized_size();
         let size = 4 + bitmap_len;
@@ -192,5 +202,19 @@ mod tests {
         std::fs::write(dir.path().join(file.name()), damaged).unwrap();
         let e = read(dir.path(), &b, "b").unwrap_err();
         assert!(e.to_string().contains("damaged at offset"), "{e}");
+    }
+
+    /// A file whose rows are nearly all deleted, in runs, has a vector of a few runs: tens of
+    /// bytes where a bitmap of each position took 8 KB per 65,536 rows.
+    #[test]
+    fn runs_of_positions_are_stored_as_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut file = DvFile::new();
+        let mut positions: RoaringTreemap = (0u64..8_600).collect();
+        positions.remove(4_000);
+        let d = file.push(&positions).unwrap();
+        assert!(d.size_in_bytes < 64, "{} bytes", d.size_in_bytes);
+        std::fs::write(dir.path().join(file.name()), file.bytes()).unwrap();
+        assert_eq!(read(dir.path(), &d, "d").unwrap(), positions);
     }
 }
