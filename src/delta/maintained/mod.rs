@@ -379,6 +379,12 @@ impl MaintainedTable {
         self.files.iter().flatten().map(LiveFile::live).sum()
     }
 
+    /// Whether a merge ahead is still writing its files.
+    #[cfg(test)]
+    pub(crate) fn merging(&self) -> bool {
+        (self.running.as_ref()).is_some_and(|r| !r.thread.is_finished())
+    }
+
     /// Files of the current version.
     pub fn files(&self) -> usize {
         self.files.iter().flatten().count()
