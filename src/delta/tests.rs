@@ -437,6 +437,18 @@ fn a_maintained_table_checkpoints_and_vacuums_on_its_schedule() {
     assert_eq!(table.last_commit().unwrap(), Some(40));
 }
 
+/// Table properties for a vacuum after every version with a retention of 0: any file no
+/// version holds is deleted at once, unless the vacuum is told it is fresh.
+fn vacuumed_at_every_version() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (super::VACUUM_PROPERTY.to_string(), "1".to_string()),
+        (
+            "delta.deletedFileRetentionDuration".to_string(),
+            "interval 0 seconds".to_string(),
+        ),
+    ])
+}
+
 /// Commit `commit` of `changes` as a durable step makes it: its version prepared, merges ahead
 /// of the next written, then the version published through the table's `log` and its upkeep
 /// run, told when the step began; returns the rows merged into the version.
@@ -473,13 +485,7 @@ fn a_vacuum_keeps_the_files_merged_ahead_of_the_next_version() {
     use std::time::SystemTime;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t");
-    let props = BTreeMap::from([
-        (super::VACUUM_PROPERTY.to_string(), "1".to_string()),
-        (
-            "delta.deletedFileRetentionDuration".to_string(),
-            "interval 0 seconds".to_string(),
-        ),
-    ]);
+    let props = vacuumed_at_every_version();
     let mut table = MaintainedTable::create(&path, &schema(), &props, "app").unwrap();
     let log = table.log().unwrap();
     let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(5);
@@ -515,13 +521,7 @@ fn a_vacuum_keeps_the_files_of_a_merge_that_began_before_its_step() {
     use std::time::{Duration, SystemTime};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t");
-    let props = BTreeMap::from([
-        (super::VACUUM_PROPERTY.to_string(), "1".to_string()),
-        (
-            "delta.deletedFileRetentionDuration".to_string(),
-            "interval 0 seconds".to_string(),
-        ),
-    ]);
+    let props = vacuumed_at_every_version();
     let mut table = super::MaintainedTable::create(&path, &schema(), &props, "app").unwrap();
     let log = table.log().unwrap();
     let mut model = BTreeMap::new();
@@ -574,13 +574,7 @@ fn a_table_of_appends_merges_beside_its_versions() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
     let open = |path: &Path| MaintainedTable::open_as(path, &schema(), "app", Kept::Appends);
-    let props = BTreeMap::from([
-        (super::VACUUM_PROPERTY.to_string(), "1".to_string()),
-        (
-            "delta.deletedFileRetentionDuration".to_string(),
-            "interval 0 seconds".to_string(),
-        ),
-    ]);
+    let props = vacuumed_at_every_version();
     let mut table =
         MaintainedTable::create_as(&path, &schema(), &props, "app", Kept::Appends).unwrap();
     let log = table.log().unwrap();
