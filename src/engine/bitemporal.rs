@@ -48,6 +48,7 @@
 use super::durable::{
     misfit, read_changes, read_header, read_keys, write_changes, write_header, Changed, Durable,
 };
+use super::hashed_row::{deserialize_map, HashedRow};
 use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
 use super::scd2::{History, Shape, Stored};
@@ -81,7 +82,8 @@ struct KeyState {
     /// `H(smax)`: the SCD2 history of all logged events.
     h: History,
     /// Per business row (image, `__START_AT`, `__END_AT`), its system intervals.
-    rows: SortedMap<Row, One<Interval>>,
+    #[serde(deserialize_with = "deserialize_map")]
+    rows: SortedMap<HashedRow, One<Interval>>,
 }
 
 /// The entries of one sequence, system time or business row: nearly always one, so it is kept
@@ -181,7 +183,7 @@ impl Durable for BitemporalState {
         if let Some(state) = self.keys.get(key) {
             let start = out.len();
             for (row, intervals) in state.rows.iter() {
-                out.extend(intervals.iter().map(|i| (versioned(row, i), 1)));
+                out.extend(intervals.iter().map(|i| (versioned(row.row(), i), 1)));
             }
             consolidate_from(out, start);
         }
@@ -272,8 +274,11 @@ impl KeyState {
         let Some(s0) = events.iter().map(|e| &e.system).min().map(Seq::from) else {
             return;
         };
-        // Business row → its belief changes at or after `s0`, in system order.
-        let mut touched: BTreeMap<Row, Vec<(Seq, isize)>> = BTreeMap::new();
+        // Each business row whose belief changes at or after `s0`, with the system time and
+        // diff of each change (a diff of 0 marks a row the first replay of a late event
+        // touched). A vector sorted once, not a map: a commit touches a key's rows a few at a
+        // time, and a map allocated a node and a vector per commit and key.
+        let mut touched: Vec<(HashedRow, Seq, isize)> = Vec::new();
         let late = self
             .by_system
             .last_before(Unbounded)
@@ -281,10 +286,9 @@ impl KeyState {
         if late {
             let seqs = self.sequences_from(&s0);
             self.rewind(&seqs, &s0, shape);
-            self.replay(&s0, shape, |_, diffs| {
-                for (row, _) in diffs {
-                    touched.entry(row).or_default();
-                }
+            self.replay(&s0, shape, |s, diffs| {
+                let rows = diffs.into_iter().map(|(row, _)| HashedRow::new(row));
+                touched.extend(rows.map(|row| (row, s.clone(), 0)));
             });
             self.rewind(&seqs, &s0, shape);
         }
@@ -292,11 +296,17 @@ impl KeyState {
             self.log(event, stats);
         }
         self.replay(&s0, shape, |s, diffs| {
-            for (row, diff) in diffs {
-                touched.entry(row).or_default().push((s.clone(), diff));
-            }
+            let rows = diffs
+                .into_iter()
+                .map(|(row, diff)| (HashedRow::new(row), diff));
+            touched.extend(rows.map(|(row, diff)| (row, s.clone(), diff)));
         });
-        for (row, changes) in touched {
+        // Stable: each row's changes stay in system order.
+        touched.sort_by(|a, b| a.0.cmp(&b.0));
+        for group in touched.chunk_by_mut(|a, b| a.0 == b.0) {
+            let row = std::mem::take(&mut group[0].0);
+            let changes = group.iter().filter(|(_, _, diff)| *diff != 0);
+            let changes = changes.map(|(_, s, diff)| (s, *diff));
             self.revise(row, &s0, changes, out);
         }
     }
@@ -442,49 +452,61 @@ impl KeyState {
     /// `s0` stay, the one believed just before `s0` re-opens, and `changes` (the row's
     /// retractions and insertions at or after `s0`, in system order) close and open intervals.
     /// Emits the intervals that differ.
-    fn revise(
+    fn revise<'c>(
         &mut self,
-        row: Row,
+        row: HashedRow,
         s0: &Seq,
-        changes: Vec<(Seq, isize)>,
+        changes: impl Iterator<Item = (&'c Seq, isize)>,
         out: &mut Vec<(Row, isize)>,
     ) {
-        let old: &[Interval] = self.rows.get(&row).map_or(&[], |old| old.as_slice());
+        // One search for a row already held; a new row takes a second one to be inserted.
+        let Some(old) = self.rows.get_mut(&row) else {
+            let revised = revised_from(&[], s0, changes);
+            emit_difference(row.row(), &[], &revised, out);
+            if !revised.is_empty() {
+                self.rows.insert(row, revised);
+            }
+            return;
+        };
         // Intervals are disjoint and ascending, so those that ended before `s0` are a prefix.
         let settled = old
             .iter()
             .position(|(_, end)| end.as_ref().is_none_or(|end| end >= s0))
             .unwrap_or(old.len());
-        let mut revised: One<Interval> = SmallVec::new();
-        if let Some((start, _)) = old.get(settled).filter(|(start, _)| start < s0) {
-            revised.push((start.clone(), None));
-        }
-        for (s, diff) in changes {
-            if diff > 0 {
-                revised.push((s, None));
-            } else {
-                let open = revised
-                    .last_mut()
-                    .filter(|(_, end)| end.is_none())
-                    .expect("a retracted business row was believed");
-                open.1 = Some(s);
-            }
-        }
-        emit_difference(&row, &old[settled..], &revised, out);
-        match self.rows.get_mut(&row) {
-            Some(intervals) => {
-                intervals.truncate(settled);
-                intervals.extend(revised);
-                if intervals.is_empty() {
-                    self.rows.remove(&row);
-                }
-            }
-            None if !revised.is_empty() => {
-                self.rows.insert(row, revised);
-            }
-            None => {}
+        let revised = revised_from(&old[settled..], s0, changes);
+        emit_difference(row.row(), &old[settled..], &revised, out);
+        old.truncate(settled);
+        old.extend(revised);
+        if old.is_empty() {
+            self.rows.remove(&row);
         }
     }
+}
+
+/// A business row's intervals from `s0` on: the one of `unsettled` (its intervals that did not
+/// end before `s0`) believed just before `s0` re-opens, and `changes` (its retractions and
+/// insertions at or after `s0`, in system order) close and open intervals.
+fn revised_from<'c>(
+    unsettled: &[Interval],
+    s0: &Seq,
+    changes: impl Iterator<Item = (&'c Seq, isize)>,
+) -> One<Interval> {
+    let mut revised: One<Interval> = SmallVec::new();
+    if let Some((start, _)) = unsettled.first().filter(|(start, _)| start < s0) {
+        revised.push((start.clone(), None));
+    }
+    for (s, diff) in changes {
+        if diff > 0 {
+            revised.push((s.clone(), None));
+        } else {
+            let open = revised
+                .last_mut()
+                .filter(|(_, end)| end.is_none())
+                .expect("a retracted business row was believed");
+            open.1 = Some(s.clone());
+        }
+    }
+    revised
 }
 
 /// The greatest event by tie rank (D2) among `logged` whose system time passes `keep`.

@@ -17,6 +17,7 @@ mod bitemporal;
 pub mod changefeed;
 mod durable;
 mod edits;
+mod hashed_row;
 mod heap;
 mod records;
 mod replace;
