@@ -427,19 +427,24 @@ impl KeyState {
             // One re-derivation per changed sequence keeps a time's events that lie far apart
             // in business time from walking the history between them.
             let mut diffs = Vec::new();
-            let mut rederived = 0;
+            let mut stored = 0;
             for seq in seqs {
                 let best = tie_winner(by_seq.get(seq), |t| t == s)
                     .expect("the system index points at logged events");
                 if h.stored(seq).is_some_and(|held| held.rank() >= best.rank()) {
                     continue;
                 }
-                let mut before = BTreeMap::new();
-                h.replace(seq, Some(best.to_stored()), &mut before);
-                h.rederive(seq, seq, shape, before, &mut diffs);
-                rederived += 1;
+                // An event past the business history (the usual case) is appended to it.
+                if h.is_past_last(seq) {
+                    h.push_last(seq.clone(), best.to_stored(), shape, &mut diffs);
+                } else {
+                    let mut before = BTreeMap::new();
+                    h.replace(seq, Some(best.to_stored()), &mut before);
+                    h.rederive(seq, seq, shape, before, &mut diffs);
+                }
+                stored += 1;
             }
-            if rederived > 1 {
+            if stored > 1 {
                 consolidate(&mut diffs);
             }
             if !diffs.is_empty() {

@@ -836,21 +836,47 @@ impl History {
             return None;
         }
         // Only the open run's row can disappear, and only runs closed here or open at the end
-        // can appear; the open row is compared as a whole, so an upsert that leaves it as it
-        // was emits nothing.
+        // can appear.
         let open_before = self.open_row();
-        let tombstones = events
-            .drain(..)
-            .map(|event| self.append_one(event, shape, out))
+        let tombstones = (events.drain(..))
+            .map(|e| self.append_one(Seq::from(&e.seq), Stored::from_event(e), shape, out))
             .sum();
-        match (open_before, self.open_row()) {
+        self.emit_open_change(open_before, out);
+        Some(tombstones)
+    }
+
+    /// Whether `seq` comes after every stored sequence, so that [`History::push_last`] may
+    /// store an event there.
+    pub(super) fn is_past_last(&self, seq: &Seq) -> bool {
+        (self.events.last()).is_none_or(|(last, _)| last < seq)
+    }
+
+    /// Stores `stored` at `seq`, which comes after every stored sequence, and emits the row
+    /// updates, as [`History::append`] does for one event: what [`History::replace`] and
+    /// [`History::rederive`] would emit, without walking or re-deriving.
+    pub(super) fn push_last(
+        &mut self,
+        seq: Seq,
+        stored: Stored,
+        shape: &Shape,
+        out: &mut Vec<(Row, isize)>,
+    ) {
+        let open_before = self.open_row();
+        self.append_one(seq, stored, shape, out);
+        self.emit_open_change(open_before, out);
+    }
+
+    /// Emits the change of the open run's row from `before`, the row before an append: only
+    /// that row can disappear, and the open row is compared as a whole, so an upsert that
+    /// leaves it as it was emits nothing.
+    fn emit_open_change(&self, before: Option<Row>, out: &mut Vec<(Row, isize)>) {
+        match (before, self.open_row()) {
             (Some(before), Some(after)) if before == after => {}
             (before, after) => {
                 out.extend(before.map(|r| (r, -1)));
                 out.extend(after.map(|r| (r, 1)));
             }
         }
-        Some(tombstones)
     }
 
     /// The start of the open run: the last event that starts a run, while the last event is an
@@ -876,16 +902,21 @@ impl History {
     /// closes, if any: only the open run can change. Returns whether the event is a new
     /// tombstone: it has no successor and is the predecessor of nothing, so no other event's
     /// status changes.
-    fn append_one(&mut self, event: Event, shape: &Shape, out: &mut Vec<(Row, isize)>) -> i64 {
+    fn append_one(
+        &mut self,
+        seq: Seq,
+        mut stored: Stored,
+        shape: &Shape,
+        out: &mut Vec<(Row, isize)>,
+    ) -> i64 {
         let mut open = self.open_start().cloned();
         let events = &mut self.events;
-        let seq = Seq::from(&event.seq);
         let last = (events.last().map(|(_, e)| e)).filter(|e| e.kind() == EventKind::Upsert);
         let mut close = |last: &Stored| {
             let start = open.take().expect("an upsert always lies inside a run");
             out.push((row(&start, Some(&seq), last.folded()), 1));
         };
-        if event.kind != EventKind::Upsert {
+        if stored.kind() != EventKind::Upsert {
             let tombstone = match last {
                 Some(last) => {
                     close(last);
@@ -893,10 +924,9 @@ impl History {
                 }
                 None => 1,
             };
-            events.push(seq, Stored::from_event(event));
+            events.push(seq, stored);
             return tombstone;
         }
-        let mut stored = Stored::from_event(event);
         if shape.partial {
             let nulls;
             let before = match last {
