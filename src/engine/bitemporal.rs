@@ -204,10 +204,7 @@ impl CdcState for BitemporalState {
         stats: &mut CommitStats,
     ) {
         events.retain(|e| e.kind != EventKind::Truncate);
-        let touch = |s: &Self, key: &Row| {
-            let state = s.keys.get(key);
-            (state.and_then(|state| state.by_seq.last())).map_or(0, |(_, logged)| logged.len())
-        };
+        let touch = |s: &Self, key: &Row| s.keys.get(key).map_or(0, KeyState::touch);
         for_each_key(self, events, touch, |s, key, events| {
             s.changed.mark(&key);
             let state = s.keys.entry(key).or_default();
@@ -309,6 +306,18 @@ impl KeyState {
             let changes = changes.map(|(_, s, diff)| (s, *diff));
             self.revise(row, &s0, changes, out);
         }
+    }
+
+    /// Reads what applying an event reads first, for a read ahead ([`super::for_each_key`]):
+    /// where the searches of the log and of the rows start (their middle), the last logged
+    /// event, the row a search of the rows confirms, and the end of the business history.
+    fn touch(&self) -> usize {
+        let log = [self.by_seq.middle(), self.by_seq.last()]
+            .into_iter()
+            .flatten();
+        let log: usize = log.map(|(_, logged)| logged.len()).sum();
+        let rows = self.rows.middle().map_or(0, |(row, _)| row.touch());
+        log + rows + self.h.touch()
     }
 
     /// Checks a restored key against the target's shape and the invariants replays rely on:

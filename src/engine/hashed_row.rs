@@ -40,6 +40,12 @@ impl HashedRow {
     pub(crate) fn row(&self) -> &Row {
         &self.row
     }
+
+    /// Reads the hash and the row's first byte, for a read ahead of a search.
+    pub(crate) fn touch(&self) -> usize {
+        let first = self.row.as_row_ref().as_bytes().first();
+        self.hash as usize ^ first.map_or(0, |&b| usize::from(b))
+    }
 }
 
 impl Ord for HashedRow {

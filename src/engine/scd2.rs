@@ -451,13 +451,7 @@ impl CdcState for Scd2State {
         self.collect_tombstones(now, stats);
         // What an append reads first: the last event's sequence and kind, and the open row's
         // image (an entry may straddle two cache lines, and a long image is on the heap).
-        let touch = |s: &Self, key: &Row| {
-            let last = s.keys.get(key).and_then(|history| history.events.last());
-            last.map_or(0, |(seq, e)| {
-                let image = e.folded().as_row_ref().as_bytes();
-                usize::from(matches!(seq, Seq::Int(_))) + image.first().map_or(0, |&b| b as usize)
-            })
-        };
+        let touch = |s: &Self, key: &Row| s.keys.get(key).map_or(0, History::touch);
         for_each_key(self, events, touch, |s, key, events| {
             for delete in events.iter().filter(|e| e.kind == EventKind::Delete) {
                 s.tombstones.record(now, &key, &delete.seq);
@@ -843,6 +837,16 @@ impl History {
             .sum();
         self.emit_open_change(open_before, out);
         Some(tombstones)
+    }
+
+    /// Reads what an append reads first, for a read ahead ([`super::for_each_key`]): the last
+    /// event's sequence and kind, and the open row's image (an entry may straddle two cache
+    /// lines, and a long image is on the heap).
+    pub(super) fn touch(&self) -> usize {
+        self.events.last().map_or(0, |(seq, e)| {
+            let image = e.folded().as_row_ref().as_bytes();
+            usize::from(matches!(seq, Seq::Int(_))) + image.first().map_or(0, |&b| b as usize)
+        })
     }
 
     /// Whether `seq` comes after every stored sequence, so that [`History::push_last`] may
