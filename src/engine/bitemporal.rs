@@ -23,7 +23,8 @@
 //! `H(< s0)` (it puts back, at each business sequence with events at or after `s0`, the tie
 //! winner among the events before `s0`), then replays the events at or after `s0` in system
 //! order: at each system time it stores the events of that time that win their ties and
-//! re-derives `h` at each (O(log h) plus the versions that change, see `super::scd2`); the
+//! re-derives `h` at each (O(log h) plus the versions that change, see `super::scd2`; an event
+//! past every business sequence is appended, as SCD2 appends it, without re-deriving); the
 //! business rows these re-derivations retract or insert, summed, are the rows whose belief
 //! changes at that time.
 //! For an event later in system time than all the key's others (the usual case) that is one
