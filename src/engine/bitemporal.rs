@@ -310,8 +310,8 @@ impl KeyState {
     }
 
     /// Reads what applying an event reads first, for a read ahead ([`super::for_each_key`]):
-    /// where the searches of the log and of the rows start (their middle), the last logged
-    /// event, the row a search of the rows confirms, and the end of the business history.
+    /// where the searches of the log and of the rows start (their middle entries, and that
+    /// row's bytes), the last logged event, and the end of the business history.
     fn touch(&self) -> usize {
         let log = [self.by_seq.middle(), self.by_seq.last()]
             .into_iter()

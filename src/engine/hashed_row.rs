@@ -25,10 +25,17 @@ use std::cmp::Ordering;
 use std::hash::BuildHasher;
 
 /// A row and its hash; see the module docs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct HashedRow {
     hash: u64,
     row: Row,
+}
+
+/// The empty row, hashed as any other (what `mem::take` leaves behind).
+impl Default for HashedRow {
+    fn default() -> Self {
+        HashedRow::new(Row::default())
+    }
 }
 
 impl HashedRow {

@@ -449,8 +449,6 @@ impl CdcState for Scd2State {
         stats: &mut CommitStats,
     ) {
         self.collect_tombstones(now, stats);
-        // What an append reads first: the last event's sequence and kind, and the open row's
-        // image (an entry may straddle two cache lines, and a long image is on the heap).
         let touch = |s: &Self, key: &Row| s.keys.get(key).map_or(0, History::touch);
         for_each_key(self, events, touch, |s, key, events| {
             for delete in events.iter().filter(|e| e.kind == EventKind::Delete) {
@@ -902,7 +900,7 @@ impl History {
         Some(row(start, None, last.folded()))
     }
 
-    /// Stores `event`, whose sequence is past every stored one, and emits the row of the run it
+    /// Stores `stored` at `seq`, past every stored sequence, and emits the row of the run it
     /// closes, if any: only the open run can change. Returns whether the event is a new
     /// tombstone: it has no successor and is the predecessor of nothing, so no other event's
     /// status changes.
