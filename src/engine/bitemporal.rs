@@ -14,7 +14,8 @@
 //!   with different system times, are all kept) and by system time;
 //! * `h`, an SCD2 [`History`] equal to `H(smax)`, `smax` the key's greatest system time;
 //! * `rows`: per business row ever believed, its system intervals, ascending and disjoint; the
-//!   table is every business row with each of its intervals.
+//!   table is every business row with each of its intervals. The rows are ordered by their
+//!   hash first ([`HashedRow`]): searches compare integers, not the rows' bytes.
 //!
 //! # Applying a commit
 //!
