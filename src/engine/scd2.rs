@@ -820,9 +820,7 @@ impl History {
         shape: &Shape,
         out: &mut Vec<(Row, isize)>,
     ) -> Option<i64> {
-        let after_last = |first: &Event| {
-            (self.events.last()).is_none_or(|(last, _)| *last < Seq::from(&first.seq))
-        };
+        let after_last = |first: &Event| self.is_past_last(&Seq::from(&first.seq));
         let ascending = events.windows(2).all(|w| w[0].seq < w[1].seq);
         if !(ascending && events.first().is_some_and(after_last)) {
             return None;
@@ -847,8 +845,8 @@ impl History {
         })
     }
 
-    /// Whether `seq` comes after every stored sequence, so that [`History::push_last`] may
-    /// store an event there.
+    /// Whether `seq` comes after every stored sequence, so that an append
+    /// ([`History::append`], [`History::push_last`]) may store an event there.
     pub(super) fn is_past_last(&self, seq: &Seq) -> bool {
         (self.events.last()).is_none_or(|(last, _)| last < seq)
     }
