@@ -589,7 +589,11 @@ impl Suite {
             workload(&w);
             for &flow in &self.flows {
                 let target = flow.target(&w);
-                let commits = match flow {
+                // Each run gets its input generated afresh (the generator is seeded, so every
+                // system sees the same commits): a copy kept for the next system would stay
+                // in memory through the run, beside the input it consumes, and count in its
+                // peak.
+                let commits = || match flow {
                     Flow::Snapshot => Commits::snapshots(
                         gen::events(&w, &gen::target(&w, ScdType::Type2)),
                         target.image_len,
@@ -598,7 +602,7 @@ impl Suite {
                 };
                 let first = records.len();
                 for &system in self.systems.iter().filter(|s| s.measures(flow)) {
-                    let m = measure(system, &target, commits.clone(), self.feed())?;
+                    let m = measure(system, &target, commits(), self.feed())?;
                     let record = Record::new(flow, &w, system, &m, self.warmup);
                     each(&record);
                     records.push(record);
