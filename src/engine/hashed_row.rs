@@ -87,9 +87,9 @@ impl<'de> Deserialize<'de> for HashedRow {
 
 /// Reads a map saved as its entries in any order (`serde(deserialize_with)`); a row saved
 /// twice is refused.
-pub(crate) fn deserialize_map<'de, D, V, const N: usize>(
+pub(crate) fn deserialize_map<'de, D, V, const N: usize, const G: usize>(
     deserializer: D,
-) -> Result<SortedMap<HashedRow, V, N>, D::Error>
+) -> Result<SortedMap<HashedRow, V, N, G>, D::Error>
 where
     D: Deserializer<'de>,
     V: Deserialize<'de>,

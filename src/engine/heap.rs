@@ -128,7 +128,9 @@ impl<T: HeapSize, const N: usize> HeapSize for SmallVec<[T; N]> {
     }
 }
 
-impl<K: HeapSize + Ord + Clone, V: HeapSize, const N: usize> HeapSize for SortedMap<K, V, N> {
+impl<K: HeapSize + Ord + Clone, V: HeapSize, const N: usize, const G: usize> HeapSize
+    for SortedMap<K, V, N, G>
+{
     fn heap_bytes(&self) -> usize {
         let entries: usize = self
             .iter()

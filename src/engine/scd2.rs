@@ -94,8 +94,8 @@ pub(super) struct Shape {
 /// Saved as its events alone: a restored history has no version marked until [`History::fit`]
 /// derives them.
 #[derive(Debug, Default)]
-pub(super) struct History {
-    events: SortedMap<Seq, Stored, SMALL_HISTORY>,
+pub(super) struct History<const G: usize = 1> {
+    events: SortedMap<Seq, Stored, SMALL_HISTORY, G>,
 }
 
 /// Events a history keeps in a sorted vector before its map becomes a B-tree: more than a
@@ -227,7 +227,7 @@ impl From<Stored> for Prior {
     }
 }
 
-impl Serialize for History {
+impl<const G: usize> Serialize for History<G> {
     fn serialize<S: serde::Serializer>(
         &self,
         serializer: S,
@@ -236,7 +236,7 @@ impl Serialize for History {
     }
 }
 
-impl<'de> Deserialize<'de> for History {
+impl<'de, const G: usize> Deserialize<'de> for History<G> {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> std::result::Result<Self, D::Error> {
@@ -489,7 +489,7 @@ impl CdcState for Scd2State {
     }
 }
 
-impl HeapSize for History {
+impl<const G: usize> HeapSize for History<G> {
     fn heap_bytes(&self) -> usize {
         self.events.heap_bytes()
     }
@@ -646,7 +646,7 @@ impl Shape {
     }
 }
 
-impl History {
+impl<const G: usize> History<G> {
     /// The event stored at `seq`.
     pub(super) fn stored(&self, seq: &Seq) -> Option<&Stored> {
         self.events.get(seq)
@@ -1175,7 +1175,10 @@ impl Version<'_> {
 }
 
 /// The folded image of the event at `seq` (which exists: runs only point at stored upserts).
-fn folded_at<'a>(events: &'a SortedMap<Seq, Stored, SMALL_HISTORY>, seq: &Seq) -> &'a Row {
+fn folded_at<'a, const G: usize>(
+    events: &'a SortedMap<Seq, Stored, SMALL_HISTORY, G>,
+    seq: &Seq,
+) -> &'a Row {
     events
         .get(seq)
         .expect("a run's last upsert is stored")

@@ -17,7 +17,10 @@
 //! empty on average, and these vectors are most of a large state's bytes (a 1M-event SCD2 run
 //! peaked at 340 MB with doubling, 290 MB with this). Growth by an eighth keeps the copies
 //! amortized O(1) per insert; mimalloc (the binary's allocator) grows a block in place while
-//! it fits its size class, which are an eighth apart, so most growths copy nothing.
+//! it fits its size class, which are an eighth apart, so most growths copy nothing. Not at
+//! small sizes: there each push of an entry of 48 bytes or more crosses a class, and the
+//! vector moves to a new block. An owner that trades memory for fewer moves grows its
+//! vectors by at least `G` entries (the bitemporal state, by four).
 //!
 //! A large map also keeps a *mark*, one key its owner remembers beside the tree
 //! ([`SortedMap::mark`]): what the owner can find by a short backward search in a small map
@@ -54,16 +57,17 @@ fn end<K: Ord, V>(v: &[(K, V)], bound: Bound<&K>) -> usize {
     }
 }
 
-/// Makes room for `additional` more entries in `v`, growing it by at least an eighth.
-fn grow<T>(v: &mut Vec<T>, additional: usize) {
+/// Makes room for `additional` more entries in `v`, growing it by at least an eighth and by at
+/// least `least` entries.
+fn grow<T>(v: &mut Vec<T>, additional: usize, least: usize) {
     if v.capacity() - v.len() < additional {
-        v.reserve_exact(additional.max(v.len() / 8));
+        v.reserve_exact(additional.max(v.len() / 8).max(least));
     }
 }
 
 /// An ordered map; see the module docs.
 #[derive(Clone, Debug)]
-pub(crate) enum SortedMap<K, V, const N: usize = SMALL> {
+pub(crate) enum SortedMap<K, V, const N: usize = SMALL, const G: usize = 1> {
     /// Sorted by key, at most `N` entries.
     Small(Vec<(K, V)>),
     /// Past `N` entries. Boxed: the vector's capacity then gives the enum its tag, and
@@ -85,13 +89,13 @@ impl<K, V> Large<K, V> {
     }
 }
 
-impl<K: Ord + Clone, V, const N: usize> Default for SortedMap<K, V, N> {
+impl<K: Ord + Clone, V, const N: usize, const G: usize> Default for SortedMap<K, V, N, G> {
     fn default() -> Self {
         SortedMap::Small(Vec::new())
     }
 }
 
-impl<K: Ord + Clone, V, const N: usize> SortedMap<K, V, N> {
+impl<K: Ord + Clone, V, const N: usize, const G: usize> SortedMap<K, V, N, G> {
     /// A map of `entries`, which must be in strictly ascending key order.
     pub(crate) fn from_sorted(entries: Vec<(K, V)>) -> Result<Self, &'static str> {
         if !entries.windows(2).all(|w| w[0].0 < w[1].0) {
@@ -221,7 +225,7 @@ impl<K: Ord + Clone, V, const N: usize> SortedMap<K, V, N> {
         debug_assert!(self.last().is_none_or(|(last, _)| *last < key));
         match self {
             SortedMap::Small(v) if v.len() < N => {
-                grow(v, 1);
+                grow(v, 1, G);
                 v.push((key, value))
             }
             _ => {
@@ -236,7 +240,7 @@ impl<K: Ord + Clone, V, const N: usize> SortedMap<K, V, N> {
             SortedMap::Small(v) => match v.binary_search_by(|(k, _)| k.cmp(&key)) {
                 Ok(i) => Some(std::mem::replace(&mut v[i].1, value)),
                 Err(i) if v.len() < N => {
-                    grow(v, 1);
+                    grow(v, 1, G);
                     v.insert(i, (key, value));
                     None
                 }
@@ -277,7 +281,7 @@ impl<K: Ord + Clone, V, const N: usize> SortedMap<K, V, N> {
 
     /// The entries with keys at or after `key`, serialized as [`SortedMap`] serializes all of
     /// them (and deserialized as a `Vec<(K, V)>`).
-    pub(crate) fn entries_from<'a>(&'a self, key: &'a K) -> EntriesFrom<'a, K, V, N> {
+    pub(crate) fn entries_from<'a>(&'a self, key: &'a K) -> EntriesFrom<'a, K, V, N, G> {
         EntriesFrom { map: self, key }
     }
 
@@ -308,7 +312,9 @@ impl<K: Ord + Clone, V, const N: usize> SortedMap<K, V, N> {
     }
 }
 
-impl<K: Ord + Clone + Serialize, V: Serialize, const N: usize> Serialize for SortedMap<K, V, N> {
+impl<K: Ord + Clone + Serialize, V: Serialize, const N: usize, const G: usize> Serialize
+    for SortedMap<K, V, N, G>
+{
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         // With its length up front: postcard writes it before the entries.
         let mut seq = serializer.serialize_seq(Some(self.len()))?;
@@ -320,13 +326,13 @@ impl<K: Ord + Clone + Serialize, V: Serialize, const N: usize> Serialize for Sor
 }
 
 /// A map's entries from a key on, to serialize ([`SortedMap::entries_from`]).
-pub(crate) struct EntriesFrom<'a, K, V, const N: usize> {
-    map: &'a SortedMap<K, V, N>,
+pub(crate) struct EntriesFrom<'a, K, V, const N: usize, const G: usize> {
+    map: &'a SortedMap<K, V, N, G>,
     key: &'a K,
 }
 
-impl<K: Ord + Clone + Serialize, V: Serialize, const N: usize> Serialize
-    for EntriesFrom<'_, K, V, N>
+impl<K: Ord + Clone + Serialize, V: Serialize, const N: usize, const G: usize> Serialize
+    for EntriesFrom<'_, K, V, N, G>
 {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let entries = || self.map.range_from(Bound::Included(self.key));
@@ -338,7 +344,7 @@ impl<K: Ord + Clone + Serialize, V: Serialize, const N: usize> Serialize
     }
 }
 
-impl<'de, K, V, const N: usize> Deserialize<'de> for SortedMap<K, V, N>
+impl<'de, K, V, const N: usize, const G: usize> Deserialize<'de> for SortedMap<K, V, N, G>
 where
     K: Ord + Clone + Deserialize<'de>,
     V: Deserialize<'de>,
@@ -434,6 +440,35 @@ mod tests {
         map.set_mark(Some(7));
         map.push(SMALL as u32 + 1, 0);
         assert_eq!(map.mark(), Some(&7));
+    }
+
+    /// A vector grows by an eighth, and by at least `G` entries: one at a time by default, so
+    /// that a map of a few entries holds no spare room.
+    #[test]
+    fn a_vector_grows_by_at_least_g_entries() {
+        fn capacities<const G: usize>(keys: std::ops::Range<u32>) -> Vec<usize> {
+            let mut map: SortedMap<u32, u32, SMALL, G> = SortedMap::default();
+            let mut seen = Vec::new();
+            for k in keys {
+                // Odd keys are inserted ahead of the last, even ones pushed after it.
+                match k % 2 {
+                    0 => map.push(1000 + k, k),
+                    _ => assert_eq!(map.insert(k, k), None),
+                }
+                let SortedMap::Small(v) = &map else {
+                    unreachable!()
+                };
+                seen.push(v.capacity());
+            }
+            seen
+        }
+        assert_eq!(capacities::<1>(0..6), [1, 2, 3, 4, 5, 6]);
+        assert_eq!(capacities::<4>(0..9), [4, 4, 4, 4, 8, 8, 8, 8, 12]);
+        // Past eight entries, by an eighth of its length.
+        assert_eq!(
+            capacities::<1>(0..40)[32..],
+            [33, 37, 37, 37, 37, 41, 41, 41]
+        );
     }
 
     #[test]
