@@ -28,7 +28,7 @@ use scdflow::operators::AsOf;
 use scdflow::plan::AsOfLayout;
 use scdflow::plan::{ScdType, Target, TargetKind};
 use scdflow::query::visible;
-use scdflow::value::{DataType, Datum, Row, Schema, Value};
+use scdflow::value::{DataType, Datum, Row, Schema, Seq, Value};
 use std::time::{Duration, Instant};
 
 const SEED: u64 = 42;
@@ -72,12 +72,12 @@ fn events(keys: i64, versions: i64, rng: &mut ChaCha8Rng) -> Vec<Event> {
     let mut out = Vec::new();
     for k in 0..keys {
         let event = |seq: i64, kind: EventKind, image: Vec<Value>, system: i64| Event {
-            seq: Value::Int(seq),
+            seq: Seq::from(seq),
             kind,
             key: Row::from([Value::Int(k)]),
             image: Row::from(image),
             authored: None,
-            system: Value::Int(system),
+            system: Some(Seq::from(system)),
         };
         for j in 0..versions {
             let image = vec![

@@ -7,7 +7,7 @@
 
 use crate::event::{Event, EventKind};
 use crate::plan::{CdcFlow, PartialUpdates, Target};
-use crate::value::{Datum, Row, Schema, Value};
+use crate::value::{Datum, Row, Schema, Seq};
 use serde::{Deserialize, Serialize};
 
 /// Why a row cannot become an event. Ordered, hashable and serializable so that rejected rows
@@ -44,8 +44,9 @@ pub fn to_event(
     if seq.is_null() {
         return Err(InvalidRow::new("SEQUENCE BY", "the sequence value is NULL"));
     }
+    let seq = Seq::from(seq);
     let system = match &flow.system_sequence {
-        None => Value::Null,
+        None => None,
         Some(expr) => {
             let system = expr
                 .eval(row)
@@ -56,7 +57,7 @@ pub fn to_event(
                     "the system sequence value is NULL",
                 ));
             }
-            system
+            Some(Seq::from(system))
         }
     };
     if holds(flow.truncate_when.as_ref(), row, "APPLY AS TRUNCATE WHEN")? {
@@ -66,7 +67,7 @@ pub fn to_event(
             key: Row::new(),
             image: Row::new(),
             authored: None,
-            system: Value::Null,
+            system: None,
         });
     }
     if let Some(i) = flow.keys.iter().position(|&k| row[k].is_null()) {
@@ -120,8 +121,8 @@ fn authored(
     flow: &CdcFlow,
     target: &Target,
     row: &[Datum<'_>],
-) -> Result<Option<Vec<bool>>, InvalidRow> {
-    let mut mask = match &flow.partial {
+) -> Result<Option<Box<[bool]>>, InvalidRow> {
+    let mut mask: Vec<bool> = match &flow.partial {
         PartialUpdates::Off => return Ok(None),
         PartialUpdates::IgnoreNull(ignore) => ignore
             .iter()
@@ -133,7 +134,7 @@ fn authored(
     for &k in &target.keys {
         mask[k] = true;
     }
-    Ok(Some(mask))
+    Ok(Some(mask.into_boxed_slice()))
 }
 
 fn listed_columns(list: Datum<'_>, target: &Target) -> Result<Vec<bool>, InvalidRow> {

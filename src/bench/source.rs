@@ -101,7 +101,7 @@ fn fold(
     rows: &mut KeyMap<Row>,
     key: Row,
     image: Row,
-    authored: Option<Vec<bool>>,
+    authored: Option<Box<[bool]>>,
     image_len: usize,
 ) -> Row {
     let row = match rows.entry(key) {

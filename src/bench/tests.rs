@@ -3,7 +3,7 @@ use super::*;
 use crate::event::{Event, EventKind};
 use crate::plan::ScdType;
 use crate::runtime::CommitEvents;
-use crate::value::{Row, Value};
+use crate::value::{Row, Seq, Value};
 
 fn suite(displacements: Vec<u64>, keys: Vec<u64>) -> Suite {
     Suite {
@@ -216,15 +216,15 @@ fn warmup_commits_are_not_counted() {
 
 fn upsert(key: i64, city: Option<&str>, authored: Option<Vec<bool>>) -> Event {
     Event {
-        seq: Value::Int(0),
+        seq: Seq::from(0),
         kind: EventKind::Upsert,
         key: Row::from([Value::Int(key)]),
         image: Row::from([
             Value::Int(key),
             city.map_or(Value::Null, |c| Value::Str(c.into())),
         ]),
-        authored,
-        system: Value::Null,
+        authored: authored.map(Vec::into_boxed_slice),
+        system: None,
     }
 }
 

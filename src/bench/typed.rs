@@ -87,7 +87,7 @@ fn convert(target: &Target, commits: Commits) -> Result<Vec<Vec<TypedChange>>> {
             Datum::Int(k) => u64::try_from(k).ok()?,
             _ => return None,
         };
-        let seq = match e.seq {
+        let seq = match *e.seq.to_value() {
             Value::Int(s) => u64::try_from(s).ok()?,
             _ => return None,
         };

@@ -54,11 +54,10 @@ use super::hashed_row::{deserialize_map, HashedRow};
 use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
 use super::scd2::{History, Shape, Stored};
-use super::seq::Seq;
 use super::sorted_map::{SortedMap, SMALL};
 use super::{for_each_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
-use crate::value::{Packer, Row};
+use crate::value::{Packer, Row, Seq, Value};
 use crate::Result;
 use differential_dataflow::consolidation::{consolidate, consolidate_from};
 use serde::{Deserialize, Serialize};
@@ -251,13 +250,19 @@ impl HeapSize for Logged {
     }
 }
 
+/// An event's system time. A bitemporal source row without one is refused when it is read
+/// (`prepare`); an event made without one elsewhere counts as NULL, the least.
+fn system_of(e: &Event) -> Seq {
+    e.system.clone().unwrap_or_else(|| Seq::from(Value::Null))
+}
+
 impl Logged {
     fn from_event(e: Event) -> Self {
         Logged {
-            system: e.system.into(),
+            system: system_of(&e),
             kind: e.kind,
             image: e.image,
-            authored: e.authored.map(Vec::into_boxed_slice),
+            authored: e.authored,
         }
     }
 
@@ -266,8 +271,7 @@ impl Logged {
     }
 
     fn to_stored(&self) -> Stored {
-        let authored = self.authored.as_deref().map(<[bool]>::to_vec);
-        Stored::new(self.kind, self.image.clone(), authored)
+        Stored::new(self.kind, self.image.clone(), self.authored.clone())
     }
 }
 
@@ -281,7 +285,7 @@ impl KeyState {
         stats: &mut CommitStats,
     ) {
         events.retain(|e| !self.logged(e));
-        let Some(s0) = events.iter().map(|e| &e.system).min().map(Seq::from) else {
+        let Some(s0) = events.iter().map(system_of).min() else {
             return;
         };
         // Each business row whose belief changes at or after `s0`, with the system time and
@@ -366,7 +370,7 @@ impl KeyState {
 
     /// Whether `e` is already in the log (D1).
     fn logged(&self, e: &Event) -> bool {
-        let (seq, system) = (Seq::from(&e.seq), Seq::from(&e.system));
+        let (seq, system) = (e.seq.clone(), system_of(e));
         self.by_seq.get(&seq).is_some_and(|logged| {
             logged
                 .iter()
@@ -377,7 +381,7 @@ impl KeyState {
     /// Adds a new event to the log; it is a sequence tie (D2) if another event of the key has
     /// its business sequence.
     fn log(&mut self, e: Event, stats: &mut CommitStats) {
-        let (seq, system) = (Seq::from(&e.seq), Seq::from(&e.system));
+        let (seq, system) = (e.seq.clone(), system_of(&e));
         match self.by_system.get_mut(&system) {
             Some(seqs) => seqs.push(seq.clone()),
             None => {
@@ -711,12 +715,12 @@ mod tests {
 
     fn up(value: &str, bt: Value, st: Value) -> Event {
         Event {
-            seq: bt,
+            seq: bt.into(),
             kind: EventKind::Upsert,
             key: Row::from(vec![a()]),
             image: Row::from(vec![a(), Value::Str(value.into())]),
             authored: None,
-            system: st,
+            system: Some(st.into()),
         }
     }
 
@@ -727,12 +731,12 @@ mod tests {
             up("XFv2", at(12, 15, 43), at(12, 20, 0)),
             up("XFv3", at(12, 5, 0), at(12, 25, 0)),
             Event {
-                seq: at(12, 30, 0),
+                seq: at(12, 30, 0).into(),
                 kind: EventKind::Delete,
                 key: Row::from(vec![a()]),
                 image: Row::new(),
                 authored: None,
-                system: at(12, 30, 0),
+                system: Some(at(12, 30, 0).into()),
             },
         ]
     }
@@ -822,7 +826,7 @@ mod tests {
     fn t9_two_rows() {
         let t = target(&["id", "x", "y", "bt", "st"], &[0], vec![true; 5], false);
         let ev = |x: &str, y: &str, bt: i64, st: i64| Event {
-            seq: Value::Int(bt),
+            seq: Seq::from(bt),
             kind: EventKind::Upsert,
             key: Row::from(vec![Value::Int(1)]),
             image: Row::from(vec![
@@ -833,7 +837,7 @@ mod tests {
                 Value::Int(st),
             ]),
             authored: None,
-            system: Value::Int(st),
+            system: Some(Seq::from(st)),
         };
         let row = |x: &str, y: &str, bt: i64, st: i64, b: [Value; 2], s: [Value; 2]| {
             let mut r = ev(x, y, bt, st).image;
@@ -905,12 +909,12 @@ mod tests {
                 let system = Value::Int(rng.random_range(1..=5));
                 let event = if rng.random_bool(0.2) {
                     Event {
-                        seq,
+                        seq: seq.into(),
                         kind: EventKind::Delete,
                         key,
                         image: Row::new(),
                         authored: None,
-                        system,
+                        system: Some(system.into()),
                     }
                 } else {
                     let image = Row::from(vec![
@@ -921,12 +925,12 @@ mod tests {
                     let authored = (partial && rng.random_bool(0.7))
                         .then(|| vec![true, rng.random_bool(0.5), rng.random_bool(0.5)]);
                     Event {
-                        seq,
+                        seq: seq.into(),
                         kind: EventKind::Upsert,
                         key,
                         image,
-                        authored,
-                        system,
+                        authored: authored.map(Vec::into_boxed_slice),
+                        system: Some(system.into()),
                     }
                 };
                 events.push(event);
@@ -955,12 +959,12 @@ mod tests {
             up("m", i(5), i(15)),
             up("z", i(5), i(20)),
             Event {
-                seq: i(8),
+                seq: i(8).into(),
                 kind: EventKind::Delete,
                 key: Row::from(vec![a()]),
                 image: Row::new(),
                 authored: None,
-                system: i(30),
+                system: Some(i(30).into()),
             },
         ];
         let row = |start: i64, end: Option<i64>, sstart: i64, send: Option<i64>| {

@@ -19,7 +19,7 @@ use crate::event::{Event, EventKind};
 use crate::model;
 use crate::persist::{FileKind, FrameReader, FrameWriter};
 use crate::plan::{ScdType, Target, TargetKind};
-use crate::value::{DataType, Row, Schema, Value};
+use crate::value::{DataType, Row, Schema, Seq, Value};
 use crate::ErrorKind;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -339,23 +339,23 @@ fn pick(rng: &mut ChaCha8Rng, values: &[&str]) -> Value {
 
 fn upsert(key: i64, seq: i64, image: Row, authored: Option<Vec<bool>>, system: Value) -> Event {
     Event {
-        seq: Value::Int(seq),
+        seq: Seq::from(seq),
         kind: EventKind::Upsert,
         key: Row::from(vec![Value::Int(key)]),
         image,
-        authored,
-        system,
+        authored: authored.map(Vec::into_boxed_slice),
+        system: Some(system.into()),
     }
 }
 
 fn delete(key: i64, seq: i64, system: Value) -> Event {
     Event {
-        seq: Value::Int(seq),
+        seq: Seq::from(seq),
         kind: EventKind::Delete,
         key: Row::from(vec![Value::Int(key)]),
         image: Row::new(),
         authored: None,
-        system,
+        system: Some(system.into()),
     }
 }
 
@@ -387,12 +387,12 @@ fn events(
             };
             let event = if truncates && rng.random_bool(0.05) {
                 Event {
-                    seq: Value::Int(seq),
+                    seq: Seq::from(seq),
                     kind: EventKind::Truncate,
                     key: Row::new(),
                     image: Row::new(),
                     authored: None,
-                    system,
+                    system: Some(system.into()),
                 }
             } else if rng.random_bool(0.3) {
                 delete(key, seq, system)
@@ -841,7 +841,7 @@ fn damaged_shards_are_state_errors() {
         let mut timed = plain.clone();
         timed
             .iter_mut()
-            .for_each(|e| e.system = Value::Int(c as i64));
+            .for_each(|e| e.system = Some(Value::Int(c as i64).into()));
         commit(&mut bitemporal, *now, &timed);
         let mut snap: Vec<Snap> = vec![Snap::Version(c as i64 + 1)];
         snap.extend(

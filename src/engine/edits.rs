@@ -26,7 +26,7 @@ use super::Durable;
 use crate::event::{Event, EventKind};
 use crate::expr::describe;
 use crate::plan::{ScdType, Target, TargetKind};
-use crate::value::{Row, Schema, Value};
+use crate::value::{Row, Schema, Seq, Value};
 use crate::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 
@@ -209,12 +209,12 @@ impl HistoryRules {
         let mut events = Vec::with_capacity(2 * versions.len());
         for (i, (start, end, image)) in versions.iter().enumerate() {
             let event = |seq: &Value, kind, image: Row| Event {
-                seq: seq.clone(),
+                seq: Seq::from(seq),
                 kind,
                 key: key.clone(),
                 image,
                 authored: None,
-                system: Value::Null,
+                system: None,
             };
             if let Some(start) = start {
                 events.push(event(start, EventKind::Upsert, image.clone()));
@@ -275,7 +275,7 @@ fn show(value: &Option<Value>) -> String {
 /// use scdflow::engine::{edit, CdcState, CommitStats, Durable, HistoryRules, KeyEdit, Scd2State};
 /// use scdflow::event::{Event, EventKind};
 /// use scdflow::plan::ScdType;
-/// use scdflow::value::{DataType, Row, Schema, Value};
+/// use scdflow::value::{DataType, Row, Schema, Seq, Value};
 ///
 /// let schema = Schema::new([
 ///     ("id".to_string(), DataType::Int),
@@ -295,12 +295,12 @@ fn show(value: &Option<Value>) -> String {
 ///     Row::from([Value::Int(7), Value::Str(city.into()), Value::Int(start), end])
 /// };
 /// let upsert = |city: &str, seq: i64| Event {
-///     seq: Value::Int(seq),
+///     seq: Seq::from(seq),
 ///     kind: EventKind::Upsert,
 ///     key: Row::from([Value::Int(7)]),
 ///     image: Row::from([Value::Int(7), Value::Str(city.into())]),
 ///     authored: None,
-///     system: Value::Null,
+///     system: None,
 /// };
 /// let mut state = Scd2State::new(2, vec![true, true], false, None);
 /// let (mut out, mut stats) = (Vec::new(), CommitStats::default());
@@ -469,7 +469,7 @@ mod tests {
             row("a", "Z", Some(5), Some(7)),
         ];
         let events: Vec<(i64, EventKind)> = (rules.events(&key, &rows).iter())
-            .map(|e| match e.seq {
+            .map(|e| match *e.seq.to_value() {
                 Value::Int(s) => (s, e.kind),
                 _ => unreachable!("INT sequences"),
             })

@@ -13,9 +13,8 @@
 //! types of ours whose heap is not their fields' sum (a packed row keeps up to 23 bytes inline,
 //! a sorted map is a vector or a tree), and a derive would need those by hand anyway.
 
-use super::seq::Seq;
 use super::sorted_map::SortedMap;
-use crate::value::{Row, Value};
+use crate::value::{Row, Seq, Value};
 use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::mem::size_of;
@@ -44,10 +43,8 @@ impl HeapSize for Value {
 
 impl HeapSize for Seq {
     fn heap_bytes(&self) -> usize {
-        match self {
-            Seq::Other(v) => size_of::<Value>() + v.heap_bytes(),
-            _ => 0,
-        }
+        self.boxed()
+            .map_or(0, |v| size_of::<Value>() + v.heap_bytes())
     }
 }
 
@@ -202,7 +199,7 @@ mod tests {
         let long = Row::from(vec![Value::Str("x".repeat(100))]);
         assert!(long.heap_bytes() >= 100);
         let map: SortedMap<Seq, Row> =
-            SortedMap::from_sorted(vec![(Seq::Int(1), long.clone())]).expect("sorted");
+            SortedMap::from_sorted(vec![(Seq::from(1), long.clone())]).expect("sorted");
         assert_eq!(
             map.heap_bytes(),
             size_of::<(Seq, Row)>() + long.heap_bytes()

@@ -23,7 +23,6 @@ mod records;
 mod replace;
 mod scd1;
 mod scd2;
-mod seq;
 mod snapshot;
 mod sorted_map;
 mod stats;

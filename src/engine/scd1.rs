@@ -22,12 +22,11 @@ use super::durable::{
 use super::edits::{Editable, HistoryRules};
 use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
-use super::seq::Seq;
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{for_each_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
 use crate::expr::describe;
-use crate::value::{Row, Value};
+use crate::value::{Row, Seq, Value};
 use crate::Result;
 use differential_dataflow::consolidation::consolidate_from;
 use serde::{Deserialize, Serialize};
@@ -70,9 +69,9 @@ struct Winner {
 }
 
 impl Winner {
-    fn of(seq: Seq, event: Event) -> Self {
+    fn of(event: Event) -> Self {
         Winner {
-            seq,
+            seq: event.seq,
             kind: event.kind,
             image: event.image,
         }
@@ -174,7 +173,7 @@ impl Scd1State {
     ) {
         if let Some(t) = &self.truncated_at {
             let all = live.len();
-            live.retain(|e| e.seq > *t);
+            live.retain(|e| *e.seq.to_value() > *t);
             stats.stale_events += (all - live.len()) as u64;
         }
         if live.is_empty() {
@@ -330,15 +329,15 @@ impl Durable for Scd1State {
 
 /// Lets `event` compete with the key's winner; returns the winner it displaced, if any.
 fn absorb_winner(winner: &mut Winner, event: Event, stats: &mut CommitStats) -> Option<Winner> {
-    let seq = Seq::from(&event.seq);
+    let seq = &event.seq;
     let (new, old) = ((event.kind, &event.image), (winner.kind, &winner.image));
-    if seq == winner.seq && new != old {
+    if *seq == winner.seq && new != old {
         stats.sequence_ties += 1;
     }
-    if (&seq, new) > (&winner.seq, old) {
-        return Some(std::mem::replace(winner, Winner::of(seq, event)));
+    if (seq, new) > (&winner.seq, old) {
+        return Some(std::mem::replace(winner, Winner::of(event)));
     }
-    if seq < winner.seq {
+    if *seq < winner.seq {
         stats.stale_events += 1;
     }
     None
@@ -436,7 +435,7 @@ impl CdcState for Scd1State {
         let truncated = truncate.is_some();
         if let Some(t) = truncate {
             events.retain(|e| !is_truncate(e));
-            self.truncate(t, out, stats);
+            self.truncate(t.to_value().into_owned(), out, stats);
         }
         let touch = |s: &Self, key: &Row| match s.keys.get(key) {
             Some(KeyState::Winner(w)) => w.kind as usize,
@@ -481,7 +480,7 @@ impl HeapSize for KeyState {
 impl KeyState {
     fn new(first: Event, partial: bool, image_len: usize, stats: &mut CommitStats) -> Self {
         if !partial {
-            return KeyState::Winner(Winner::of(Seq::from(&first.seq), first));
+            return KeyState::Winner(Winner::of(first));
         }
         let mut fields = Fields {
             upsert: None,
@@ -628,15 +627,17 @@ impl Fields {
     }
 
     fn absorb(&mut self, event: Event, stats: &mut CommitStats) {
+        // The fields keep their sequences as values, as they are saved.
+        let seq = event.seq.to_value().into_owned();
         if event.kind == EventKind::Delete {
-            if self.delete.as_ref().is_some_and(|d| *d >= event.seq) {
+            if self.delete.as_ref().is_some_and(|d| *d >= seq) {
                 stats.stale_events += 1;
             } else {
-                self.delete = Some(event.seq);
+                self.delete = Some(seq);
             }
             return;
         }
-        if self.upsert.as_ref() == Some(&event.seq) {
+        if self.upsert.as_ref() == Some(&seq) {
             stats.sequence_ties += 1;
         }
         let mut changed = false;
@@ -645,16 +646,13 @@ impl Fields {
                 continue;
             }
             let value = value.to_value();
-            if column
-                .as_ref()
-                .is_none_or(|(s, v)| (&event.seq, &value) > (s, v))
-            {
-                *column = Some((event.seq.clone(), value));
+            if column.as_ref().is_none_or(|(s, v)| (&seq, &value) > (s, v)) {
+                *column = Some((seq.clone(), value));
                 changed = true;
             }
         }
-        if self.upsert.as_ref().is_none_or(|u| event.seq > *u) {
-            self.upsert = Some(event.seq);
+        if self.upsert.as_ref().is_none_or(|u| seq > *u) {
+            self.upsert = Some(seq);
             changed = true;
         }
         if !changed {
@@ -669,34 +667,34 @@ mod tests {
 
     fn upsert(key: i64, name: &str, seq: i64) -> Event {
         Event {
-            seq: Value::Int(seq),
+            seq: Seq::from(seq),
             kind: EventKind::Upsert,
             key: Row::from(vec![Value::Int(key)]),
             image: Row::from(vec![Value::Int(key), Value::Str(name.into())]),
             authored: None,
-            system: Value::Null,
+            system: None,
         }
     }
 
     fn delete(key: i64, seq: i64) -> Event {
         Event {
-            seq: Value::Int(seq),
+            seq: Seq::from(seq),
             kind: EventKind::Delete,
             key: Row::from(vec![Value::Int(key)]),
             image: Row::new(),
             authored: None,
-            system: Value::Null,
+            system: None,
         }
     }
 
     fn truncate(seq: i64) -> Event {
         Event {
-            seq: Value::Int(seq),
+            seq: Seq::from(seq),
             kind: EventKind::Truncate,
             key: Row::new(),
             image: Row::new(),
             authored: None,
-            system: Value::Null,
+            system: None,
         }
     }
 

@@ -46,12 +46,11 @@ use super::durable::{misfit, read_header, read_keys, write_header, Changed, Dura
 use super::edits::{Editable, HistoryRules};
 use super::heap::HeapSize;
 use super::records::{RecordIn, RecordOut};
-use super::seq::Seq;
 use super::sorted_map::SortedMap;
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{for_each_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
-use crate::value::{Packer, Row};
+use crate::value::{Packer, Row, Seq};
 use crate::Result;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -331,7 +330,7 @@ impl Durable for Scd2State {
             let events = keys.get(key).map(|history| &history.events);
             let ends = events.into_iter().flat_map(|e| [e.middle(), e.last()]);
             ends.flatten()
-                .map(|(seq, _)| usize::from(matches!(seq, Seq::Int(_))))
+                .map(|(seq, _)| usize::from(seq.is_int()))
                 .sum()
         };
         self.changed.save_each(touch, |key, from| {
@@ -452,11 +451,11 @@ impl CdcState for Scd2State {
         let touch = |s: &Self, key: &Row| s.keys.get(key).map_or(0, History::touch);
         for_each_key(self, events, touch, |s, key, events| {
             for delete in events.iter().filter(|e| e.kind == EventKind::Delete) {
-                s.tombstones.record(now, &key, &delete.seq);
+                s.tombstones.record(now, &key, &delete.seq.to_value());
             }
             // Each event is stored at its sequence or loses a tie there; a re-derivation
             // refolds only events after the least of them. (A run that never saves skips it.)
-            let least = || events.iter().map(|e| Seq::from(&e.seq)).min();
+            let least = || events.iter().map(|e| &e.seq).min().cloned();
             if let Some(from) = s.changed.tracks().then(least).flatten() {
                 s.changed.mark_from(&key, &from);
             }
@@ -513,7 +512,7 @@ impl Stored {
     }
 
     /// An event to store; its folded image is computed when runs are re-derived.
-    pub(super) fn new(kind: EventKind, image: Row, authored: Option<Vec<bool>>) -> Self {
+    pub(super) fn new(kind: EventKind, image: Row, authored: Option<Box<[bool]>>) -> Self {
         match authored {
             None => Stored::Whole {
                 kind,
@@ -524,7 +523,7 @@ impl Stored {
                 kind,
                 starts: false,
                 image,
-                authored: Some(a.into_boxed_slice()),
+                authored: Some(a),
                 folded: None,
             })),
         }
@@ -705,7 +704,7 @@ impl<const G: usize> History<G> {
         let is_delete = |stored: &Stored| stored.kind() == EventKind::Delete;
         let mut probes = Vec::new();
         for e in events {
-            let seq = Seq::from(&e.seq);
+            let seq = e.seq.clone();
             let (held, next) = match self.events.first_from(Included(&seq)) {
                 Some((at, stored)) if *at == seq => {
                     (Some(stored), self.events.first_from(Excluded(&seq)))
@@ -791,7 +790,7 @@ impl<const G: usize> History<G> {
     ) -> Option<(Seq, Seq)> {
         let mut changed: Option<(Seq, Seq)> = None;
         for event in events.drain(..) {
-            let seq = Seq::from(&event.seq);
+            let seq = event.seq.clone();
             if let Some(old) = self.events.get(&seq) {
                 let ord = event.tie_rank().cmp(&old.rank());
                 if ord.is_eq() {
@@ -820,7 +819,7 @@ impl<const G: usize> History<G> {
         shape: &Shape,
         out: &mut Vec<(Row, isize)>,
     ) -> Option<i64> {
-        let after_last = |first: &Event| self.is_past_last(&Seq::from(&first.seq));
+        let after_last = |first: &Event| self.is_past_last(&first.seq);
         let ascending = events.windows(2).all(|w| w[0].seq < w[1].seq);
         if !(ascending && events.first().is_some_and(after_last)) {
             return None;
@@ -829,7 +828,7 @@ impl<const G: usize> History<G> {
         // can appear.
         let open_before = self.open_row();
         let tombstones = (events.drain(..))
-            .map(|e| self.append_one(Seq::from(&e.seq), Stored::from_event(e), shape, out))
+            .map(|e| self.append_one(e.seq.clone(), Stored::from_event(e), shape, out))
             .sum();
         self.emit_open_change(open_before, out);
         Some(tombstones)
@@ -841,7 +840,7 @@ impl<const G: usize> History<G> {
     pub(super) fn touch(&self) -> usize {
         self.events.last().map_or(0, |(seq, e)| {
             let image = e.folded().as_row_ref().as_bytes();
-            usize::from(matches!(seq, Seq::Int(_))) + image.first().map_or(0, |&b| b as usize)
+            usize::from(seq.is_int()) + image.first().map_or(0, |&b| b as usize)
         })
     }
 
@@ -1207,12 +1206,12 @@ mod tests {
             None => (EventKind::Delete, Row::new()),
         };
         Event {
-            seq: Value::Int(seq),
+            seq: Seq::from(seq),
             kind,
             key: Row::from(vec![Value::Int(key)]),
             image,
             authored: None,
-            system: Value::Null,
+            system: None,
         }
     }
 

@@ -25,7 +25,7 @@ use super::records::{RecordIn, RecordOut};
 use super::KeyMap;
 use crate::event::{Event, EventKind};
 use crate::plan::ReplaceWhere;
-use crate::value::{Row, Value};
+use crate::value::{Row, Seq};
 use crate::Result;
 use std::collections::hash_map::Entry;
 
@@ -85,14 +85,14 @@ impl SnapshotState {
             Some(None) => false,
             Some(Some(c)) => c.eval_predicate(&image.unpack()).unwrap_or(false),
         };
-        let seq = Value::Int(version);
+        let seq = Seq::from(version);
         let event = |kind, key, image| Event {
             seq: seq.clone(),
             kind,
             key,
             image,
             authored: None,
-            system: Value::Null,
+            system: None,
         };
         self.snapshots += 1;
         let this = self.snapshots;

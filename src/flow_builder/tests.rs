@@ -4,7 +4,7 @@
 use super::{AutoCdcFlow, BuiltFlow};
 use crate::plan::{Pipeline, ScdType};
 use crate::sql::parse;
-use crate::value::{DataType, Row, Schema, Value};
+use crate::value::{DataType, Row, Schema, Seq, Value};
 use crate::{ErrorKind, Result};
 use std::path::Path;
 
@@ -352,7 +352,7 @@ fn to_event_rejects_rows_of_the_wrong_width() {
     let event = flow.to_event(&row).unwrap();
     assert_eq!(
         (event.seq, event.key),
-        (Value::Int(7), Row::from([Value::Int(1)]))
+        (Seq::from(7), Row::from([Value::Int(1)]))
     );
 }
 

@@ -98,7 +98,7 @@ pub use pipeline::{pipeline, EVENTS_DIR};
 use crate::event::{Event, EventKind};
 use crate::plan::{ScdType, Target, TargetKind, DEFAULT_TOMBSTONE_GC_SECONDS};
 use crate::runtime::CommitEvents;
-use crate::value::{DataType, Datum, Packer, Row, Schema, Value};
+use crate::value::{DataType, Datum, Packer, Row, Schema, Seq, Value};
 use crate::{Error, ErrorKind, Result};
 use draw::{value_text, Change};
 use std::fmt;
@@ -425,12 +425,8 @@ impl Change {
     /// truncates an empty key; `authored` only for `partial` targets, keys always authored;
     /// `system` only for `bitemporal` targets, which never see truncates).
     fn into_event(self, partial: bool, bitemporal: bool) -> Event {
-        let seq = seq_value(self.seq);
-        let system = if bitemporal {
-            seq_value(self.system)
-        } else {
-            Value::Null
-        };
+        let seq = Seq::from(seq_value(self.seq));
+        let system = bitemporal.then(|| Seq::from(seq_value(self.system)));
         match self.kind {
             EventKind::Truncate => Event {
                 seq,
@@ -438,7 +434,7 @@ impl Change {
                 key: Row::new(),
                 image: Row::new(),
                 authored: None,
-                system: Value::Null,
+                system: None,
             },
             EventKind::Delete => Event {
                 seq,

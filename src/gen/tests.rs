@@ -156,7 +156,7 @@ fn bitemporal_events_carry_the_system_time() {
     let system: Vec<Value> = events(&w, &target(&w, ScdType::Bitemporal))
         .into_iter()
         .flat_map(|c| c.events.into_iter().flatten())
-        .map(|e| e.system)
+        .map(|e| e.system.map_or(Value::Null, |s| s.to_value().into_owned()))
         .collect();
     let mut greatest = i64::MIN;
     let mut behind = 0;
@@ -173,7 +173,7 @@ fn bitemporal_events_carry_the_system_time() {
         assert!(all
             .iter()
             .flat_map(|c| &c.events[0])
-            .all(|e| e.system.is_null()));
+            .all(|e| e.system.is_none()));
     }
 }
 

@@ -25,11 +25,17 @@ pub fn bitemporal(target: &Target, events: &[Event]) -> Vec<Row> {
 /// events with system time `<= s`; a business row of `H` that appears opens a system interval
 /// at `s`, one that disappears closes its interval at `s`.
 fn versions(target: &Target, events: &[Event], out: &mut Vec<Row>) {
-    let times: BTreeSet<&Value> = events.iter().map(|e| &e.system).collect();
+    // Values, as the table shows them (a bitemporal event always has a system time).
+    let system = |e: &Event| {
+        e.system
+            .as_ref()
+            .map_or(Value::Null, |s| s.to_value().into_owned())
+    };
+    let times: BTreeSet<Value> = events.iter().map(system).collect();
     // Business row → the system time since which it has been believed.
     let mut believed: BTreeMap<Row, Value> = BTreeMap::new();
     for s in times {
-        let known: Vec<Event> = events.iter().filter(|e| e.system <= *s).cloned().collect();
+        let known: Vec<Event> = events.iter().filter(|e| system(e) <= s).cloned().collect();
         let now: BTreeSet<Row> = scd2(target, &known).into_iter().collect();
         let gone: Vec<Row> = believed
             .keys()

@@ -150,7 +150,7 @@ pub use snapshot::{snapshots, snapshots_with_skips, SnapshotError, SnapshotOutco
 
 use crate::event::{Event, EventKind};
 use crate::plan::{ScdType, Target};
-use crate::value::{Datum, Packer, Row, Value};
+use crate::value::{Datum, Packer, Row, Seq, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The table `target` holds after `events` (in any order, duplicates allowed), by SCD type.
@@ -174,7 +174,7 @@ fn by_key(events: &[Event]) -> BTreeMap<&Row, BTreeSet<&Event>> {
 }
 
 /// `t*`: the greatest sequence among TRUNCATE events, if there are any.
-fn truncate_seq(events: &[Event]) -> Option<&Value> {
+fn truncate_seq(events: &[Event]) -> Option<&Seq> {
     events
         .iter()
         .filter(|e| e.kind == EventKind::Truncate)
@@ -185,7 +185,7 @@ fn truncate_seq(events: &[Event]) -> Option<&Value> {
 /// The events of one key after the tie rule (D2): per sequence, the greatest by tie rank; in
 /// ascending sequence order.
 fn tie_winners<'a>(events: &BTreeSet<&'a Event>) -> Vec<&'a Event> {
-    let mut per_seq: BTreeMap<&Value, &Event> = BTreeMap::new();
+    let mut per_seq: BTreeMap<&Seq, &Event> = BTreeMap::new();
     for &e in events {
         per_seq
             .entry(&e.seq)

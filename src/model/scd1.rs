@@ -3,7 +3,7 @@
 use super::{authors, by_key, sort_rows, truncate_seq};
 use crate::event::{Event, EventKind};
 use crate::plan::Target;
-use crate::value::{Row, Value};
+use crate::value::{Row, Seq, Value};
 use std::collections::BTreeSet;
 
 /// The SCD1 table of `target` after `events`: image rows (`target.image_len` values), sorted by
@@ -25,14 +25,14 @@ pub fn scd1(target: &Target, events: &[Event]) -> Vec<Row> {
 }
 
 /// Whole images: the key's winner by `(seq, tie rank)`, if it is an upsert newer than `t*`.
-fn whole_row(group: &BTreeSet<&Event>, t_star: Option<&Value>) -> Option<Row> {
+fn whole_row(group: &BTreeSet<&Event>, t_star: Option<&Seq>) -> Option<Row> {
     let winner = group.iter().max_by_key(|e| (&e.seq, e.tie_rank()))?;
     let after_truncate = t_star.is_none_or(|t| winner.seq > *t);
     (winner.kind == EventKind::Upsert && after_truncate).then(|| winner.image.clone())
 }
 
 /// Partial images (D6): each column from the latest upsert after the last reset that authors it.
-fn partial_row(target: &Target, group: &BTreeSet<&Event>, t_star: Option<&Value>) -> Option<Row> {
+fn partial_row(target: &Target, group: &BTreeSet<&Event>, t_star: Option<&Seq>) -> Option<Row> {
     let last_delete = group
         .iter()
         .filter(|e| e.kind == EventKind::Delete)

@@ -27,20 +27,21 @@ fn history(target: &Target, events: &[&Event], out: &mut Vec<Row>) {
             EventKind::Upsert => {
                 let new = overlay(target, &folded, e);
                 open = match open.take() {
-                    None => Some((e.seq.clone(), new.clone())),
+                    None => Some((e.seq.to_value().into_owned(), new.clone())),
                     Some((start, image)) if tracked(target, &image) == tracked(target, &new) => {
                         Some((start, new.clone()))
                     }
                     Some((start, image)) => {
-                        out.push(version(image, start, e.seq.clone()));
-                        Some((e.seq.clone(), new.clone()))
+                        let seq = e.seq.to_value().into_owned();
+                        out.push(version(image, start, seq.clone()));
+                        Some((seq, new.clone()))
                     }
                 };
                 folded = new;
             }
             EventKind::Delete => {
                 if let Some((start, image)) = open.take() {
-                    out.push(version(image, start, e.seq.clone()));
+                    out.push(version(image, start, e.seq.to_value().into_owned()));
                 }
                 folded = nulls.clone();
             }

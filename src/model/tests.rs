@@ -54,12 +54,12 @@ fn target(
 fn upsert_at(t: &Target, seq: Value, image: impl Into<Row>, authored: Option<Vec<bool>>) -> Event {
     let image = image.into();
     Event {
-        seq,
+        seq: seq.into(),
         kind: EventKind::Upsert,
         key: t.keys.iter().map(|&k| image.value(k)).collect(),
         image,
-        authored,
-        system: Value::Null,
+        authored: authored.map(Vec::into_boxed_slice),
+        system: None,
     }
 }
 
@@ -69,23 +69,23 @@ fn up(t: &Target, seq: i64, image: impl Into<Row>) -> Event {
 
 fn del(key: impl Into<Row>, seq: i64) -> Event {
     Event {
-        seq: i(seq),
+        seq: i(seq).into(),
         kind: EventKind::Delete,
         key: key.into(),
         image: Row::new(),
         authored: None,
-        system: Value::Null,
+        system: None,
     }
 }
 
 fn truncate(seq: i64) -> Event {
     Event {
-        seq: i(seq),
+        seq: i(seq).into(),
         kind: EventKind::Truncate,
         key: Row::new(),
         image: Row::new(),
         authored: None,
-        system: Value::Null,
+        system: None,
     }
 }
 

@@ -54,17 +54,17 @@ impl From<&Target> for BitemporalConfig {
 /// use differential_dataflow::input::Input;
 /// use scdflow::event::{Event, EventKind};
 /// use scdflow::operators::{Bitemporal, BitemporalConfig};
-/// use scdflow::value::{Row, Value};
+/// use scdflow::value::{Row, Seq, Value};
 /// use std::collections::BTreeMap;
 /// use std::sync::{Arc, Mutex};
 ///
 /// let ev = |value: &str, bt: i64, st: i64| Event {
-///     seq: Value::Int(bt),
+///     seq: Seq::from(bt),
 ///     kind: EventKind::Upsert,
 ///     key: Row::from([Value::Str("A".into())]),
 ///     image: Row::from([Value::Str("A".into()), Value::Str(value.into())]),
 ///     authored: None,
-///     system: Value::Int(st),
+///     system: Some(Seq::from(st)),
 /// };
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = Arc::clone(&seen);

@@ -193,18 +193,18 @@ mod tests {
     use super::*;
     use crate::engine::Scd1State;
     use crate::persist::{FileKind, FrameReader, FrameWriter};
-    use crate::value::Value;
+    use crate::value::{Seq, Value};
     use differential_dataflow::input::Input;
     use std::sync::{Arc, Mutex};
 
     fn upsert(key: i64, name: &str, seq: i64) -> Event {
         Event {
-            seq: Value::Int(seq),
+            seq: Seq::from(seq),
             kind: EventKind::Upsert,
             key: Row::from(vec![Value::Int(key)]),
             image: Row::from(vec![Value::Int(key), Value::Str(name.into())]),
             authored: None,
-            system: Value::Null,
+            system: None,
         }
     }
 

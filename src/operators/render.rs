@@ -144,7 +144,7 @@ impl TargetState {
     /// use scdflow::event::{Event, EventKind};
     /// use scdflow::flow_builder::AutoCdcFlow;
     /// use scdflow::operators::{TargetInputs, TargetState};
-    /// use scdflow::value::{DataType, Row, Schema, Value};
+    /// use scdflow::value::{DataType, Row, Schema, Seq, Value};
     ///
     /// let schema = Schema::new([
     ///     ("id".to_string(), DataType::Int),
@@ -169,12 +169,12 @@ impl TargetState {
     ///         events
     ///     });
     ///     events.insert(Event {
-    ///         seq: Value::Int(1),
+    ///         seq: Seq::from(1),
     ///         kind: EventKind::Upsert,
     ///         key: Row::from([Value::Int(7)]),
     ///         image: Row::from([Value::Int(7), Value::Str("Oaxaca".into())]),
     ///         authored: None,
-    ///         system: Value::Null,
+    ///         system: None,
     ///     });
     ///     events.close();
     ///     while worker.step() {}

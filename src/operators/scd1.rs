@@ -48,16 +48,16 @@ impl From<&Target> for Scd1Config {
 /// use differential_dataflow::input::Input;
 /// use scdflow::event::{Event, EventKind};
 /// use scdflow::operators::{Scd1, Scd1Config};
-/// use scdflow::value::{Row, Value};
+/// use scdflow::value::{Row, Seq, Value};
 /// use std::sync::{Arc, Mutex};
 ///
 /// let ev = |k: i64, name: &str, seq: i64| Event {
-///     seq: Value::Int(seq),
+///     seq: Seq::from(seq),
 ///     kind: EventKind::Upsert,
 ///     key: Row::from([Value::Int(k)]),
 ///     image: Row::from([Value::Int(k), Value::Str(name.into())]),
 ///     authored: None,
-///     system: Value::Null,
+///     system: None,
 /// };
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = Arc::clone(&seen);

@@ -57,16 +57,16 @@ impl From<&Target> for Scd2Config {
 /// use differential_dataflow::input::Input;
 /// use scdflow::event::{Event, EventKind};
 /// use scdflow::operators::{Scd2, Scd2Config};
-/// use scdflow::value::{Row, Value};
+/// use scdflow::value::{Row, Seq, Value};
 /// use std::sync::{Arc, Mutex};
 ///
 /// let ev = |city: &str, seq: i64| Event {
-///     seq: Value::Int(seq),
+///     seq: Seq::from(seq),
 ///     kind: EventKind::Upsert,
 ///     key: Row::from([Value::Int(125)]),
 ///     image: Row::from([Value::Int(125), Value::Str(city.into())]),
 ///     authored: None,
-///     system: Value::Null,
+///     system: None,
 /// };
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = Arc::clone(&seen);

@@ -37,7 +37,7 @@ use timely::progress::Timestamp;
 /// use differential_dataflow::input::Input;
 /// use scdflow::event::{Event, EventKind};
 /// use scdflow::operators::SnapshotDiff;
-/// use scdflow::value::{Row, Value};
+/// use scdflow::value::{Row, Seq, Value};
 /// use std::sync::{Arc, Mutex};
 ///
 /// let row = |k: i64, city: &str| {
@@ -68,20 +68,20 @@ use timely::progress::Timestamp;
 /// let mut at_version_2: Vec<_> = seen.lock().unwrap().iter().filter(|u| u.1 == 1).map(|u| u.0.clone()).collect();
 /// at_version_2.sort();
 /// let upsert = Event {
-///     seq: Value::Int(2),
+///     seq: Seq::from(2),
 ///     kind: EventKind::Upsert,
 ///     key: Row::from([Value::Int(2)]),
 ///     image: Row::from([Value::Int(2), Value::Str("Carmel".into())]),
 ///     authored: None,
-///     system: Value::Null,
+///     system: None,
 /// };
 /// let delete = Event {
-///     seq: Value::Int(2),
+///     seq: Seq::from(2),
 ///     kind: EventKind::Delete,
 ///     key: Row::from([Value::Int(1)]),
 ///     image: Row::new(),
 ///     authored: None,
-///     system: Value::Null,
+///     system: None,
 /// };
 /// assert_eq!(at_version_2, vec![upsert, delete]);
 /// ```

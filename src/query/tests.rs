@@ -8,6 +8,7 @@ use crate::model;
 use crate::operators::AsOf;
 use crate::plan::{SourceInput, SourceTable, TargetKind, DEFAULT_TOMBSTONE_GC_SECONDS};
 use crate::temporal::parse_timestamp;
+use crate::value::Seq;
 use differential_dataflow::input::Input;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -57,12 +58,12 @@ fn text(s: &str) -> Value {
 /// SPEC T8's four events.
 fn t8_events() -> Vec<Event> {
     let up = |v: &str, bt: &str, st: &str| Event {
-        seq: ts(bt),
+        seq: ts(bt).into(),
         kind: EventKind::Upsert,
         key: Row::from([text("A")]),
         image: Row::from([text("A"), text(v)]),
         authored: None,
-        system: ts(st),
+        system: Some(ts(st).into()),
     };
     let mut delete = up("", "12:30:00", "12:30:00");
     delete.kind = EventKind::Delete;
@@ -283,7 +284,7 @@ fn random_events(rng: &mut ChaCha8Rng) -> Vec<Event> {
             let k = Value::Int(rng.random_range(0..3));
             let delete = rng.random_range(0..5) == 0;
             Event {
-                seq: Value::Int(rng.random_range(0..12)),
+                seq: Seq::from(rng.random_range(0..12)),
                 kind: if delete {
                     EventKind::Delete
                 } else {
@@ -296,7 +297,7 @@ fn random_events(rng: &mut ChaCha8Rng) -> Vec<Event> {
                     Row::from([k, Value::Int(rng.random_range(0..3))])
                 },
                 authored: None,
-                system: Value::Int(rng.random_range(0..12)),
+                system: Some(Seq::from(rng.random_range(0..12))),
             }
         })
         .collect()
@@ -306,7 +307,7 @@ fn random_events(rng: &mut ChaCha8Rng) -> Vec<Event> {
 fn model_as_of(target: &Target, events: &[Event], s: Option<&Value>, b: &Value) -> Vec<Row> {
     let known: Vec<Event> = events
         .iter()
-        .filter(|e| s.is_none_or(|s| &e.system <= s))
+        .filter(|e| s.is_none_or(|s| e.system.as_ref().map(Seq::to_value).as_deref() <= Some(s)))
         .cloned()
         .collect();
     let n = target.image_len;

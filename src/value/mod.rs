@@ -16,6 +16,7 @@ mod datum;
 mod packed;
 mod projection;
 mod row;
+mod seq;
 
 pub use datum::Datum;
 pub use projection::{Projection, SortKey};
@@ -23,6 +24,7 @@ pub use projection::{Projection, SortKey};
 #[cfg(test)]
 pub(crate) use row::tests::value as any_value;
 pub use row::{Datums, Packer, Row, RowRef, Unpacked};
+pub use seq::Seq;
 
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use scdflow::event::{Event, EventKind};
 use scdflow::plan::{ScdType, Target};
 use scdflow::runtime::{execute, CommitEvents};
-use scdflow::value::{Row, Value};
+use scdflow::value::{Row, Seq, Value};
 
 const VALUES: usize = 2;
 
@@ -92,12 +92,9 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
     )
         .prop_map(move |(k, seq, kind, values, mask, system)| {
             let key = Row::from([Value::Int(k)]);
+            let seq = Seq::from(seq);
             let partial = mode.partial();
-            let system = if mode.bitemporal() {
-                Value::Int(system)
-            } else {
-                Value::Null
-            };
+            let system = mode.bitemporal().then(|| Seq::from(system));
             match kind {
                 0..=7 => {
                     let mut image = key.clone();
@@ -105,7 +102,7 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
                     let authored = partial.then(|| {
                         let mut m = vec![true];
                         m.extend(mask);
-                        m
+                        m.into_boxed_slice()
                     });
                     Event {
                         seq,
@@ -130,7 +127,7 @@ fn event(mode: Mode, structured: bool) -> impl Strategy<Value = Event> {
                     key: Row::new(),
                     image: Row::new(),
                     authored: None,
-                    system: Value::Null,
+                    system: None,
                 },
             }
         })
@@ -200,11 +197,16 @@ fn believed_histories_are_scd2(
     scd2.scd = ScdType::Type2;
     scd2.system_sequence_type = None;
     scd2.schema.columns.truncate(n + 2);
-    let times: std::collections::BTreeSet<&Value> = events.iter().map(|e| &e.system).collect();
+    let system = |e: &Event| {
+        e.system
+            .as_ref()
+            .map_or(Value::Null, |s| s.to_value().into_owned())
+    };
+    let times: std::collections::BTreeSet<Value> = events.iter().map(system).collect();
     for s in times {
         let believed = |r: &&Row| {
             let (start, end) = (r.value(n + 2), r.value(n + 3));
-            start <= *s && (end.is_null() || *s < end)
+            start <= s && (end.is_null() || s < end)
         };
         let mut rows: Vec<Row> = table
             .iter()
@@ -212,7 +214,7 @@ fn believed_histories_are_scd2(
             .map(|r| r.iter().take(n + 2).collect())
             .collect();
         rows.sort();
-        let known: Vec<Event> = events.iter().filter(|e| e.system <= *s).cloned().collect();
+        let known: Vec<Event> = events.iter().filter(|e| system(e) <= s).cloned().collect();
         let mut expected = scdflow::model::scd2(&scd2, &known);
         expected.sort();
         prop_assert_eq!(rows, expected, "rows believed at system time {:?}", s);

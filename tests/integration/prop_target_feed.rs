@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use scdflow::driver::{evaluate, Evaluation, Options};
 use scdflow::event::{Event, EventKind};
 use scdflow::plan::Pipeline;
-use scdflow::value::{Row, Value};
+use scdflow::value::{Row, Seq, Value};
 
 const PIPELINE: &str = "
 CREATE STREAMING TABLE src AS SELECT * FROM STREAM read_files('data', format => 'csv',
@@ -106,7 +106,7 @@ fn event((k, v, delete, seq): &Change) -> Event {
     let key = Row::from([Value::Int(*k)]);
     let value = v.map_or(Value::Null, |v| Value::Str(format!("v{v}")));
     Event {
-        seq: Value::Int(*seq),
+        seq: Seq::from(*seq),
         kind: if *delete {
             EventKind::Delete
         } else {
@@ -115,7 +115,7 @@ fn event((k, v, delete, seq): &Change) -> Event {
         image: Row::from([Value::Int(*k), value]),
         key,
         authored: None,
-        system: Value::Null,
+        system: None,
     }
 }
 

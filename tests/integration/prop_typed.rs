@@ -47,12 +47,12 @@ fn event((key, change): &Typed) -> Event {
         Op::Delete => (EventKind::Delete, Row::new()),
     };
     Event {
-        seq: int(change.seq),
+        seq: int(change.seq).into(),
         kind,
         key: Row::from([int(*key)]),
         image,
         authored: None,
-        system: Value::Null,
+        system: None,
     }
 }
 

@@ -5,7 +5,7 @@ use crate::util::{table_at, target};
 use scdflow::event::{Event, EventKind};
 use scdflow::plan::ScdType;
 use scdflow::runtime::{execute, CommitEvents};
-use scdflow::value::{Row, Value};
+use scdflow::value::{Row, Seq, Value};
 
 const SECOND: i64 = 1_000_000;
 
@@ -16,12 +16,12 @@ fn ev(kind: EventKind, k: i64, v: &str, seq: i64) -> Event {
         _ => Row::new(),
     };
     Event {
-        seq: Value::Int(seq),
+        seq: Seq::from(seq),
         kind,
         key,
         image,
         authored: None,
-        system: Value::Null,
+        system: None,
     }
 }
 
