@@ -370,8 +370,8 @@ impl KeyState {
 
     /// Whether `e` is already in the log (D1).
     fn logged(&self, e: &Event) -> bool {
-        let (seq, system) = (e.seq.clone(), system_of(e));
-        self.by_seq.get(&seq).is_some_and(|logged| {
+        let system = system_of(e);
+        self.by_seq.get(&e.seq).is_some_and(|logged| {
             logged
                 .iter()
                 .any(|l| l.system == system && l.rank() == e.tie_rank())

@@ -507,8 +507,9 @@ impl HeapSize for Stored {
 }
 
 impl Stored {
-    fn from_event(e: Event) -> Self {
-        Stored::new(e.kind, e.image, e.authored)
+    /// The event's sequence, and the event as a history stores it.
+    fn from_event(e: Event) -> (Seq, Self) {
+        (e.seq, Stored::new(e.kind, e.image, e.authored))
     }
 
     /// An event to store; its folded image is computed when runs are re-derived.
@@ -790,8 +791,7 @@ impl<const G: usize> History<G> {
     ) -> Option<(Seq, Seq)> {
         let mut changed: Option<(Seq, Seq)> = None;
         for event in events.drain(..) {
-            let seq = event.seq.clone();
-            if let Some(old) = self.events.get(&seq) {
+            if let Some(old) = self.events.get(&event.seq) {
                 let ord = event.tie_rank().cmp(&old.rank());
                 if ord.is_eq() {
                     continue;
@@ -801,7 +801,8 @@ impl<const G: usize> History<G> {
                     continue;
                 }
             }
-            self.replace(&seq, Some(Stored::from_event(event)), before);
+            let (seq, stored) = Stored::from_event(event);
+            self.replace(&seq, Some(stored), before);
             changed = Some(match changed {
                 None => (seq.clone(), seq),
                 Some((lo, hi)) => (lo.min(seq.clone()), hi.max(seq)),
@@ -828,7 +829,10 @@ impl<const G: usize> History<G> {
         // can appear.
         let open_before = self.open_row();
         let tombstones = (events.drain(..))
-            .map(|e| self.append_one(e.seq.clone(), Stored::from_event(e), shape, out))
+            .map(|e| {
+                let (seq, stored) = Stored::from_event(e);
+                self.append_one(seq, stored, shape, out)
+            })
             .sum();
         self.emit_open_change(open_before, out);
         Some(tombstones)
