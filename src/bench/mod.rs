@@ -31,7 +31,10 @@
 //! A commit's **latency** is the time from handing it over until it is complete: for scdflow
 //! until the engine's last worker finished it, for dd reduce until the output frontier has
 //! passed it as worker 0 sees it, for the state loop until its `apply` returns.
-//! [`Pacing::Closed`] hands commit `i + 1` over once commit `i` is complete. [`Pacing::Open`]
+//! [`Pacing::Closed`] hands commit `i + 1` over once the system has room for it: scdflow's
+//! engine holds a window of commits, as `scdflow run` feeds it (its caller labels a commit
+//! while its worker applies the next), the others one commit. A closed-loop latency runs
+//! from its hand-over or the previous commit's completion, whichever is later. [`Pacing::Open`]
 //! is an open loop: commit `i` is due at `start + i * interval` and handed over at its due time
 //! (or at once, when the system is behind), and its latency runs from its *due* time, so time
 //! spent queued behind earlier commits counts (no coordinated omission). [`Summary`] gives the
@@ -153,8 +156,10 @@ impl fmt::Display for System {
 /// How commits are handed to the system.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Pacing {
-    /// Closed loop: the next commit is handed over when the previous one is complete; latency
-    /// runs from the hand-over.
+    /// Closed loop: the next commit is handed over when the system has room for it (scdflow:
+    /// its engine's window, as `scdflow run` feeds it; the others: when the previous commit is
+    /// complete); latency runs from the hand-over or the previous commit's completion,
+    /// whichever is later.
     Closed,
     /// Open loop: commit `i` is due at `start + i * interval`; latency runs from its due time.
     Open {
