@@ -188,7 +188,7 @@ impl Expr {
 
     /// Evaluates a BOOLEAN expression as a predicate: only TRUE counts, FALSE and NULL do not.
     pub fn eval_predicate(&self, row: &[Datum<'_>]) -> Result<bool, String> {
-        Ok(eval::eval(&self.node, row)?.is_true())
+        Ok(eval::truth(&self.node, row)? == Some(true))
     }
 
     /// [`Expr::eval`] of a row given as values (tests write rows so).

@@ -357,3 +357,47 @@ fn array_builds_a_list_of_one_element_type() {
         "{mixed}"
     );
 }
+
+/// Predicates decided on the row's datums (`eval::truth`) keep exactly what evaluating them
+/// keeps: every comparison operator, a column on either side, NULLs, -0.0 and NaN, and the
+/// connectives over them, on rows that make each comparison true, false and NULL.
+#[test]
+fn a_predicate_keeps_what_its_evaluation_keeps() {
+    let rows = [
+        row(),
+        vec![N, Value::Str("Bob".into()), N, Value::Double(F64(-0.0)), T],
+        vec![
+            Value::Int(-3),
+            N,
+            Value::Int(5),
+            Value::Double(F64(f64::NAN)),
+            F,
+        ],
+    ];
+    let comparisons = [
+        "id = 7",
+        "7 <> id",
+        "name < 'Alice'",
+        "'Alice' <= name",
+        "name > 'Al'",
+        "big >= 5",
+        "score = 0.0",
+        "score < 1.0",
+        "id = big",
+        "flag = TRUE",
+        "name = NULL",
+    ];
+    let mut predicates: Vec<String> = comparisons.iter().map(|c| c.to_string()).collect();
+    for (a, b) in comparisons.iter().zip(comparisons.iter().rev()) {
+        predicates.push(format!("{a} AND NOT ({b})"));
+        predicates.push(format!("NOT ({a}) OR {b}"));
+    }
+    for sql in &predicates {
+        let expr = compile_sql(sql).expect("test SQL compiles");
+        for r in &rows {
+            let evaluated = expr.eval_values(r).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let kept = expr.eval_predicate_values(r);
+            assert_eq!(kept, Ok(evaluated == T), "{sql} over {r:?}");
+        }
+    }
+}
