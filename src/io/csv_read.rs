@@ -15,7 +15,7 @@
 //! by the file's header read separately ([`Header::Known`]).
 
 use super::csv_records::{CsvRecord, CsvRecords};
-use super::parse_value::parse_text;
+use super::parse_value::{parse_scalar, parse_text};
 use super::row::{RowError, SourceRow};
 use crate::value::{closest, DataType, Datum, Packer, Schema};
 use crate::{Error, ErrorKind, Result};
@@ -122,9 +122,10 @@ fn to_row(
             (None, _) => row.push_datum(Datum::Null),
             // Text is the value: packed straight from the record, never an owned string.
             (Some(text), DataType::String) => row.push_datum(Datum::Str(text)),
-            (Some(text), ty) => {
-                row.push(&parse_text(text, ty).map_err(|r| bad(Some(&column.name), r))?)
-            }
+            (Some(text), ty) => match parse_scalar(text, ty) {
+                Some(datum) => row.push_datum(datum.map_err(|r| bad(Some(&column.name), r))?),
+                None => row.push(&parse_text(text, ty).map_err(|r| bad(Some(&column.name), r))?),
+            },
         };
     }
     Ok(SourceRow {

@@ -11,7 +11,7 @@
 //! line and column and decides whether the row fails the update or goes to quarantine.
 
 use crate::temporal::{parse_date, parse_timestamp};
-use crate::value::{DataType, Value, F64};
+use crate::value::{DataType, Datum, Value, F64};
 use serde_json::Value as Json;
 use std::num::IntErrorKind;
 
@@ -20,22 +20,32 @@ const MAX_QUOTED: usize = 80;
 
 /// Parses CSV cell text (never NULL: the caller maps empty unquoted cells to NULL first).
 pub(crate) fn parse_text(text: &str, ty: &DataType) -> Result<Value, String> {
-    let bad = || invalid(text, ty, "");
-    match ty {
-        DataType::Int | DataType::BigInt => parse_int(text, ty),
-        DataType::Double => parse_double(text)
-            .map(|d| Value::Double(F64(d)))
-            .ok_or_else(bad),
-        DataType::Boolean => parse_bool(text).map(Value::Bool).ok_or_else(bad),
-        DataType::String => Ok(Value::Str(text.to_string())),
-        DataType::Date => parse_date(text).map(Value::Date).ok_or_else(bad),
-        DataType::Timestamp => parse_timestamp(text).map(Value::Timestamp).ok_or_else(bad),
-        DataType::Struct(_) | DataType::Array(_) => match serde_json::from_str::<Json>(text) {
+    match parse_scalar(text, ty) {
+        Some(scalar) => scalar.map(|d| d.to_value()),
+        None => match serde_json::from_str::<Json>(text) {
             Ok(json) => json_to_value(&json, ty),
-            Err(_) => Err(bad()),
+            Err(_) => Err(invalid(text, ty, "")),
         },
-        DataType::Null => Err(bad()),
     }
+}
+
+/// [`parse_text`] of a scalar type, as a datum (a STRING borrows `text`); `None` for a STRUCT
+/// or ARRAY. A reader packs it as it is: made a [`Value`] first, each INT cell of a CSV record
+/// was built, matched again to be packed, and dropped.
+pub(crate) fn parse_scalar<'t>(text: &'t str, ty: &DataType) -> Option<Result<Datum<'t>, String>> {
+    let bad = || invalid(text, ty, "");
+    Some(match ty {
+        DataType::Int | DataType::BigInt => parse_int(text, ty).map(Datum::Int),
+        DataType::Double => parse_double(text)
+            .map(|d| Datum::Double(F64(d)))
+            .ok_or_else(bad),
+        DataType::Boolean => parse_bool(text).map(Datum::Bool).ok_or_else(bad),
+        DataType::String => Ok(Datum::Str(text)),
+        DataType::Date => parse_date(text).map(Datum::Date).ok_or_else(bad),
+        DataType::Timestamp => parse_timestamp(text).map(Datum::Timestamp).ok_or_else(bad),
+        DataType::Null => Err(bad()),
+        DataType::Struct(_) | DataType::Array(_) => return None,
+    })
 }
 
 /// Converts a JSON value to a value of `ty`; JSON `null` is NULL at any type.
@@ -122,9 +132,9 @@ pub(crate) fn parse_bool(text: &str) -> Option<bool> {
     }
 }
 
-fn parse_int(text: &str, ty: &DataType) -> Result<Value, String> {
+fn parse_int(text: &str, ty: &DataType) -> Result<i64, String> {
     match text.parse::<i64>() {
-        Ok(i) if fits(i, ty) => Ok(Value::Int(i)),
+        Ok(i) if fits(i, ty) => Ok(i),
         Ok(_) => Err(invalid(text, ty, " (out of range)")),
         Err(e)
             if matches!(
