@@ -188,7 +188,7 @@ fn operand<'a>(node: &'a Node, row: &[Datum<'a>]) -> Result<Val<'a>, String> {
 /// back and dropped, behind a call returning through memory). `scdflow run` over 200,000 SCD1
 /// events (`generate --events 200000 --keys 20000 --commits 20 --seed 7`, two predicates an
 /// event), its reading thread under callgrind: 709 M instructions before, 575 M after (making
-/// the events 175 M -> 102 M); the plain 1M-event runs' wall time fell by a tenth or more.
+/// the events 175 M -> 102 M).
 pub(super) fn truth(node: &Node, row: &[Datum<'_>]) -> Result<Option<bool>, String> {
     match node {
         Node::Cmp(op, l, r) => {

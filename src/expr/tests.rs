@@ -365,13 +365,23 @@ fn array_builds_a_list_of_one_element_type() {
 fn a_predicate_keeps_what_its_evaluation_keeps() {
     let rows = [
         row(),
-        vec![N, Value::Str("Bob".into()), N, Value::Double(F64(-0.0)), T],
+        vec![
+            N,
+            Value::Str("Bob".into()),
+            N,
+            Value::Double(F64(-0.0)),
+            T,
+            N,
+            N,
+        ],
         vec![
             Value::Int(-3),
             N,
             Value::Int(5),
             Value::Double(F64(f64::NAN)),
             F,
+            N,
+            N,
         ],
     ];
     let comparisons = [

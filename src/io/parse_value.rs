@@ -1,4 +1,5 @@
-//! Typing input values: CSV cell text and JSON values become [`Value`]s of a column's type.
+//! Typing input values: CSV cell text and JSON values become [`Value`]s of a column's type (a
+//! CSV cell of a scalar type also as a [`Datum`], which a reader packs as it is).
 //!
 //! Parsing is strict so that a file means one thing: INT/BIGINT take an optional sign and digits
 //! (INT must fit 32 bits), DOUBLE takes a decimal or exponent number or exactly `NaN`,
@@ -31,7 +32,8 @@ pub(crate) fn parse_text(text: &str, ty: &DataType) -> Result<Value, String> {
 
 /// [`parse_text`] of a scalar type, as a datum (a STRING borrows `text`); `None` for a STRUCT
 /// or ARRAY. A reader packs it as it is: made a [`Value`] first, each INT cell of a CSV record
-/// was built, matched again to be packed, and dropped.
+/// was built, matched again to be packed, and dropped (reading the 200,000 records of
+/// `generate --events 200000 --keys 20000 --commits 20 --seed 7`: 521 -> 491 M instructions).
 pub(crate) fn parse_scalar<'t>(text: &'t str, ty: &DataType) -> Option<Result<Datum<'t>, String>> {
     let bad = || invalid(text, ty, "");
     Some(match ty {
