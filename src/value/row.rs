@@ -553,6 +553,39 @@ pub(crate) mod tests {
         })
     }
 
+    /// `packed::prefix_bytes` as first written: each value's bytes copied apart.
+    fn value_by_value<const N: usize>(bytes: &[u8]) -> ([u8; N], bool) {
+        let mut prefix = [0u8; N];
+        let mut at = 0;
+        while at < bytes.len() && at < N {
+            match bytes[at] {
+                12 | 13 => {
+                    prefix[at] = 12;
+                    let (skip, len) = match bytes[at] {
+                        12 => (2, usize::from(bytes[at + 1])),
+                        _ => (
+                            9,
+                            u64::from_le_bytes(bytes[at + 1..at + 9].try_into().unwrap()) as usize,
+                        ),
+                    };
+                    let n = len.min(N - at - 1);
+                    prefix[at + 1..at + 1 + n].copy_from_slice(&bytes[at + skip..at + skip + n]);
+                    return (prefix, false);
+                }
+                tag @ (16 | 17) => {
+                    prefix[at] = tag;
+                    return (prefix, false);
+                }
+                _ => {
+                    let end = (at + packed::value_len(&bytes[at..])).min(N);
+                    prefix[at..end].copy_from_slice(&bytes[at..end]);
+                    at = end;
+                }
+            }
+        }
+        (prefix, at >= bytes.len())
+    }
+
     fn values() -> impl Strategy<Value = Vec<Value>> {
         prop::collection::vec(value(), 0..4)
     }
@@ -582,6 +615,21 @@ pub(crate) mod tests {
             let columns: Vec<usize> = (0..a.len()).rev().chain(0..a.len()).collect();
             let projected: Vec<Value> = columns.iter().map(|&i| a[i].clone()).collect();
             prop_assert_eq!(ra.project(&columns), projected);
+        }
+
+        /// Order prefixes are the bytes their rule says, value by value (the rule as it was
+        /// first written, copying each value's bytes apart), for whole rows and for rows cut
+        /// eight bytes past the prefix, as sort keys cut them.
+        #[test]
+        fn order_prefixes_follow_their_rule_value_by_value(values in values()) {
+            let row = Row::from(values);
+            let bytes = row.as_row_ref().as_bytes();
+            for cut in [bytes, &bytes[..bytes.len().min(24)]] {
+                prop_assert_eq!(packed::prefix_bytes::<16>(cut), value_by_value::<16>(cut));
+            }
+            for cut in [bytes, &bytes[..bytes.len().min(16)]] {
+                prop_assert_eq!(packed::prefix_bytes::<8>(cut), value_by_value::<8>(cut));
+            }
         }
 
         /// Where two rows' order prefixes differ, they order as the rows.
