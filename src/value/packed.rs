@@ -325,7 +325,7 @@ pub(super) fn wide_order_prefix(bytes: &[u8]) -> u128 {
 /// The bytes are first copied whole ([`head`]): a scalar's prefix bytes are its own, and a copy
 /// per value of its run-time length was a call to `memcpy` each (a sort key of an SCD2 identity
 /// made two). A string or nested value then rewrites the prefix from its tag on. `scdflow run`
-/// over 200,000 SCD2 events under callgrind: the worker 931 -> 894 M instructions.
+/// over 200,000 SCD2 events under callgrind: 177 -> 135 instructions a prefix.
 pub(super) fn prefix_bytes<const N: usize>(bytes: &[u8]) -> ([u8; N], bool) {
     let mut prefix = head::<N>(bytes);
     let mut at = 0;
