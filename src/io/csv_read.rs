@@ -17,7 +17,7 @@
 use super::csv_records::{CsvRecord, CsvRecords};
 use super::parse_value::{parse_scalar, parse_text};
 use super::row::{RowError, SourceRow};
-use crate::value::{closest, DataType, Datum, Packer, Schema};
+use crate::value::{closest, Datum, Packer, Schema};
 use crate::{Error, ErrorKind, Result};
 use std::path::Path;
 
@@ -118,11 +118,12 @@ fn to_row(
     }
     let mut row = Packer::new();
     for (column, &at) in schema.columns.iter().zip(positions) {
-        match (record.field(at), &column.ty) {
-            (None, _) => row.push_datum(Datum::Null),
-            // Text is the value: packed straight from the record, never an owned string.
-            (Some(text), DataType::String) => row.push_datum(Datum::Str(text)),
-            (Some(text), ty) => match parse_scalar(text, ty) {
+        let ty = &column.ty;
+        match record.field(at) {
+            None => row.push_datum(Datum::Null),
+            // A scalar is packed straight from the record (a STRING's text is the value, never
+            // an owned string); only STRUCT and ARRAY cells become values first.
+            Some(text) => match parse_scalar(text, ty) {
                 Some(datum) => row.push_datum(datum.map_err(|r| bad(Some(&column.name), r))?),
                 None => row.push(&parse_text(text, ty).map_err(|r| bad(Some(&column.name), r))?),
             },
@@ -137,7 +138,7 @@ fn to_row(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::{Row, Value};
+    use crate::value::{DataType, Row, Value};
     use serde_json::json;
 
     fn schema() -> Schema {

@@ -40,12 +40,12 @@ const POS2: u8 = 8;
 const POS4: u8 = 9;
 const POS8: u8 = 10;
 const DOUBLE: u8 = 11;
-const STR8: u8 = 12;
-const STR64: u8 = 13;
+pub(super) const STR8: u8 = 12;
+pub(super) const STR64: u8 = 13;
 const DATE: u8 = 14;
 const TIMESTAMP: u8 = 15;
-const STRUCT: u8 = 16;
-const ARRAY: u8 = 17;
+pub(super) const STRUCT: u8 = 16;
+pub(super) const ARRAY: u8 = 17;
 
 /// The tag of an integer and its payload width in bytes.
 fn int_form(i: i64) -> (u8, usize) {

@@ -559,10 +559,10 @@ pub(crate) mod tests {
         let mut at = 0;
         while at < bytes.len() && at < N {
             match bytes[at] {
-                12 | 13 => {
-                    prefix[at] = 12;
+                packed::STR8 | packed::STR64 => {
+                    prefix[at] = packed::STR8;
                     let (skip, len) = match bytes[at] {
-                        12 => (2, usize::from(bytes[at + 1])),
+                        packed::STR8 => (2, usize::from(bytes[at + 1])),
                         _ => (
                             9,
                             u64::from_le_bytes(bytes[at + 1..at + 9].try_into().unwrap()) as usize,
@@ -572,7 +572,7 @@ pub(crate) mod tests {
                     prefix[at + 1..at + 1 + n].copy_from_slice(&bytes[at + skip..at + skip + n]);
                     return (prefix, false);
                 }
-                tag @ (16 | 17) => {
+                tag @ (packed::STRUCT | packed::ARRAY) => {
                     prefix[at] = tag;
                     return (prefix, false);
                 }
