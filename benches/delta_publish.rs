@@ -23,9 +23,9 @@
 //! where those bytes went, by kind of file. Not the table directory's growth, also printed:
 //! a merge runs beside the versions, and one still running when the run stops is deleted
 //! there. For the peer: reading the file and its MERGE, and its table's growth. The peer needs
-//! `python3 -m pip install deltalake polars` (or `PEER_PYTHON=/path/to/python`); without it,
-//! it is skipped with a note. Figures drift by ±30% on this shared 2-core machine: compare the
-//! ratios of one run.
+//! `python3 -m pip install deltalake polars pyarrow` (or `PEER_PYTHON=/path/to/python`);
+//! without them, it is skipped with a note. Figures drift by ±30% on this shared 2-core
+//! machine: compare the ratios of one run.
 
 mod support;
 
@@ -302,17 +302,17 @@ fn breakdown(
 }
 
 /// The delta-rs MERGE peer over `files`, starting from a copy of `table`: its JSON line, or
-/// `None` (with a note) when Python lacks `deltalake` or `polars`.
+/// `None` (with a note) when Python lacks `deltalake`, `polars` or `pyarrow`.
 fn delta_merge(table: &Path, work: &Path, files: &[PathBuf]) -> Option<serde_json::Value> {
     let python = std::env::var("PEER_PYTHON").unwrap_or_else(|_| "python3".to_string());
     let ready = Command::new(&python)
-        .args(["-c", "import deltalake, polars"])
+        .args(["-c", "import deltalake, polars, pyarrow"])
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     if !ready {
         println!(
-            "(delta-rs MERGE peer skipped: `python3 -m pip install deltalake polars`, or \
+            "(delta-rs MERGE peer skipped: `python3 -m pip install deltalake polars pyarrow`, or \
              PEER_PYTHON=/path/to/python)"
         );
         return None;

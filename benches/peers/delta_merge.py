@@ -22,7 +22,7 @@ Measured per commit: the wall time of reading the commit file and the MERGE (rea
 small share), and the bytes the table directory grew by (data, change-data and log files).
 Percentiles are exact nearest-rank.
 
-Install: python3 -m pip install deltalake polars
+Install: python3 -m pip install deltalake polars pyarrow
 Usage:   python3 benches/peers/delta_merge.py --start TABLE --work DIR FILE.csv...
 The last stdout line is one JSON object:
   {"peer":"delta-rs merge","commits":C,"p50_us":..,"p99_us":..,"max_us":..,
@@ -39,9 +39,10 @@ import time
 
 try:
     import polars as pl
+    import pyarrow  # noqa: F401 -- Polars' `to_arrow()` hands frames to deltalake through it
     from deltalake import DeltaTable, write_deltalake
 except ImportError:
-    print("delta_merge.py needs: python3 -m pip install deltalake polars", file=sys.stderr)
+    print("delta_merge.py needs: python3 -m pip install deltalake polars pyarrow", file=sys.stderr)
     sys.exit(2)
 
 

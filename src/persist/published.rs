@@ -191,12 +191,14 @@ pub fn open(pipeline: &Pipeline, dirs: &[PathBuf], id: &str) -> Result<Vec<Maint
     for (published, dir) in pipeline.published().iter().zip(dirs) {
         let app = app_id(published.name, id);
         let (schema, kept) = (published.schema, kept(pipeline, published));
+        let properties = table_properties(pipeline, published);
         let table = match Table::exists(dir) {
-            true => MaintainedTable::open_as(dir, schema, &app, kept)?,
-            false => {
-                let properties = table_properties(pipeline, published);
-                MaintainedTable::create_as(dir, schema, &properties, &app, kept)?
+            true => {
+                let mut table = MaintainedTable::open_as(dir, schema, &app, kept)?;
+                table.set_properties(&properties)?;
+                table
             }
+            false => MaintainedTable::create_as(dir, schema, &properties, &app, kept)?,
         };
         tables.push(table);
     }

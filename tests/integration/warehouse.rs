@@ -547,6 +547,84 @@ fn a_published_table_equals_the_file_table_for_any_workers() {
     assert!(vectors > 0, "updates are deletion vectors");
 }
 
+/// A durable pipeline whose `TBLPROPERTIES` change between runs publishes them with its next
+/// commit, as `ALTER TABLE ... SET TBLPROPERTIES` would: that version carries the table's new
+/// `metaData` (no other does), and the checkpoints follow the new interval from there; a
+/// property dropped from the pipeline is dropped from the table.
+#[test]
+fn a_durable_targets_changed_table_properties_come_with_its_next_commit() {
+    let dir = warehouse();
+    let cwd = dir.path();
+    let generate = "generate --out g --events 3000 --keys 200 --commits 40 --seed 5";
+    succeed(cwd, &generate.split(' ').collect::<Vec<_>>());
+    sql(cwd, "CREATE SCHEMA main.default");
+    succeed(cwd, &["run", "g/scd2.sql", "--out", "files"]);
+    let held = cwd.join("held");
+    std::fs::create_dir(&held).unwrap();
+    let name = |commit: u64| format!("commit_{commit:06}.csv");
+    for commit in 21..=40 {
+        std::fs::rename(
+            cwd.join("g/events").join(name(commit)),
+            held.join(name(commit)),
+        )
+        .unwrap();
+    }
+    let pipeline = std::fs::read_to_string(cwd.join("g/scd2.sql")).unwrap();
+    let run = |properties: Option<&str>, commits: Option<std::ops::RangeInclusive<u64>>| {
+        let table = match properties {
+            Some(p) => format!("CREATE OR REFRESH STREAMING TABLE scd2\nTBLPROPERTIES ({p});"),
+            None => "CREATE OR REFRESH STREAMING TABLE scd2;".to_string(),
+        };
+        let text = pipeline.replace("CREATE OR REFRESH STREAMING TABLE scd2;", &table);
+        std::fs::write(cwd.join("g/p.sql"), text).unwrap();
+        for commit in commits.into_iter().flatten() {
+            std::fs::rename(
+                held.join(name(commit)),
+                cwd.join("g/events").join(name(commit)),
+            )
+            .unwrap();
+        }
+        let durable = ["--warehouse", "w", "--state", "st", "--out", "o"];
+        succeed(cwd, &[&["run", "g/p.sql"][..], &durable].concat());
+    };
+    let log = cwd.join("w/main/default/scd2/_delta_log");
+    let entry = |version: u64| std::fs::read_to_string(log.join(format!("{version:020}.json")));
+    let metadata = |version: u64| {
+        let entry = entry(version).unwrap();
+        let line = entry.lines().find(|l| l.starts_with(r#"{"metaData""#))?;
+        let action: serde_json::Value = serde_json::from_str(line).unwrap();
+        Some(action["metaData"]["configuration"].clone())
+    };
+    let checkpoints = || -> Vec<u64> {
+        (1..=40)
+            .filter(|v| log.join(format!("{v:020}.checkpoint.parquet")).is_file())
+            .collect()
+    };
+    // Commits 1..=20, then those each step brings back.
+    run(Some("'delta.checkpointInterval' = '100'"), None);
+    assert_eq!(metadata(0).unwrap()["delta.checkpointInterval"], "100");
+    run(Some("'delta.checkpointInterval' = '3'"), Some(21..=30));
+    let changed = metadata(21).expect("version 21 carries the new properties");
+    assert_eq!(changed["delta.checkpointInterval"], "3");
+    assert_eq!(changed["delta.enableChangeDataFeed"], "true");
+    assert_eq!(changed["scdflow.target"], "scd2");
+    assert!((1..=30).filter(|&v| v != 21).all(|v| metadata(v).is_none()));
+    assert_eq!(checkpoints(), vec![21, 24, 27, 30]);
+    // The same properties again: nothing to publish.
+    run(Some("'delta.checkpointInterval' = '3'"), None);
+    assert!(entry(31).is_err());
+    run(None, Some(31..=40));
+    let dropped = metadata(31).expect("version 31 carries the properties left");
+    assert!(
+        dropped.get("delta.checkpointInterval").is_none(),
+        "{dropped}"
+    );
+    assert!((32..=40).all(|v| metadata(v).is_none()));
+    assert_eq!(checkpoints(), vec![21, 24, 27, 30]);
+    let file = std::fs::read_to_string(cwd.join("files/scd2.csv")).unwrap();
+    assert_eq!(sql(cwd, "SELECT * FROM scd2 ORDER BY k, __START_AT"), file);
+}
+
 /// A target's `TBLPROPERTIES` become its published table's: here a checkpoint every 3
 /// versions, a vacuum every 4 and no retention, so after the last version only the files it
 /// holds are left, and the table (read through its checkpoints) is the file run's. An unknown

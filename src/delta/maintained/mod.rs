@@ -87,7 +87,7 @@ use deltalake::arrow::array::{RecordBatch, UInt64Array};
 use deltalake::arrow::compute::take;
 use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::kernel::transaction::{CommitData, TransactionError};
-use deltalake::kernel::{Action, Add, AddCDCFile, Transaction};
+use deltalake::kernel::{Action, Add, AddCDCFile, Metadata, MetadataExt, Transaction};
 use deltalake::logstore::object_store::{ObjectStoreExt, PutPayload};
 use deltalake::logstore::{CommitOrBytes, LogStoreRef, ObjectStoreRef};
 use deltalake::protocol::{DeltaOperation, OutputMode};
@@ -224,6 +224,10 @@ pub struct MaintainedTable {
     running: Option<Running>,
     /// The merges no published version holds yet, shared with the table's log.
     unheld: Unheld,
+    /// The table's metadata as of the last version prepared.
+    metadata: Metadata,
+    /// New properties for the next version to carry ([`MaintainedTable::set_properties`]).
+    new_metadata: Option<Metadata>,
 }
 
 impl MaintainedTable {
@@ -248,9 +252,7 @@ impl MaintainedTable {
         app_id: &str,
         kept: Kept,
     ) -> Result<MaintainedTable> {
-        let mut properties = properties.clone();
-        let reserved =
-            (schema.columns.iter()).any(|c| FEED_COLUMN_NAMES.contains(&c.name.as_str()));
+        let reserved = feed_reserved(schema);
         if reserved && kept.indexed() {
             return Err(Error::new(
                 ErrorKind::Internal,
@@ -260,13 +262,7 @@ impl MaintainedTable {
                 ),
             ));
         }
-        properties.insert(
-            "delta.enableDeletionVectors".to_string(),
-            "true".to_string(),
-        );
-        if !reserved {
-            properties.insert(super::FEED_PROPERTY.to_string(), "true".to_string());
-        }
+        let properties = configuration(properties, schema);
         let table = super::Table::create(dir, schema, &properties, &[], false)?;
         drop(table);
         Self::open_as(dir, schema, app_id, kept)
@@ -327,6 +323,8 @@ impl MaintainedTable {
             ahead: None,
             running: None,
             unheld: Unheld::default(),
+            metadata: snapshot.metadata().clone(),
+            new_metadata: None,
         };
         for add in adds {
             let where_ = dir.join(&add.path).display().to_string();
@@ -419,6 +417,38 @@ impl MaintainedTable {
             .block_on(snapshot.transaction_version(log.as_ref(), app_id))
             .map_err(|e| failed(dir, e))?;
         Ok(version.map(|v| v as u64))
+    }
+
+    /// Makes `properties` the table's, as [`MaintainedTable::create`] would set them, from
+    /// the next version on: a durable pipeline whose `TBLPROPERTIES` changed between runs
+    /// publishes them with its next commit (a `metaData` action in that version, as Spark's
+    /// `ALTER TABLE ... SET TBLPROPERTIES` writes one), and its checkpoints and vacuums follow
+    /// the new schedule. Properties the table has and `properties` does not name are removed.
+    /// Returns whether they changed. Values are checked before anything is written.
+    pub fn set_properties(&mut self, properties: &BTreeMap<String, String>) -> Result<bool> {
+        let wanted = configuration(properties, &self.schema);
+        let current = self.metadata.configuration();
+        let same = current.len() == wanted.len()
+            && (wanted.iter()).all(|(k, v)| current.get(k).is_some_and(|c| c == v));
+        if same {
+            self.new_metadata = None;
+            return Ok(false);
+        }
+        let failed = |e| failed(&self.dir, e);
+        let dropped: Vec<&String> = current
+            .keys()
+            .filter(|k| !wanted.contains_key(*k))
+            .collect();
+        let mut metadata = self.metadata.clone();
+        for key in dropped {
+            metadata = metadata.remove_config_key(key).map_err(failed)?;
+        }
+        for (key, value) in wanted {
+            metadata = metadata.add_config_key(key, value).map_err(failed)?;
+        }
+        self.schedule = Schedule::of(metadata.configuration(), &self.dir)?;
+        self.new_metadata = Some(metadata);
+        Ok(true)
     }
 
     /// Writes commit `commit`'s changes (in feed order) as the next version, with the commit's
@@ -596,6 +626,10 @@ impl MaintainedTable {
             written.bytes += cdc.size as u64;
             actions.push(Action::Cdc(cdc));
         }
+        if let Some(metadata) = self.new_metadata.take() {
+            actions.push(Action::Metadata(metadata.clone()));
+            self.metadata = metadata;
+        }
         let prepared = self.entry(commit, timestamp, actions, notes, operation)?;
         written.bytes += prepared.entry.len() as u64;
         written.version = prepared.version;
@@ -757,6 +791,26 @@ impl MaintainedTable {
         let path = StorePath::from(add.path.as_str());
         read_parquet(&self.runtime, &self.store, &self.dir, &path, &self.schema)
     }
+}
+
+/// Whether a column of `schema` has a name the change data feed reserves
+/// ([`FEED_COLUMN_NAMES`]): its table has no change data feed.
+fn feed_reserved(schema: &Schema) -> bool {
+    (schema.columns.iter()).any(|c| FEED_COLUMN_NAMES.contains(&c.name.as_str()))
+}
+
+/// A maintained table's configuration for the caller's `properties`: deletion vectors on, and
+/// the change data feed where no column's name is one it reserves.
+fn configuration(
+    properties: &BTreeMap<String, String>,
+    schema: &Schema,
+) -> BTreeMap<String, String> {
+    let mut configuration = properties.clone();
+    configuration.insert("delta.enableDeletionVectors".into(), "true".into());
+    if !feed_reserved(schema) {
+        configuration.insert(super::FEED_PROPERTY.into(), "true".into());
+    }
+    configuration
 }
 
 /// A commit's changes as the table takes them, by class (open, settled: [`Kept::settled`]): the
