@@ -14,7 +14,8 @@ Polars (run by .ci/run with a virtual environment that has them).
    Parquet files, and `read_files(..., format => 'parquet')` reads them.
 4. `scdflow run --warehouse` publishes SCD1, SCD2 and bitemporal targets of a generated
    workload (many commits: deletion vectors, merged files), in one plain run and (SCD1, SCD2)
-   in durable runs (`--state`) as the files arrive: polars and deltalake's query engine read
+   in durable runs (`--state`) as the files arrive (the last SCD2 run with changed table
+   properties, which its next version carries): polars and deltalake's query engine read
    each table as the run without a warehouse writes it to files, and deltalake's load_cdf reads
    its change data feed as that run's `<target>.changes.csv`, version for commit; deltalake's
    history shows each version's flow progress (the event log) in its commitInfo; pyarrow reads
@@ -289,6 +290,13 @@ def published(scdflow, tmp):
     for part in range(3):
         for f in events[part * len(events) // 3:(part + 1) * len(events) // 3]:
             (tmp / "d/events" / f.name).write_bytes(f.read_bytes())
+        if part == 2:
+            # Properties changed between durable runs come with the next commit's version.
+            pipeline = tmp / "d/scd2.sql"
+            pipeline.write_text(pipeline.read_text().replace(
+                "CREATE OR REFRESH STREAMING TABLE scd2;",
+                "CREATE OR REFRESH STREAMING TABLE scd2 "
+                "TBLPROPERTIES ('delta.checkpointInterval' = '5');"))
         for flow in ["scd1", "scd2"]:
             out = run(scdflow, "run", f"d/{flow}.sql", "--warehouse", "w", "--schema",
                       schemas[flow], "--state", f"state-{flow}", "--out", f"out-{flow}", cwd=tmp)
@@ -296,6 +304,9 @@ def published(scdflow, tmp):
         steps.append((commit, pl.read_delta(str(tmp / "w/main/durable/scd2"))))
     for flow in ["scd1", "scd2"]:
         check(tmp, flow, schemas[flow])
+    configuration = DeltaTable(str(tmp / "w/main/durable/scd2")).metadata().configuration
+    assert configuration.get("delta.checkpointInterval") == "5", configuration
+    print("durable.scd2: the properties a later run changed are the table's")
     erase(scdflow, tmp)
     rewind(scdflow, tmp, steps)
     copy_from_feed(scdflow, tmp)
