@@ -12,7 +12,10 @@
 //!   as the version's changes;
 //! - `txn` with the writer's application id and the scdflow commit, and `commitInfo` whose
 //!   timestamp is the commit's (readers show it as `_commit_timestamp`) and whose
-//!   [`FLOW_PROGRESS`] holds the commit's metrics per flow (the pipeline's event log).
+//!   [`FLOW_PROGRESS`] holds the commit's metrics per flow (the pipeline's event log);
+//! - in the first version after the table's properties changed, its new `metaData`
+//!   ([`MaintainedTable::set_properties`]): a version is a commit, so none is made for the
+//!   properties alone.
 //!
 //! A version is first prepared (its files written, its log entry held as a [`Prepared`]) and
 //! then published (the entry put in the log); [`MaintainedTable::commit`] does both. A durable
@@ -424,15 +427,15 @@ impl MaintainedTable {
     /// publishes them with its next commit (a `metaData` action in that version, as Spark's
     /// `ALTER TABLE ... SET TBLPROPERTIES` writes one), and its checkpoints and vacuums follow
     /// the new schedule. Properties the table has and `properties` does not name are removed.
-    /// Returns whether they changed. Values are checked before anything is written.
-    pub fn set_properties(&mut self, properties: &BTreeMap<String, String>) -> Result<bool> {
+    /// Values are checked before anything is written.
+    pub fn set_properties(&mut self, properties: &BTreeMap<String, String>) -> Result<()> {
         let wanted = configuration(properties, &self.schema);
         let current = self.metadata.configuration();
         let same = current.len() == wanted.len()
             && (wanted.iter()).all(|(k, v)| current.get(k).is_some_and(|c| c == v));
         if same {
             self.new_metadata = None;
-            return Ok(false);
+            return Ok(());
         }
         let failed = |e| failed(&self.dir, e);
         let dropped: Vec<&String> = current
@@ -448,7 +451,7 @@ impl MaintainedTable {
         }
         self.schedule = Schedule::of(metadata.configuration(), &self.dir)?;
         self.new_metadata = Some(metadata);
-        Ok(true)
+        Ok(())
     }
 
     /// Writes commit `commit`'s changes (in feed order) as the next version, with the commit's
