@@ -48,6 +48,9 @@ where
             move |(keyed, keyed_frontier), (truncates, truncate_frontier), output| {
                 // Retractions of events are not supported (see the module docs): they are dropped.
                 keyed.for_each(|cap, data| {
+                    if take_whole(&mut stash, &cap, data) {
+                        return;
+                    }
                     let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(e, t, _)| (e, t));
                     stash_by_time(&mut stash, &cap, inserted);
                 });
@@ -100,6 +103,9 @@ where
             let mut updates = Vec::new();
             move |(input, frontier), output| {
                 input.for_each(|cap, data| {
+                    if take_whole(&mut stash, &cap, data) {
+                        return;
+                    }
                     let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(d, t, _)| (d, t));
                     stash_by_time(&mut stash, &cap, inserted);
                 });
@@ -115,6 +121,33 @@ where
             }
         })
         .as_collection()
+}
+
+/// Takes a message of inserts at one time for which nothing is stashed yet (a commit's, on the
+/// worker that owns all its keys: nearly every message) into the stash whole: its vector
+/// becomes the time's items, moved in place, where [`stash_by_time`] moved each item into a
+/// vector of its own. Returns whether it did; any other message is left as it is. `scdflow
+/// bench` on SCD1 with 100,000 events: the worker ran 1,684 instructions an event where it ran
+/// 1,745 (callgrind); the standard sweep's medians of six alternating runs rose 3-8% for SCD1
+/// and SCD2 (in the noise of single runs).
+fn take_whole<T: Timestamp, D>(
+    stash: &mut Stash<T, D>,
+    cap: &InputCapability<T>,
+    data: &mut Vec<(D, T, isize)>,
+) -> bool {
+    let Some(time) = data.first().map(|(_, t, _)| t.clone()) else {
+        return false;
+    };
+    if stash.contains_key(&time) || !data.iter().all(|(_, t, d)| *d > 0 && *t == time) {
+        return false;
+    }
+    let items: Vec<D> = std::mem::take(data)
+        .into_iter()
+        .map(|(d, _, _)| d)
+        .collect();
+    let capability = cap.delayed(&time, 0);
+    stash.insert(time, (capability, items));
+    true
 }
 
 /// A commit's updates at its time, as the one container the operator sends of it: given one
