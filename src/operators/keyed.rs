@@ -127,9 +127,10 @@ where
 /// worker that owns all its keys: nearly every message) into the stash whole: its vector
 /// becomes the time's items, moved in place, where [`stash_by_time`] moved each item into a
 /// vector of its own. Returns whether it did; any other message is left as it is. `scdflow
-/// bench` on SCD1 with 100,000 events: the worker ran 1,684 instructions an event where it ran
-/// 1,745 (callgrind); the standard sweep's medians of six alternating runs rose 3-8% for SCD1
-/// and SCD2 (in the noise of single runs).
+/// bench` with 100,000 events (callgrind, the worker's instructions an event): SCD1 1,678-1,684
+/// where it was 1,745-1,789, SCD2 3,052 where it was 3,114. In wall time the gain is inside the
+/// bench's noise (medians of six alternating runs 3-8% higher for SCD1 and SCD2 at
+/// displacements 0 and 1,000; a later set of three went either way).
 fn take_whole<T: Timestamp, D>(
     stash: &mut Stash<T, D>,
     cap: &InputCapability<T>,
