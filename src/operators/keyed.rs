@@ -47,17 +47,8 @@ where
             let mut stash: Stash<T, Event> = BTreeMap::new();
             move |(keyed, keyed_frontier), (truncates, truncate_frontier), output| {
                 // Retractions of events are not supported (see the module docs): they are dropped.
-                keyed.for_each(|cap, data| {
-                    if take_whole(&mut stash, &cap, data) {
-                        return;
-                    }
-                    let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(e, t, _)| (e, t));
-                    stash_by_time(&mut stash, &cap, inserted);
-                });
-                truncates.for_each(|cap, data| {
-                    let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(e, t, _)| (e, t));
-                    stash_by_time(&mut stash, &cap, inserted);
-                });
+                keyed.for_each(|cap, data| stash_inserts(&mut stash, &cap, data));
+                truncates.for_each(|cap, data| stash_inserts(&mut stash, &cap, data));
                 while let Some(entry) = stash.first_entry() {
                     let time = entry.key();
                     if keyed_frontier.less_equal(time) || truncate_frontier.less_equal(time) {
@@ -102,13 +93,7 @@ where
             let mut stash: Stash<T, D> = BTreeMap::new();
             let mut updates = Vec::new();
             move |(input, frontier), output| {
-                input.for_each(|cap, data| {
-                    if take_whole(&mut stash, &cap, data) {
-                        return;
-                    }
-                    let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(d, t, _)| (d, t));
-                    stash_by_time(&mut stash, &cap, inserted);
-                });
+                input.for_each(|cap, data| stash_inserts(&mut stash, &cap, data));
                 while let Some(entry) = stash.first_entry() {
                     if frontier.less_equal(entry.key()) {
                         break;
@@ -123,32 +108,33 @@ where
         .as_collection()
 }
 
-/// Takes a message of inserts at one time for which nothing is stashed yet (a commit's, on the
-/// worker that owns all its keys: nearly every message) into the stash whole: its vector
-/// becomes the time's items, moved in place, where [`stash_by_time`] moved each item into a
-/// vector of its own. Returns whether it did; any other message is left as it is. `scdflow
-/// bench` with 100,000 events (callgrind, the worker's instructions an event): SCD1 1,678-1,684
-/// where it was 1,745-1,789, SCD2 3,052 where it was 3,114. In wall time the gain is inside the
-/// bench's noise (medians of six alternating runs 3-8% higher for SCD1 and SCD2 at
-/// displacements 0 and 1,000; a later set of three went either way).
-fn take_whole<T: Timestamp, D>(
+/// Stashes a message's inserts by time ([`stash_by_time`]); its retractions are dropped (the
+/// operators using it take insert-only inputs). A message of one time's inserts for which
+/// nothing is stashed yet (a commit's, on the worker that owns all its keys: nearly every
+/// message) becomes the time's vector whole, its items moved in place, where each item was
+/// moved into a vector of its own. `scdflow bench` with 100,000 events (callgrind, the
+/// worker's instructions an event): SCD1 1,678-1,684 where it was 1,745-1,789, SCD2 3,052
+/// where it was 3,114. In wall time the gain is inside the bench's noise (medians of six
+/// alternating runs 3-8% higher for SCD1 and SCD2 at displacements 0 and 1,000; a later set of
+/// three went either way).
+pub(crate) fn stash_inserts<T: Timestamp, D>(
     stash: &mut Stash<T, D>,
     cap: &InputCapability<T>,
     data: &mut Vec<(D, T, isize)>,
-) -> bool {
-    let Some(time) = data.first().map(|(_, t, _)| t.clone()) else {
-        return false;
-    };
-    if stash.contains_key(&time) || !data.iter().all(|(_, t, d)| *d > 0 && *t == time) {
-        return false;
+) {
+    if let Some(time) = data.first().map(|(_, t, _)| t.clone()) {
+        if !stash.contains_key(&time) && data.iter().all(|(_, t, d)| *d > 0 && *t == time) {
+            let items: Vec<D> = std::mem::take(data)
+                .into_iter()
+                .map(|(d, _, _)| d)
+                .collect();
+            let capability = cap.delayed(&time, 0);
+            stash.insert(time, (capability, items));
+            return;
+        }
     }
-    let items: Vec<D> = std::mem::take(data)
-        .into_iter()
-        .map(|(d, _, _)| d)
-        .collect();
-    let capability = cap.delayed(&time, 0);
-    stash.insert(time, (capability, items));
-    true
+    let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(d, t, _)| (d, t));
+    stash_by_time(stash, cap, inserted);
 }
 
 /// A commit's updates at its time, as the one container the operator sends of it: given one

@@ -17,7 +17,7 @@
 //! occur once per snapshot (the driver rejects duplicates before feeding); versions must
 //! increase with time (the driver skips others, D12).
 
-use super::keyed::{stash_by_time, Stash};
+use super::keyed::{stash_inserts, Stash};
 use crate::engine::SnapshotState;
 use crate::event::Event;
 use crate::value::Row;
@@ -178,14 +178,8 @@ where
                 let mut marks: Stash<T, S> = BTreeMap::new();
                 let mut changes = Vec::new();
                 move |(input, frontier), (version_input, version_frontier), output| {
-                    input.for_each(|cap, data| {
-                        let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(r, t, _)| (r, t));
-                        stash_by_time(&mut rows, &cap, inserted);
-                    });
-                    version_input.for_each(|cap, data| {
-                        let inserted = data.drain(..).filter(|u| u.2 > 0).map(|(v, t, _)| (v, t));
-                        stash_by_time(&mut marks, &cap, inserted);
-                    });
+                    input.for_each(|cap, data| stash_inserts(&mut rows, &cap, data));
+                    version_input.for_each(|cap, data| stash_inserts(&mut marks, &cap, data));
                     let complete =
                         |time: &T| !frontier.less_equal(time) && !version_frontier.less_equal(time);
                     while let Some(entry) = marks.first_entry() {
