@@ -55,7 +55,12 @@ where
                         break;
                     }
                     let (time, (cap, events)) = entry.remove_entry();
-                    let mut updates = Vec::new();
+                    // Room for the updates a commit's events make (SCD1 two an event at most,
+                    // SCD2 mostly three): grown from empty, the vector was reallocated and
+                    // copied ten times a 1,000-event commit, 4% of the SCD1 worker's
+                    // instructions. A large commit's room never written is pages never
+                    // touched, which take no memory.
+                    let mut updates = Vec::with_capacity(3 * events.len());
                     let mut stats = CommitStats::default();
                     let mut state = state.borrow_mut();
                     state.apply(events, clock(&time), &mut updates, &mut stats);

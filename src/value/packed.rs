@@ -311,11 +311,6 @@ pub(super) fn order_prefix(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(prefix_bytes(bytes).0)
 }
 
-/// [`order_prefix`] over the row's first sixteen bytes.
-pub(super) fn wide_order_prefix(bytes: &[u8]) -> u128 {
-    u128::from_be_bytes(prefix_bytes(bytes).0)
-}
-
 /// The first `N` bytes of [`order_prefix`]'s rule, and whether they are all of `bytes` (no
 /// STRING, STRUCT or ARRAY among them and nothing past them): then two rows of as many values
 /// with equal prefixes are equal. `bytes` may be a row cut anywhere at or past `N + 8` bytes:

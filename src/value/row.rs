@@ -14,7 +14,7 @@
 //! walk from the start ([`RowRef::get`] is O(position)); iterate where a row is read whole.
 
 use super::packed::{self, Sink};
-use super::{Datum, Value};
+use super::{Datum, SortKey, Value};
 use compact_bytes::CompactBytes;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use smallvec::SmallVec;
@@ -111,9 +111,12 @@ impl<'a> RowRef<'a> {
     }
 
     /// [`RowRef::order_prefix`] over sixteen bytes, for rows that often share their first
-    /// eight (texts with a common head).
-    pub fn wide_order_prefix(self) -> u128 {
-        packed::wide_order_prefix(self.bytes)
+    /// eight (texts with a common head), and whether it holds the whole row (no text or nested
+    /// value, sixteen bytes at most): then rows of as many values with equal prefixes are
+    /// equal.
+    pub fn sort_key(self) -> SortKey {
+        let (prefix, whole) = packed::prefix_bytes::<16>(self.bytes);
+        SortKey::from_parts(u128::from_be_bytes(prefix), whole)
     }
 
     /// The row of the values at `columns`, in that order: their bytes copied, not decoded.
@@ -645,10 +648,12 @@ pub(crate) mod tests {
                 if pp != pq {
                     prop_assert_eq!(pp.cmp(&pq), p.cmp(&q));
                 }
-                let wide = |r: &Row| r.as_row_ref().wide_order_prefix();
-                let (wp, wq) = (wide(&p), wide(&q));
+                let (kp, kq) = (p.as_row_ref().sort_key(), q.as_row_ref().sort_key());
+                let (wp, wq) = (kp.prefix(), kq.prefix());
                 if wp != wq {
                     prop_assert_eq!(wp.cmp(&wq), p.cmp(&q));
+                } else if kp.whole() && kq.whole() && p.len() == q.len() {
+                    prop_assert_eq!(&p, &q);
                 }
             }
         }
@@ -769,8 +774,8 @@ pub(crate) mod tests {
                 );
                 assert!(pa == pb || pa.cmp(&pb) == a.cmp(b), "{a:?} vs {b:?}");
                 let (wa, wb) = (
-                    ra.as_row_ref().wide_order_prefix(),
-                    rb.as_row_ref().wide_order_prefix(),
+                    ra.as_row_ref().sort_key().prefix(),
+                    rb.as_row_ref().sort_key().prefix(),
                 );
                 assert!(wa == wb || wa.cmp(&wb) == a.cmp(b), "{a:?} vs {b:?}");
             }
