@@ -57,7 +57,7 @@ use super::scd2::{History, Shape, Stored};
 use super::sorted_map::{SortedMap, SMALL};
 use super::{for_each_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
-use crate::value::{Packer, Row, Seq, Value};
+use crate::value::{Row, Seq, Value};
 use crate::Result;
 use differential_dataflow::consolidation::{consolidate, consolidate_from};
 use serde::{Deserialize, Serialize};
@@ -577,11 +577,7 @@ fn emit_difference(row: &Row, old: &[Interval], new: &[Interval], out: &mut Vec<
 
 /// The output row: the business row, then `__SYSTEM_START_AT`, `__SYSTEM_END_AT`.
 fn versioned(row: &Row, (start, end): &Interval) -> Row {
-    let mut out = Packer::new();
-    out.extend_from(row.as_row_ref());
-    Seq::pack(Some(start), &mut out);
-    Seq::pack(end.as_ref(), &mut out);
-    out.finish()
+    Seq::versioned(row, start, end.as_ref())
 }
 
 #[cfg(test)]

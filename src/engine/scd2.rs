@@ -50,7 +50,7 @@ use super::sorted_map::SortedMap;
 use super::tombstones::{Live, Queued, Tombstones};
 use super::{for_each_key, CdcState, CommitStats, KeyMap};
 use crate::event::{Event, EventKind};
-use crate::value::{Packer, Row, Seq};
+use crate::value::{Row, Seq};
 use crate::Result;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -1189,11 +1189,7 @@ fn folded_at<'a, const G: usize>(
 }
 
 fn row(start: &Seq, end: Option<&Seq>, image: &Row) -> Row {
-    let mut row = Packer::new();
-    row.extend_from(image.as_row_ref());
-    Seq::pack(Some(start), &mut row);
-    Seq::pack(end, &mut row);
-    row.finish()
+    Seq::versioned(image, start, end)
 }
 
 #[cfg(test)]

@@ -164,9 +164,36 @@ pub(super) fn encode(out: &mut impl Sink, value: &Value) {
 /// Appends the encoding of `datum`.
 pub(super) fn encode_datum(out: &mut impl Sink, datum: Datum<'_>) {
     match datum {
-        Datum::Null => out.put_head([NULL; HEAD], 1),
-        Datum::Bool(false) => out.put_head([FALSE; HEAD], 1),
-        Datum::Bool(true) => out.put_head([TRUE; HEAD], 1),
+        Datum::Str(s) => {
+            match u8::try_from(s.len()) {
+                Ok(len) => tagged(out, STR8, &[len]),
+                Err(_) => tagged(out, STR64, &(s.len() as u64).to_le_bytes()),
+            }
+            out.put(s.as_bytes());
+        }
+        Datum::Struct(fields) => tagged_nested(out, STRUCT, fields.as_bytes()),
+        Datum::Array(items) => tagged_nested(out, ARRAY, items.as_bytes()),
+        scalar => {
+            let (head, len) = scalar_head(scalar).expect("every other datum is a scalar");
+            out.put_head(head, len);
+        }
+    }
+}
+
+/// The whole encoding of a scalar (NULL, BOOLEAN, an integer, DOUBLE, DATE, TIMESTAMP) as a
+/// [`Sink::put_head`] takes it; `None` for a string or a nested value.
+#[inline(always)]
+pub(super) fn scalar_head(datum: Datum<'_>) -> Option<([u8; HEAD], usize)> {
+    let tagged = |tag: u8, payload: &[u8]| {
+        let mut head = [0; HEAD];
+        head[0] = tag;
+        head[1..=payload.len()].copy_from_slice(payload);
+        (head, 1 + payload.len())
+    };
+    Some(match datum {
+        Datum::Null => ([NULL; HEAD], 1),
+        Datum::Bool(false) => ([FALSE; HEAD], 1),
+        Datum::Bool(true) => ([TRUE; HEAD], 1),
         Datum::Int(i) => {
             let (tag, width) = int_form(i);
             // The payload moved to the front of eight bytes, so that the head is filled by a
@@ -176,21 +203,13 @@ pub(super) fn encode_datum(out: &mut impl Sink, datum: Datum<'_>) {
             let mut head = [0; HEAD];
             head[0] = tag;
             head[1..].copy_from_slice(&front.to_be_bytes());
-            out.put_head(head, 1 + width);
+            (head, 1 + width)
         }
-        Datum::Double(d) => tagged(out, DOUBLE, &double_bits(d.0).to_be_bytes()),
-        Datum::Str(s) => {
-            match u8::try_from(s.len()) {
-                Ok(len) => tagged(out, STR8, &[len]),
-                Err(_) => tagged(out, STR64, &(s.len() as u64).to_le_bytes()),
-            }
-            out.put(s.as_bytes());
-        }
-        Datum::Date(d) => tagged(out, DATE, &((d as u32) ^ (1 << 31)).to_be_bytes()),
-        Datum::Timestamp(t) => tagged(out, TIMESTAMP, &((t as u64) ^ (1 << 63)).to_be_bytes()),
-        Datum::Struct(fields) => tagged_nested(out, STRUCT, fields.as_bytes()),
-        Datum::Array(items) => tagged_nested(out, ARRAY, items.as_bytes()),
-    }
+        Datum::Double(d) => tagged(DOUBLE, &double_bits(d.0).to_be_bytes()),
+        Datum::Date(d) => tagged(DATE, &((d as u32) ^ (1 << 31)).to_be_bytes()),
+        Datum::Timestamp(t) => tagged(TIMESTAMP, &((t as u64) ^ (1 << 63)).to_be_bytes()),
+        Datum::Str(_) | Datum::Struct(_) | Datum::Array(_) => return None,
+    })
 }
 
 /// Bytes of [`Sink::put_head`].

@@ -12,7 +12,7 @@
 //! value held: a state saved with `Value` sequences reads back unchanged, and the history's
 //! decisions (D2 ties, run boundaries) are the same as on values.
 
-use crate::value::{Datum, Packer, Value};
+use crate::value::{Datum, Packer, Row, Value};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -63,15 +63,34 @@ impl Seq {
         }
     }
 
-    /// Appends the value held to `row` (NULL for `None`).
-    pub(crate) fn pack(seq: Option<&Seq>, row: &mut Packer) {
-        match seq {
+    /// The row of a version: `image`'s values, then `start` and `end` (NULL for `None`), as
+    /// SCD2's `__START_AT`, `__END_AT` and the bitemporal system interval follow the image.
+    /// Scalar sequences (nearly all) are encoded in place ([`Row::with_scalars`]).
+    pub(crate) fn versioned(image: &Row, start: &Seq, end: Option<&Seq>) -> Row {
+        let scalars = (start.scalar(), end.map_or(Some(Datum::Null), Seq::scalar));
+        if let (Some(start), Some(end)) = scalars {
+            if let Some(row) = Row::with_scalars(image.as_row_ref(), [start, end]) {
+                return row;
+            }
+        }
+        let mut row = Packer::new();
+        row.extend_from(image.as_row_ref());
+        row.push(&start.to_value());
+        match end {
+            Some(end) => row.push(&end.to_value()),
             None => row.push_datum(Datum::Null),
-            Some(Seq(Repr::Int(i))) => row.push_datum(Datum::Int(*i)),
-            Some(Seq(Repr::Timestamp(t))) => row.push_datum(Datum::Timestamp(*t)),
-            Some(Seq(Repr::Date(d))) => row.push_datum(Datum::Date(*d)),
-            Some(Seq(Repr::Other(v))) => row.push(v),
         };
+        row.finish()
+    }
+
+    /// The value held as a datum, unless it is boxed.
+    fn scalar(&self) -> Option<Datum<'static>> {
+        match self.0 {
+            Repr::Int(i) => Some(Datum::Int(i)),
+            Repr::Timestamp(t) => Some(Datum::Timestamp(t)),
+            Repr::Date(d) => Some(Datum::Date(d)),
+            Repr::Other(_) => None,
+        }
     }
 }
 
@@ -175,6 +194,21 @@ mod tests {
             prop_assert_eq!(postcard::from_bytes::<Seq>(&bytes).unwrap(), sa.clone());
             // A self-describing format checks the variant names too.
             prop_assert_eq!(serde_json::to_string(&sa).unwrap(), serde_json::to_string(&a).unwrap());
+        }
+
+        /// A version's row is its image's values, then its start and end, whatever their types
+        /// and the image's length (short images take the stack, long ones a packer).
+        #[test]
+        fn a_version_row_is_its_image_then_its_interval(
+            image in proptest::collection::vec(any_value(), 0..12),
+            start in any_value(),
+            end in proptest::option::of(any_value()),
+        ) {
+            let row = Seq::versioned(&Row::from(image.clone()), &Seq::from(&start), end.as_ref().map(Seq::from).as_ref());
+            let mut values = image;
+            values.push(start);
+            values.push(end.unwrap_or(Value::Null));
+            prop_assert_eq!(row, Row::from(values));
         }
     }
 }
