@@ -215,6 +215,13 @@ pub(super) fn scalar_head(datum: Datum<'_>) -> Option<([u8; HEAD], usize)> {
 /// Bytes of [`Sink::put_head`].
 pub(super) const HEAD: usize = 9;
 
+/// Whether a value of tag `tag` is a scalar: its encoding is at most [`HEAD`] bytes, and its
+/// prefix bytes ([`prefix_bytes`]) are those bytes.
+#[inline]
+pub(super) fn is_scalar(tag: u8) -> bool {
+    !matches!(tag, STR8 | STR64 | STRUCT | ARRAY)
+}
+
 fn tagged(out: &mut impl Sink, tag: u8, payload: &[u8]) {
     let mut head = [0; HEAD];
     head[0] = tag;

@@ -82,14 +82,27 @@ impl Projection {
         const N: usize = 16;
         // Eight bytes more than the key: a long text's first bytes come nine after its tag.
         let mut head = [0u8; N + 8];
-        let (mut len, mut cut) = (0, false);
+        let (mut len, mut cut, mut scalars) = (0, false, true);
         self.each_value(row, |value| {
+            scalars &= packed::is_scalar(value[0]);
             let n = value.len().min(N + 8 - len);
             head[len..len + n].copy_from_slice(&value[..n]);
             len += n;
             cut = n < value.len();
             !cut
         });
+        // Scalars' bytes are the prefix as they stand (`packed::prefix_bytes` rewrites only
+        // from a text or a nested value on), zeros after them: SCD2's identity, a key and an
+        // interval start, took 418 instructions a key with the walk of `prefix_bytes`, 297
+        // without (callgrind, `scdflow bench --events 400000 --keys 100000 --displacement 1000
+        // --flows scd2`: its labelling 617 -> 508 M instructions).
+        if scalars {
+            let prefix = u128::from_be_bytes(head[..N].try_into().expect("sixteen bytes"));
+            return SortKey {
+                prefix,
+                whole: len <= N,
+            };
+        }
         let (prefix, whole) = packed::prefix_bytes::<N>(&head[..len]);
         SortKey {
             prefix: u128::from_be_bytes(prefix),
