@@ -283,6 +283,35 @@ pub(super) fn remove(add: &Add, timestamp: i64, data_change: bool) -> Remove {
     }
 }
 
+/// Marks the statistics of `add` (a file of the table at `dir` that now has a deletion vector)
+/// wide, `tightBounds: false`: its minima, maxima and null counts were taken over rows some of
+/// which are deleted now, and the protocol reads statistics without the flag as tight, exact
+/// over the file's valid rows, which a reader may answer `MIN`, `MAX` or a null count from
+/// (Spark's DV writes mark them so too). `numRecords` stays the file's physical rows, as the
+/// protocol asks of a file with a deletion vector. Statistics marked already are kept as they
+/// are; a file without statistics has none to mark.
+pub(super) fn widen(add: &mut Add, dir: &Path) -> Result<()> {
+    let Some(stats) = add.stats.as_deref() else {
+        return Ok(());
+    };
+    let mut parsed: serde_json::Map<String, serde_json::Value> = serde_json::from_str(stats)
+        .map_err(|e| {
+            failed(
+                dir,
+                format!("the statistics of {} do not parse: {e}", add.path),
+            )
+        })?;
+    if parsed.get(TIGHT_BOUNDS) == Some(&serde_json::Value::Bool(false)) {
+        return Ok(());
+    }
+    parsed.insert(TIGHT_BOUNDS.to_string(), false.into());
+    add.stats = Some(serde_json::Value::Object(parsed).to_string());
+    Ok(())
+}
+
+/// The per-file statistic that says whether the others are exact (see [`widen`]).
+const TIGHT_BOUNDS: &str = "tightBounds";
+
 #[cfg(test)]
 mod tests {
     use super::*;

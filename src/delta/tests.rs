@@ -158,6 +158,7 @@ fn a_maintained_table_holds_what_its_feed_leaves() {
         table.files()
     );
     assert_eq!(table.last_commit().unwrap(), Some(60));
+    assert_wide_where_deleted(&path);
     // A removal the table cannot place writes nothing.
     let e = table
         .commit(61, 61_000_000, &[(ChangeType::Delete, row(999, "x"))], &[])
@@ -168,6 +169,35 @@ fn a_maintained_table_holds_what_its_feed_leaves() {
         "{e}"
     );
     assert_eq!(Log::open(&path).unwrap().latest_version().unwrap(), 60);
+}
+
+/// Asserts that every `add` in the log of the table at `path` whose file has a deletion vector
+/// says its statistics are wide (`tightBounds: false`) and counts the file's physical rows, and
+/// that there are such adds.
+fn assert_wide_where_deleted(path: &Path) {
+    let mut with_vectors = 0;
+    for entry in std::fs::read_dir(path.join("_delta_log")).unwrap() {
+        let file = entry.unwrap().path();
+        if file.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&file).unwrap().lines() {
+            let action: serde_json::Value = serde_json::from_str(line).unwrap();
+            let Some(add) = action.get("add") else {
+                continue;
+            };
+            let stats: serde_json::Value =
+                serde_json::from_str(add["stats"].as_str().unwrap()).unwrap();
+            if add.get("deletionVector").is_some_and(|dv| !dv.is_null()) {
+                with_vectors += 1;
+                assert_eq!(stats["tightBounds"], false, "{}: {add}", file.display());
+                assert!(stats["numRecords"].as_u64().unwrap() > 0, "{add}");
+            } else {
+                assert!(stats.get("tightBounds").is_none(), "{add}");
+            }
+        }
+    }
+    assert!(with_vectors > 0, "the commits delete rows from files");
 }
 
 /// Asserts that the table at `path` holds exactly the rows of `model` after `commit`; returns them.

@@ -617,6 +617,7 @@ impl MaintainedTable {
                 continue;
             }
             file.add.deletion_vector = Some(vectors.push(&file.deleted)?);
+            files::widen(&mut file.add, &self.dir)?;
             file.add.data_change = true;
             actions.push(Action::Add(file.add.clone()));
         }
