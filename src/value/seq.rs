@@ -211,4 +211,17 @@ mod tests {
             prop_assert_eq!(row, Row::from(values));
         }
     }
+
+    /// An image too long for the stack takes the packer, its interval scalars or not.
+    #[test]
+    fn a_long_image_is_versioned_whole() {
+        let image = vec![Value::Int(7), Value::Str("x".repeat(300))];
+        for (start, end) in [(Value::Int(1), Some(Value::Int(2))), (Value::Date(3), None)] {
+            let seqs = (Seq::from(&start), end.as_ref().map(Seq::from));
+            let row = Seq::versioned(&Row::from(image.clone()), &seqs.0, seqs.1.as_ref());
+            let mut values = image.clone();
+            values.extend([start, end.unwrap_or(Value::Null)]);
+            assert_eq!(row, Row::from(values));
+        }
+    }
 }
