@@ -184,12 +184,6 @@ pub(super) fn encode_datum(out: &mut impl Sink, datum: Datum<'_>) {
 /// [`Sink::put_head`] takes it; `None` for a string or a nested value.
 #[inline(always)]
 pub(super) fn scalar_head(datum: Datum<'_>) -> Option<([u8; HEAD], usize)> {
-    let tagged = |tag: u8, payload: &[u8]| {
-        let mut head = [0; HEAD];
-        head[0] = tag;
-        head[1..=payload.len()].copy_from_slice(payload);
-        (head, 1 + payload.len())
-    };
     Some(match datum {
         Datum::Null => ([NULL; HEAD], 1),
         Datum::Bool(false) => ([FALSE; HEAD], 1),
@@ -205,9 +199,9 @@ pub(super) fn scalar_head(datum: Datum<'_>) -> Option<([u8; HEAD], usize)> {
             head[1..].copy_from_slice(&front.to_be_bytes());
             (head, 1 + width)
         }
-        Datum::Double(d) => tagged(DOUBLE, &double_bits(d.0).to_be_bytes()),
-        Datum::Date(d) => tagged(DATE, &((d as u32) ^ (1 << 31)).to_be_bytes()),
-        Datum::Timestamp(t) => tagged(TIMESTAMP, &((t as u64) ^ (1 << 63)).to_be_bytes()),
+        Datum::Double(d) => head_of(DOUBLE, &double_bits(d.0).to_be_bytes()),
+        Datum::Date(d) => head_of(DATE, &((d as u32) ^ (1 << 31)).to_be_bytes()),
+        Datum::Timestamp(t) => head_of(TIMESTAMP, &((t as u64) ^ (1 << 63)).to_be_bytes()),
         Datum::Str(_) | Datum::Struct(_) | Datum::Array(_) => return None,
     })
 }
@@ -222,11 +216,18 @@ pub(super) fn is_scalar(tag: u8) -> bool {
     !matches!(tag, STR8 | STR64 | STRUCT | ARRAY)
 }
 
-fn tagged(out: &mut impl Sink, tag: u8, payload: &[u8]) {
+/// The head of a value: `tag`, then `payload` (at most eight bytes), and its length.
+#[inline(always)]
+fn head_of(tag: u8, payload: &[u8]) -> ([u8; HEAD], usize) {
     let mut head = [0; HEAD];
     head[0] = tag;
     head[1..=payload.len()].copy_from_slice(payload);
-    out.put_head(head, 1 + payload.len());
+    (head, 1 + payload.len())
+}
+
+fn tagged(out: &mut impl Sink, tag: u8, payload: &[u8]) {
+    let (head, len) = head_of(tag, payload);
+    out.put_head(head, len);
 }
 
 fn tagged_nested(out: &mut impl Sink, tag: u8, packed: &[u8]) {
