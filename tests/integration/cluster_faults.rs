@@ -11,23 +11,43 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Whether something listens on local port `port` (Linux `/proc/net/tcp`, state `0A`).
-fn listening(port: u16) -> bool {
+/// Whether process `pid` listens on local port `port`: a socket of `/proc/net/tcp` in state
+/// `0A` whose inode is one of the process's descriptors. Another test's listener may hold the
+/// port for a moment before `pid` binds it (free ports are handed out by the kernel to whoever
+/// asks), so the port alone does not say the process got that far.
+fn listening(pid: u32, port: u16) -> bool {
     let port = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
-        std::fs::read_to_string(table).is_ok_and(|text| {
-            text.lines().skip(1).any(|line| {
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                fields.len() > 3 && fields[3] == "0A" && fields[1].ends_with(&port)
-            })
+    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|text| {
+            text.lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let listens = fields.len() > 9 && fields[3] == "0A";
+                    (listens && fields[1].ends_with(&port))
+                        .then(|| format!("socket:[{}]", fields[9]))
+                })
+                .collect::<Vec<_>>()
         })
-    })
+        .collect();
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .any(|link| {
+            inodes
+                .iter()
+                .any(|inode| link.as_os_str() == inode.as_str())
+        })
 }
 
-/// Waits (a minute at most) until process 0 of `ports` listens: it lists its input first.
-fn wait_listening(ports: &[u16]) {
+/// Waits (a minute at most) until process 0 (`first`) listens on its port, `ports[0]`: it
+/// lists its input first.
+fn wait_listening(first: &std::process::Child, ports: &[u16]) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !listening(ports[0]) {
+    while !listening(first.id(), ports[0]) {
         assert!(Instant::now() < deadline, "process 0 does not listen");
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -178,7 +198,7 @@ fn a_stray_silent_connection_holds_nothing_up() {
     let out = dir.path().join("out");
     let quarantine = ["--on-invalid", "quarantine", "--peer-timeout", "5"];
     let first = member(pipeline, out.to_str().unwrap(), "0", &hosts, &quarantine);
-    wait_listening(&ports);
+    wait_listening(&first, &ports);
     // A stranger connects first, and one that speaks nonsense.
     let _silent = std::net::TcpStream::connect(("127.0.0.1", ports[0])).unwrap();
     let mut noisy = std::net::TcpStream::connect(("127.0.0.1", ports[0])).unwrap();
@@ -204,7 +224,7 @@ fn a_file_that_lands_between_the_starts_changes_nothing() {
     let hosts = hosts_on(dir.path(), &ports);
     let out = dir.path().join("out");
     let first = member(pipeline, out.to_str().unwrap(), "0", &hosts, &[]);
-    wait_listening(&ports);
+    wait_listening(&first, &ports);
     std::fs::write(data.join("batch_0.csv"), "id,v,seq\n1,z,9\n7,z,9\n").unwrap();
     let second = member(pipeline, "unused", "1", &hosts, &[]);
     finish(first, "process 0");
