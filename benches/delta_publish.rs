@@ -165,7 +165,7 @@ fn follow(w: &Followed, work: &Path, gen: &Path, held: &[PathBuf], workers: usiz
             .args(["run", &pipeline])
             .args(DURABLE)
             .args(["-w", &workers.to_string()])
-            .args(["--follow", "--poll", "0.002", "--tables-every", "3600"]),
+            .args(["--follow", "--tables-every", "3600"]),
     );
     println!(
         "--follow -w {workers} ready after {:.2} s (restoring the state, reading the table, \

@@ -204,7 +204,7 @@ fn follow_once(
                 "-w",
                 &workers.to_string(),
             ])
-            .args(["--follow", "--poll", "0.002", "--tables-every", "3600"]),
+            .args(["--follow", "--tables-every", "3600"]),
     );
     let log = state.join("metrics.jsonl");
     let events = gen.join("events");

@@ -113,7 +113,9 @@ pub struct RunArgs {
     /// SIGINT or SIGTERM finishes the current commit and exits 0.
     #[arg(long, requires = "state")]
     pub follow: bool,
-    /// With --follow: how often to look for new input, in seconds.
+    /// With --follow: how often to look for new input, in seconds, besides when a watched
+    /// input directory changes (new files, appended lines and new Delta versions are taken at
+    /// once; the poll finds what a watch misses, such as files another machine writes).
     #[arg(
         long,
         value_name = "SECONDS",

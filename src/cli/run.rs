@@ -133,12 +133,24 @@ fn run_durable(
         let poll = seconds(args.poll, "--poll")?;
         let tables_every = Duration::try_from_secs_f64(args.tables_every)
             .map_err(|_| anyhow::anyhow!("--tables-every must be a number of seconds"))?;
+        let watch = session.watch_input();
+        for (dir, why) in watch.unwatched() {
+            eprintln!(
+                "warning: cannot watch {} ({why}): new input there is found by polling",
+                dir.display()
+            );
+        }
         eprintln!(
-            "following new input (every {}s; tables rewritten at most every {}s); SIGINT or \
-             SIGTERM stops after the current commit",
-            args.poll, args.tables_every
+            "following new input ({} watched, polled every {}s; tables rewritten at most every \
+             {}s); SIGINT or SIGTERM stops after the current commit",
+            match watch.watched().len() {
+                1 => "1 directory".to_string(),
+                n => format!("{n} directories"),
+            },
+            args.poll,
+            args.tables_every
         );
-        scdflow::persist::follow(&mut session, poll, tables_every, &stop, |run| {
+        scdflow::persist::follow(&mut session, &watch, poll, tables_every, &stop, |run| {
             super::evaluate::report(&run.warnings, &run.quarantined);
             print_step(run, publishes)
                 .map_err(|e| scdflow::Error::new(scdflow::ErrorKind::Io, e.to_string()))

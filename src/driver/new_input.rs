@@ -27,7 +27,7 @@ use super::commit::{CommitSource, ReadFrom, Span};
 use crate::io;
 use crate::persist::store::WINDOW;
 use crate::persist::{Checks, InputProgress, Manifest};
-use crate::plan::{Pipeline, SnapshotSource, SourceInput};
+use crate::plan::{Pipeline, SnapshotSource, SourceInput, VersionedInput};
 use crate::{Error, ErrorKind, Result};
 use foldhash::fast::FixedState;
 use std::collections::HashMap;
@@ -284,6 +284,35 @@ pub(crate) fn find(
         commits.push((commit, consumed));
     }
     Ok(commits)
+}
+
+/// The directories whose changes may bring [`find`] new input, for a follower to watch
+/// ([`io::watch`]): each file source's directory (or its file's), each Delta source's log, each
+/// snapshot flow's files or table. A `WITH VERSION` flow's version query may read other tables
+/// too; their changes are found at the next poll.
+pub(crate) fn watched_dirs(pipeline: &Pipeline) -> Vec<PathBuf> {
+    let log = |dir: &Path| dir.join("_delta_log");
+    let tables = pipeline
+        .tables
+        .iter()
+        .filter_map(|table| match &table.input {
+            SourceInput::Files { path, .. } => Some(io::watch::dir_of(path)),
+            SourceInput::Delta { dir, .. } => Some(log(dir)),
+            _ => None,
+        });
+    // A periodic snapshot's table (`SnapshotSource::Table`) is one of the tables above.
+    let snapshots = (pipeline.snapshot_flows.iter()).filter_map(|flow| match &flow.source {
+        SnapshotSource::Files { path, .. } => Some(io::watch::dir_of(path)),
+        SnapshotSource::Versioned(v) => Some(match &v.input {
+            VersionedInput::Files { path, .. } => io::watch::dir_of(path),
+            VersionedInput::Delta { dir, .. } => log(dir),
+        }),
+        SnapshotSource::Table { .. } => None,
+    });
+    let mut dirs: Vec<PathBuf> = tables.chain(snapshots).collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// Files' absolute spellings ([`io::normal_path`]), their directories' made once: a `--follow`

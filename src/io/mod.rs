@@ -40,6 +40,7 @@ mod split;
 mod swap;
 mod tail;
 mod versioned;
+pub mod watch;
 mod write;
 
 pub use files::{crc_of_range, file_len, first_file, list_files, normal_path};

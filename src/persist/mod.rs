@@ -2,7 +2,8 @@
 //! that the next run processes only new input, continues the commit numbering and the change
 //! feed, and survives a crash at any instant — and the sessions that run against it.
 //!
-//! - [`Session`] (`session`): a durable run, step by step, and [`follow`] for `--follow`;
+//! - [`Session`] (`session`): a durable run, step by step; [`follow`] (`follow`) for
+//!   `--follow`, woken by a watch on the input directories;
 //!   [`Session::rewind`] returns a state and its outputs to an earlier commit;
 //! - [`store`]: the state directory, its manifest (the commit point) and checkpoints;
 //! - [`frames`]: the on-disk record format (versioned, checksummed, serde), and the shard files
@@ -21,6 +22,7 @@
 pub mod appended;
 mod catch_up;
 pub mod fingerprint;
+mod follow;
 pub mod frames;
 mod published;
 mod session;
@@ -28,6 +30,7 @@ pub mod store;
 mod table_edits;
 
 pub use fingerprint::Fingerprint;
+pub use follow::follow;
 pub use frames::{FileKind, FrameReader, FrameWriter, ShardRecords};
-pub use session::{follow, run, Durability, DurableRun, NewInput, Rewound, Session, MAX_DELTAS};
+pub use session::{run, Durability, DurableRun, NewInput, Rewound, Session, MAX_DELTAS};
 pub use store::{Appended, Checks, InputProgress, Manifest, Publishing, StateDir};

@@ -70,7 +70,6 @@ use crate::runtime::{Checkpoint, Progress};
 use crate::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Where a durable run keeps its state and writes its outputs.
@@ -330,6 +329,12 @@ impl<'a> Session<'a> {
         Ok(NewInput(found))
     }
 
+    /// A watch on the directories the pipeline's new input comes from, which wakes a follower
+    /// ([`super::follow`]) when they change.
+    pub fn watch_input(&self) -> io::watch::DirWatch {
+        io::watch::DirWatch::new(driver::new_input::watched_dirs(self.pipeline))
+    }
+
     /// One durable run: the new input (if any) as commits, then the outputs; see the module docs.
     pub fn step(&mut self, progress: Option<Progress>) -> Result<DurableRun> {
         let started = Instant::now();
@@ -339,7 +344,7 @@ impl<'a> Session<'a> {
 
     /// [`Session::step`] on input found since `started`; the tables and `metrics.json` are
     /// rewritten only with `write_tables` ([`Session::write_tables`] does it later).
-    fn step_on(
+    pub(super) fn step_on(
         &mut self,
         NewInput(new): NewInput,
         started: Instant,
@@ -838,51 +843,6 @@ fn push_log(text: &mut String, line: &LogLine) -> Result<()> {
         serde_json::to_string(line).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
     text.push_str(&json);
     text.push('\n');
-    Ok(())
-}
-
-/// Keeps `session` up to date until `stop` is set (a signal handler sets it; the step under way
-/// finishes and commits first): steps whenever new input appears, looking every `poll`, and
-/// hands each run to `on_run`. The change feeds and the metrics log are appended at every
-/// step; the tables and `metrics.json`, whose rewrite costs O(table), at most every
-/// `tables_every` (and after the last step, before returning).
-pub fn follow(
-    session: &mut Session,
-    poll: Duration,
-    tables_every: Duration,
-    stop: &AtomicBool,
-    mut on_run: impl FnMut(&DurableRun) -> Result<()>,
-) -> Result<()> {
-    const SLICE: Duration = Duration::from_millis(20);
-    let mut tables_written = Instant::now();
-    let mut behind = false;
-    while !stop.load(Ordering::SeqCst) {
-        let started = Instant::now();
-        let new = session.new_input()?;
-        if !new.is_empty() {
-            let due = tables_written.elapsed() >= tables_every;
-            let run = session.step_on(new, started, None, due)?;
-            behind = !due;
-            if due {
-                tables_written = Instant::now();
-            }
-            on_run(&run)?;
-            continue;
-        }
-        // Waiting, the tables merge: the next commit's version does not make the merges due.
-        session.merge_ahead()?;
-        let idle = Instant::now();
-        while idle.elapsed() < poll && !stop.load(Ordering::SeqCst) {
-            if behind && tables_written.elapsed() >= tables_every {
-                session.write_tables()?;
-                (behind, tables_written) = (false, Instant::now());
-            }
-            std::thread::sleep(SLICE.min(poll));
-        }
-    }
-    if behind {
-        session.write_tables()?;
-    }
     Ok(())
 }
 

@@ -177,7 +177,7 @@ pub fn feed(path: &Path) -> BTreeMap<u64, Vec<String>> {
     by_commit
 }
 
-fn versions(feed: &BTreeMap<u64, Vec<String>>) -> Vec<u64> {
+pub(crate) fn versions(feed: &BTreeMap<u64, Vec<String>>) -> Vec<u64> {
     feed.keys().copied().collect()
 }
 
@@ -443,7 +443,7 @@ fn t11_across_runs(appended: bool) {
     }
 }
 
-fn append(path: &Path, text: &str) {
+pub(crate) fn append(path: &Path, text: &str) {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
     f.write_all(text.as_bytes()).unwrap();
@@ -536,7 +536,7 @@ fn split_runs_with_changing_workers_equal_one_run() {
 const KV_SCHEMA: &str = "k INT, v STRING, op STRING, seq BIGINT";
 
 /// A pipeline over CSV files in `data/` (`k,v,op,seq`) into target `t`.
-fn kv_sql(keys: &str, scd: u8) -> String {
+pub(crate) fn kv_sql(keys: &str, scd: u8) -> String {
     format!(
         "CREATE STREAMING TABLE src AS SELECT * FROM STREAM read_files('data', format => 'csv', \
            header => true, schema => '{KV_SCHEMA}');\n\
@@ -548,7 +548,7 @@ fn kv_sql(keys: &str, scd: u8) -> String {
 }
 
 /// Writes `data/<name>` with the `k,v,op,seq` header and `rows`.
-fn kv_file(dir: &Path, name: &str, rows: &[&str]) {
+pub(crate) fn kv_file(dir: &Path, name: &str, rows: &[&str]) {
     std::fs::create_dir_all(dir.join("data")).unwrap();
     let text: String = std::iter::once("k,v,op,seq")
         .chain(rows.iter().copied())

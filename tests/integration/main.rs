@@ -40,6 +40,8 @@ mod bench;
 mod util;
 // Durable runs (`--state`): multi-run spec examples, split runs, refused changes, damaged state.
 mod durable;
+// `--follow` woken by a watch on its input directories, not by its poll.
+mod follow_watch;
 // Durable runs killed (SIGKILL) at random instants vs one uninterrupted run.
 mod crash;
 // A warehouse of Delta tables: `scdflow sql`, pipelines reading tables by name.

@@ -208,7 +208,7 @@ fn a_plain_run_replaces_only_the_tables_it_published() {
 }
 
 /// `scdflow run PIPELINE` into the seed's schema of warehouse `w` with state `st`.
-fn durable(pipeline: &str) -> [&str; 8] {
+pub(crate) fn durable(pipeline: &str) -> [&str; 8] {
     [
         "run",
         pipeline,
