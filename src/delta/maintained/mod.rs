@@ -711,11 +711,11 @@ impl MaintainedTable {
             metadata.insert(COMMIT_INPUT.to_string(), input.clone());
         }
         let data = CommitData::new(all, operation, metadata, vec![txn]);
-        let bytes = data.get_bytes().map_err(|e| failed(&self.dir, e))?;
+        let entry = super::commit::entry(&data).map_err(|e| failed(&self.dir, e))?;
         Ok(Prepared {
             commit,
             version: self.version + 1,
-            entry: bytes.to_vec(),
+            entry,
         })
     }
 
