@@ -9,16 +9,15 @@
 //! system's watch limit, a file system without events, such as one another machine writes over
 //! NFS) or that was removed and made again after the watch began.
 //!
-//! Invariant: [`DirWatch::wait`] returns `true` when anything but a read happened in a watched
-//! directory after the last `wait` that returned `true` began returning; it takes every event
-//! pending when it returns, so a burst of events (a file written in many blocks) wakes the
-//! follower about once, and an event that comes while the follower lists is kept for the next
-//! `wait`, never lost.
+//! Invariant: [`DirWatch::wait`] returns `true` as soon as anything but a read happened in a
+//! watched directory since it last returned `true`, and takes every event pending then, so a
+//! burst of events (a file written in many blocks) wakes the follower about once; an event that
+//! comes while the follower lists is kept for the next `wait`, never lost.
 
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 /// Watched directories, and the events their changes send.
 pub struct DirWatch {
@@ -70,24 +69,27 @@ impl DirWatch {
         &self.unwatched
     }
 
-    /// Waits up to `timeout` for a change in a watched directory; `true` when one came (see the
-    /// module docs), `false` when the time passed without one.
+    /// Waits up to `timeout` for a change in a watched directory: `true` as soon as one comes
+    /// (see the module docs), `false` when the time passed without one.
     pub fn wait(&self, timeout: Duration) -> bool {
-        let mut changed = match self.events.recv_timeout(timeout) {
-            Ok(event) => changes(&event),
-            // Without a watcher the sender is gone at once: wait out the time as a poll does.
-            Err(RecvTimeoutError::Disconnected) => {
-                std::thread::sleep(timeout);
-                return false;
-            }
-            Err(RecvTimeoutError::Timeout) => return false,
-        };
+        let deadline = Instant::now() + timeout;
         loop {
-            match self.events.try_recv() {
-                Ok(event) => changed |= changes(&event),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return changed,
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(event) if changes(&event) => break,
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => return false,
+                // Without a watcher the sender is gone at once: wait out the time as a poll
+                // does.
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(left);
+                    return false;
+                }
             }
         }
+        // The rest of the burst: one listing will see what they did.
+        while self.events.try_recv().is_ok() {}
+        true
     }
 }
 
@@ -119,7 +121,6 @@ pub fn dir_of(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
 
     /// Waits (a minute at most) for a change; the watch delivers it long before.
     fn woken(watch: &DirWatch) -> bool {
