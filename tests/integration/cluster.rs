@@ -488,20 +488,40 @@ fn a_cluster_that_does_not_form_fails_after_the_connect_timeout() {
     assert!(!out.exists(), "nothing is written");
 }
 
-/// Whether a TCP connection to or from local port `port` is established (Linux `/proc/net/tcp`:
-/// `local_address rem_address st`, ports in hex, state `01` = established).
-pub(crate) fn established(port: u16) -> bool {
+/// `/proc/net/tcp`'s state of a listening socket.
+pub(crate) const LISTEN: &str = "0A";
+/// `/proc/net/tcp`'s state of a connected socket.
+pub(crate) const ESTABLISHED: &str = "01";
+
+/// Whether process `pid` holds a socket on local port `port` in TCP state `state` (Linux
+/// `/proc/net/tcp`): one whose inode is among the process's descriptors. The port alone says
+/// nothing of `pid`: a free port goes to whoever asks the kernel next, such as another test.
+pub(crate) fn holds_socket(pid: u32, port: u16, state: &str) -> bool {
     let port = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
-        std::fs::read_to_string(table).is_ok_and(|text| {
-            text.lines().skip(1).any(|line| {
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                fields.len() > 3
-                    && fields[3] == "01"
-                    && (fields[1].ends_with(&port) || fields[2].ends_with(&port))
-            })
+    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|text| {
+            text.lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let found =
+                        fields.len() > 9 && fields[3] == state && fields[1].ends_with(&port);
+                    found.then(|| format!("socket:[{}]", fields[9]))
+                })
+                .collect::<Vec<_>>()
         })
-    })
+        .collect();
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .any(|link| {
+            inodes
+                .iter()
+                .any(|inode| link.as_os_str() == inode.as_str())
+        })
 }
 
 /// Generates into `work` a workload whose cluster run lasts long enough to be interrupted:
@@ -542,7 +562,7 @@ fn a_process_killed_mid_run_fails_the_other_cleanly() {
     let mut second = process("1", &out1);
     let port: u16 = hosts_port(&hosts, 0);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !established(port) {
+    while !holds_socket(first.id(), port, ESTABLISHED) {
         assert!(Instant::now() < deadline, "the cluster did not form");
         std::thread::sleep(Duration::from_millis(10));
     }

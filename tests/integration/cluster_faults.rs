@@ -3,51 +3,19 @@
 //! between the starts of two processes (which must change nothing).
 
 use super::cluster::{
-    bad_second_commit, established, finish, free_ports, hosts_on, long_workload, member, outcome,
-    read, scdflow,
+    bad_second_commit, finish, free_ports, holds_socket, hosts_on, long_workload, member, outcome,
+    read, scdflow, ESTABLISHED, LISTEN,
 };
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Whether process `pid` listens on local port `port`: a socket of `/proc/net/tcp` in state
-/// `0A` whose inode is one of the process's descriptors. Another test's listener may hold the
-/// port for a moment before `pid` binds it (free ports are handed out by the kernel to whoever
-/// asks), so the port alone does not say the process got that far.
-fn listening(pid: u32, port: u16) -> bool {
-    let port = format!(":{port:04X}");
-    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|table| std::fs::read_to_string(table).ok())
-        .flat_map(|text| {
-            text.lines()
-                .skip(1)
-                .filter_map(|line| {
-                    let fields: Vec<&str> = line.split_whitespace().collect();
-                    let listens = fields.len() > 9 && fields[3] == "0A";
-                    (listens && fields[1].ends_with(&port))
-                        .then(|| format!("socket:[{}]", fields[9]))
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return false;
-    };
-    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
-        .any(|link| {
-            inodes
-                .iter()
-                .any(|inode| link.as_os_str() == inode.as_str())
-        })
-}
-
 /// Waits (a minute at most) until process 0 (`first`) listens on its port, `ports[0]`: it
 /// lists its input first.
 fn wait_listening(first: &std::process::Child, ports: &[u16]) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !listening(first.id(), ports[0]) {
+    while !holds_socket(first.id(), ports[0], LISTEN) {
         assert!(Instant::now() < deadline, "process 0 does not listen");
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -248,7 +216,7 @@ fn a_stopped_peer_fails_the_others_after_the_peer_timeout() {
     let first = member(pipeline, out0.to_str().unwrap(), "0", &hosts, &timeout);
     let mut second = member(pipeline, "unused", "1", &hosts, &timeout);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !established(ports[0]) {
+    while !holds_socket(first.id(), ports[0], ESTABLISHED) {
         assert!(Instant::now() < deadline, "the cluster did not form");
         std::thread::sleep(Duration::from_millis(10));
     }
