@@ -1,13 +1,16 @@
 //! Waking a follower (`scdflow run --follow`) as soon as one of its input directories changes,
 //! instead of at its next poll.
 //!
-//! [`DirWatch`] watches directories, not recursively, through the `notify` crate: inotify on
-//! Linux, FSEvents or kqueue elsewhere. A watch only says *when to look*: the follower's listing
-//! still decides what is new, so an event that is spurious (a file that is no input, a file
-//! being written), coalesced or lost costs at most one listing or waits for the next poll.
-//! Polling stays the fallback for what cannot be watched: a directory whose watch failed (the
-//! system's watch limit, a file system without events, such as one another machine writes over
-//! NFS) or that was removed and made again after the watch began.
+//! [`DirWatch`] watches directories, not recursively, through the `notify` crate: inotify on Linux,
+//! FSEvents on macOS, kqueue on the BSDs, ReadDirectoryChangesW on Windows. It is the crate Rust's
+//! file watchers are built on (watchexec, rust-analyzer's file system layer), and on Linux it
+//! brings only the `inotify` bindings; a hand-written inotify loop would be Linux-only and the same
+//! code. A watch only says *when to look*: the follower's listing still decides what is new, so an
+//! event that is spurious (a file that is no input, a file being written), coalesced or lost costs
+//! at most one listing or waits for the next poll. Polling stays the fallback for what cannot be
+//! watched: a directory whose watch failed (the system's watch limit, a file system without events,
+//! such as one another machine writes over NFS) or that was removed and made again after the watch
+//! began.
 //!
 //! Invariant: [`DirWatch::wait`] returns `true` as soon as anything but a read happened in a
 //! watched directory since it last returned `true`, and takes every event pending then, so a
