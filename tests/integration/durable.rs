@@ -934,13 +934,25 @@ pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Stops a `--follow` run with SIGTERM; returns its stderr after checking it exited 0.
+pub(crate) fn stop_following(mut child: std::process::Child) -> String {
+    let pid = child.id().to_string();
+    let term = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(term.success());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    err
+}
+
 #[test]
 fn follow_commits_new_files_and_lines_until_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("pipeline.sql"), kv_sql("k", 2)).unwrap();
     kv_file(d, "b1.csv", &["1,a,U,1", "2,b,U,1"]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_scdflow"))
+    let child = Command::new(env!("CARGO_BIN_EXE_scdflow"))
         .args(["run", "pipeline.sql", "--state", "state", "--out", "out"])
         .args(["--follow", "--poll", "0.05"])
         .current_dir(d)
@@ -968,13 +980,7 @@ fn follow_commits_new_files_and_lines_until_sigterm() {
     wait_for("commit 3", commits(3));
     append(&d.join("data/b2.csv"), ",U,1\n");
     wait_for("commit 4", commits(4));
-    let pid = child.id().to_string();
-    let term = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(term.success());
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(0), "{err}");
+    stop_following(child);
     // The same input in one plain run gives the same table and, commit by commit, the same feed.
     let plain = d.join("plain");
     succeed(

@@ -2,7 +2,7 @@
 //! a file renamed in and a new version of a Delta source are each committed at once (within
 //! `wait_for`'s minute, which no poll reaches).
 
-use crate::durable::{append, feed, kv_file, kv_sql, versions, wait_for};
+use crate::durable::{append, feed, kv_file, kv_sql, stop_following, versions, wait_for};
 use crate::warehouse::{durable, sql, warehouse};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -17,21 +17,6 @@ fn following(cwd: &Path, args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// Stops `child` with SIGTERM; returns its stderr after checking it exited 0.
-fn stop(mut child: Child) -> String {
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(0), "{err}");
-    err
 }
 
 #[test]
@@ -57,7 +42,7 @@ fn new_files_lines_and_renames_wake_a_follower_that_polls_hourly() {
     std::fs::write(d.join("data/.incoming"), "k,v,op,seq\n4,d,U,1\n").unwrap();
     std::fs::rename(d.join("data/.incoming"), d.join("data/b3.csv")).unwrap();
     wait_for("commit 4, a file renamed in", commits(4));
-    let err = stop(child);
+    let err = stop_following(child);
     assert!(
         err.contains("(1 directory watched, polled every 3600s;"),
         "{err}"
@@ -82,7 +67,7 @@ fn a_new_version_of_a_delta_source_wakes_a_follower() {
         "INSERT INTO main.cdc_tutorial.users_cdf VALUES (127, 'Ana', 'Puebla', 'INSERT', 7)",
     );
     wait_for("the version of the source's new version", version(2));
-    stop(child);
+    stop_following(child);
     let ana = sql(
         cwd,
         "SELECT name, city FROM main.cdc_tutorial.users_current WHERE userId = 127",

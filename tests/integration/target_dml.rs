@@ -5,7 +5,7 @@
 //! refused, naming the key and why, and change nothing. The event log is read from the
 //! published versions.
 
-use crate::durable::{scdflow, stderr, succeed, wait_for};
+use crate::durable::{scdflow, stderr, stop_following, succeed, wait_for};
 use crate::warehouse::{sql, warehouse, SEED_SCD2};
 use std::path::Path;
 
@@ -384,7 +384,7 @@ fn event_log_lists_each_commits_flow_progress_from_the_tables_log() {
 fn a_following_run_takes_an_edit_made_between_its_steps() {
     let dir = warehouse();
     let cwd = dir.path();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_scdflow"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_scdflow"))
         .args([
             "run",
             "scd2.sql",
@@ -417,15 +417,7 @@ fn a_following_run_takes_an_edit_made_between_its_steps() {
     );
     // Commit 2 is version 3, after the edit's version 2.
     wait_for("commit 2", version(3));
-    let term = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(term.success());
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(0), "{err}");
+    stop_following(child);
     // 124's history was erased, so its late event starts it afresh; 125 goes on.
     let rows = sql(
         cwd,
