@@ -13,7 +13,7 @@ use crate::plan::{
 };
 use crate::prepare::to_event;
 use crate::runtime::{CommitEvents, Snapshot};
-use crate::value::{Datum, Row, Schema};
+use crate::value::{Datum, Decoded, Row, Schema};
 use crate::Result;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -416,11 +416,25 @@ impl Step<'_> {
         let schema = &self.pipeline.tables[flow.source].schema;
         // Room made once: a commit's events are large, and doubling their way to it copied them.
         self.prepared.input.events[flow.target].reserve(rows.len());
+        let mut values = [Datum::Null; 16];
         for row in rows {
             if !self.expect(flow.target, &flow.expectations, &mut counts, row, schema)? {
                 continue;
             }
-            match to_event(flow, target, schema, &row.row.unpack()) {
+            let wide;
+            let datums = match row.row.as_row_ref().decode_into(&mut values) {
+                Some(n) => &values[..n],
+                None => {
+                    wide = row.row.unpack();
+                    &wide[..]
+                }
+            };
+            match to_event(
+                flow,
+                target,
+                schema,
+                &Decoded::new(row.row.as_row_ref(), datums),
+            ) {
                 Ok(event) => self.prepared.input.events[flow.target].push(event),
                 Err(bad) => {
                     let reason = format!("{}: {}", bad.column, bad.reason);

@@ -412,8 +412,13 @@ fn rows_through_the_pipeline_are_the_events() {
                                 .is_none_or(|f| f.eval_predicate(&row.unpack()).unwrap())
                         })
                         .map(|row| {
-                            crate::prepare::to_event(flow, parsed, &source.schema, &row.unpack())
-                                .unwrap()
+                            crate::prepare::to_event(
+                                flow,
+                                parsed,
+                                &source.schema,
+                                &row.unpack()[..],
+                            )
+                            .unwrap()
                         })
                         .collect()
                 })

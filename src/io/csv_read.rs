@@ -14,7 +14,7 @@
 //! The records may also be the end of a file (see `super::tail`): their columns are then mapped
 //! by the file's header read separately ([`Header::Known`]).
 
-use super::csv_records::{CsvRecord, CsvRecords};
+use super::csv_records::{CsvRecord, CsvRecords, Record};
 use super::parse_value::{parse_scalar, parse_text};
 use super::row::{RowError, SourceRow};
 use crate::value::{closest, Datum, Packer, Schema};
@@ -41,11 +41,11 @@ pub(crate) fn read_records(
 ) -> Result<Option<Vec<Result<SourceRow, RowError>>>> {
     let (positions, width) = match header {
         Header::None => ((0..schema.len()).collect(), schema.len()),
-        Header::First => match records.next() {
+        Header::First => match records.next_record() {
             None => return Ok(None),
-            Some(first) => columns(path, &first?, schema)?,
+            Some(first) => columns(path, first?, schema)?,
         },
-        Header::Known(record) => columns(path, &record, schema)?,
+        Header::Known(record) => columns(path, record.view(), schema)?,
     };
     // Sized once: grown by doubling, the rows of a 10,000-record file were moved about as
     // many times again, each time to pages never touched before.
@@ -57,12 +57,12 @@ pub(crate) fn read_records(
 }
 
 /// For each schema column the index of its field in `header`, and the header's width.
-fn columns(path: &Path, header: &CsvRecord, schema: &Schema) -> Result<(Vec<usize>, usize)> {
+fn columns(path: &Path, header: Record<'_>, schema: &Schema) -> Result<(Vec<usize>, usize)> {
     Ok((header_positions(path, header, schema)?, header.len()))
 }
 
 /// For each schema column, the index of its field in the header record.
-fn header_positions(path: &Path, header: &CsvRecord, schema: &Schema) -> Result<Vec<usize>> {
+fn header_positions(path: &Path, header: Record<'_>, schema: &Schema) -> Result<Vec<usize>> {
     let names: Vec<&str> = header.fields().map(Option::unwrap_or_default).collect();
     schema
         .names()
@@ -101,7 +101,7 @@ fn header_positions(path: &Path, header: &CsvRecord, schema: &Schema) -> Result<
 }
 
 fn to_row(
-    record: &CsvRecord,
+    record: Record<'_>,
     positions: &[usize],
     width: usize,
     schema: &Schema,

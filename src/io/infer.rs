@@ -15,7 +15,7 @@
 //! inferred schema yields no row errors (except CSV rows with the wrong number of fields and
 //! JSON columns that mix kinds).
 
-use super::csv_records::{CsvRecord, CsvRecords};
+use super::csv_records::{CsvRecord, CsvRecords, Record};
 use super::json_lines::{json_lines, parse_object};
 use super::parse_value::{parse_bigint, parse_bool, parse_double};
 use crate::plan::Format;
@@ -54,9 +54,9 @@ fn infer_csv(path: &Path, text: &str, header: bool) -> Result<Schema> {
     };
     let mut sample = Vec::new();
     let names: Vec<String> = if header {
-        csv_names(path, &head)?
+        csv_names(path, head.view())?
     } else {
-        let names = (0..head.len()).map(|i| format!("_c{i}")).collect();
+        let names = (0..head.view().len()).map(|i| format!("_c{i}")).collect();
         sample.push(head);
         names
     };
@@ -64,7 +64,7 @@ fn infer_csv(path: &Path, text: &str, header: bool) -> Result<Schema> {
         sample.push(record?);
     }
     let columns = names.into_iter().enumerate().map(|(i, name)| {
-        let values = sample.iter().filter_map(|r| r.field(i));
+        let values = sample.iter().filter_map(|r| r.view().field(i));
         (name, text_type(values))
     });
     Ok(Schema::new(columns))
@@ -72,7 +72,7 @@ fn infer_csv(path: &Path, text: &str, header: bool) -> Result<Schema> {
 
 /// Header names, `_cN` for empty ones; names equal up to case are a `Format` error, since
 /// columns are looked up case-insensitively.
-fn csv_names(path: &Path, head: &CsvRecord) -> Result<Vec<String>> {
+fn csv_names(path: &Path, head: Record<'_>) -> Result<Vec<String>> {
     let mut names: Vec<String> = Vec::with_capacity(head.len());
     for (i, field) in head.fields().enumerate() {
         let name = match field {

@@ -23,7 +23,7 @@ pub use projection::{Projection, SortKey};
 /// Values of every type, for property tests across the crate.
 #[cfg(test)]
 pub(crate) use row::tests::value as any_value;
-pub use row::{Datums, Packer, Row, RowRef, Unpacked};
+pub use row::{Datums, Decoded, Packer, Row, RowRef, Unpacked};
 pub use seq::Seq;
 
 use serde::{Deserialize, Serialize};
