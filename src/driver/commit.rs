@@ -416,6 +416,8 @@ impl Step<'_> {
         let schema = &self.pipeline.tables[flow.source].schema;
         // Room made once: a commit's events are large, and doubling their way to it copied them.
         self.prepared.input.events[flow.target].reserve(rows.len());
+        // Each row decoded into one buffer reused for the commit's rows (`RowRef::decode_into`);
+        // a row of more values than it holds is unpacked.
         let mut values = [Datum::Null; 16];
         for row in rows {
             if !self.expect(flow.target, &flow.expectations, &mut counts, row, schema)? {

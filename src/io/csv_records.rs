@@ -89,7 +89,7 @@ impl<'r> Record<'r> {
     }
 
     /// An owned copy, its fields' text one after another.
-    pub(crate) fn to_owned(self) -> CsvRecord {
+    pub(crate) fn owned(self) -> CsvRecord {
         let mut owned = CsvRecord {
             line: self.line,
             ..CsvRecord::default()
@@ -101,7 +101,7 @@ impl<'r> Record<'r> {
     }
 }
 
-/// An owned CSV record (a header kept across reads, a sample), made by [`Record::to_owned`].
+/// An owned CSV record (a header kept across reads, a sample), made by [`Record::owned`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct CsvRecord {
     /// 1-based physical line of the record's first byte.
@@ -370,7 +370,7 @@ impl Iterator for CsvRecords<'_> {
 
     /// The next record, as an owned copy (for the few records read apart: headers, samples).
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_record().map(|r| r.map(Record::to_owned))
+        self.next_record().map(|r| r.map(Record::owned))
     }
 }
 
@@ -398,13 +398,33 @@ mod tests {
     /// Fields come back as they were parsed, NULL apart from the empty string, whether read
     /// where they lie, unescaped or from an owned copy.
     #[test]
-    fn fields_read_back_from_one_buffer() {
+    fn fields_read_back_as_they_were_parsed() {
         let owned = &records("a,,\"\",xyz\n")[0];
         let r = owned.view();
         let fields: Vec<_> = r.fields().collect();
         assert_eq!(fields, vec![Some("a"), None, Some(""), Some("xyz")]);
         assert_eq!((r.len(), r.field(3), r.field(4)), (4, Some("xyz"), None));
         assert_eq!(r.to_json(), serde_json::json!(["a", null, "", "xyz"]));
+    }
+
+    /// A record read in place mixes fields lying in the text with unescaped ones; each reads
+    /// back as its own text, and the next record reuses the buffers.
+    #[test]
+    fn fields_in_place_and_unescaped_read_back_alike() {
+        let text = "a,\"b\"\"c\",\"d\"e,,\"f\"\n\"x\"\"\",y\n";
+        let mut records = CsvRecords::new(Path::new("t"), text);
+        let first = records.next_record().unwrap().unwrap();
+        let fields: Vec<_> = first.fields().collect();
+        assert_eq!(
+            fields,
+            [Some("a"), Some("b\"c"), Some("de"), None, Some("f")]
+        );
+        let second = records.next_record().unwrap().unwrap();
+        assert_eq!(
+            (second.line, second.field(0), second.field(1)),
+            (2, Some("x\""), Some("y"))
+        );
+        assert!(records.next_record().is_none());
     }
 
     #[test]
