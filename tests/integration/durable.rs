@@ -922,6 +922,12 @@ fn a_checksum_mismatch_reads_as_a_sentence() {
     assert!(err.contains("it fails its checksum"), "{err}");
 }
 
+/// Whether version `version`'s entry is in the Delta log `log`, as [`wait_for`] asks.
+pub(crate) fn logged(log: &Path, version: u64) -> impl FnMut() -> bool {
+    let entry = log.join(format!("{version:020}.json"));
+    move || entry.is_file()
+}
+
 /// Waits (up to a minute) until `done` holds.
 pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);

@@ -2,7 +2,7 @@
 //! a file renamed in and a new version of a Delta source are each committed at once (within
 //! `wait_for`'s minute, which no poll reaches).
 
-use crate::durable::{append, feed, kv_file, kv_sql, stop_following, versions, wait_for};
+use crate::durable::{append, feed, kv_file, kv_sql, logged, stop_following, versions, wait_for};
 use crate::warehouse::{durable, sql, warehouse};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -57,16 +57,12 @@ fn a_new_version_of_a_delta_source_wakes_a_follower() {
     let cwd = dir.path();
     let child = following(cwd, &durable("scd1.sql"));
     let log = cwd.join("w/main/cdc_tutorial/users_current/_delta_log");
-    let version = |v: u64| {
-        let entry = log.join(format!("{v:020}.json"));
-        move || entry.is_file()
-    };
-    wait_for("the first commit's version", version(1));
+    wait_for("the first commit's version", logged(&log, 1));
     sql(
         cwd,
         "INSERT INTO main.cdc_tutorial.users_cdf VALUES (127, 'Ana', 'Puebla', 'INSERT', 7)",
     );
-    wait_for("the version of the source's new version", version(2));
+    wait_for("the version of the source's new version", logged(&log, 2));
     stop_following(child);
     let ana = sql(
         cwd,

@@ -5,7 +5,7 @@
 //! refused, naming the key and why, and change nothing. The event log is read from the
 //! published versions.
 
-use crate::durable::{scdflow, stderr, stop_following, succeed, wait_for};
+use crate::durable::{logged, scdflow, stderr, stop_following, succeed, wait_for};
 use crate::warehouse::{sql, warehouse, SEED_SCD2};
 use std::path::Path;
 
@@ -400,11 +400,7 @@ fn a_following_run_takes_an_edit_made_between_its_steps() {
         .spawn()
         .unwrap();
     let log = cwd.join("w/main/cdc_tutorial/users_history/_delta_log");
-    let version = |v: u64| {
-        let entry = log.join(format!("{v:020}.json"));
-        move || entry.exists()
-    };
-    wait_for("commit 1", version(1));
+    wait_for("commit 1", logged(&log, 1));
     // The step that published version 1 may still hold the table: the statement waits for it.
     sql(
         cwd,
@@ -416,7 +412,7 @@ fn a_following_run_takes_an_edit_made_between_its_steps() {
          (125, 'Mercedes', 'Colima', 'UPDATE', 9), (124, 'Raul', 'Puebla', 'UPDATE', 0)",
     );
     // Commit 2 is version 3, after the edit's version 2.
-    wait_for("commit 2", version(3));
+    wait_for("commit 2", logged(&log, 3));
     stop_following(child);
     // 124's history was erased, so its late event starts it afresh; 125 goes on.
     let rows = sql(
